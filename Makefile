@@ -1,0 +1,42 @@
+# Two entry points for a fresh machine (see README): `make reproduce` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CORES ?= all
+# e.g. `make reproduce SCALE=paper`; empty = config/config.yaml (quick)
+SCALE ?=
+SNAKEMAKE_ARGS := $(if $(SCALE),--config scale=$(SCALE),)
+# what DVC records after a reproduction
+DVC_TRACKED := data/raw data/prepared results figures
+
+.PHONY: install reproduce report record test test-fast lint clean
+
+$(VENV)/.installed: pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet -c requirements.lock -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+reproduce: install
+	$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
+	$(MAKE) report record
+
+report: install
+	$(BIN)/snakemake --cores 1 --report report.html $(SNAKEMAKE_ARGS)
+
+# DVC records the hashes of data and results; commit the *.dvc files, then `dvc push`.
+record: install
+	$(BIN)/dvc add --quiet $(DVC_TRACKED)
+
+test: install
+	$(BIN)/python -m pytest
+
+test-fast: install
+	$(BIN)/python -m pytest -m "not slow"
+
+lint: install
+	$(BIN)/snakemake --lint
+
+clean:
+	rm -rf results figures logs report.html .snakemake

@@ -1,0 +1,46 @@
+# fedrepro: reproduce the figures and claims of five federated-learning papers.
+#   snakemake --cores all                         everything selected by config/config.yaml
+#   snakemake --cores 2 fedpage                   one paper
+#   snakemake --cores 2 figures/fedpage/fig2a.pdf one figure (reuses cached runs)
+#   snakemake --cores 2 --config scale=paper      the papers' own settings
+from pathlib import Path
+
+from snakemake.utils import min_version
+
+from fedrepro.experiments.runtable import ConfigError
+from fedrepro.experiments.validate import load_and_validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+try:
+    config, RUNS = load_and_validate(config, Path("config"))
+except ConfigError as error:
+    raise WorkflowError(str(error)) from None
+
+PAPERS = sorted({paper for paper, _ in RUNS.figures})
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/figures.smk"
+include: "workflow/rules/claims.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        [paper_targets(paper) for paper in config["papers"]],
+
+
+for _paper in PAPERS:
+
+    rule:
+        name:
+            _paper
+        input:
+            paper_targets(_paper),

@@ -1,0 +1,20 @@
+# rule train: one run spec -> results/runs/<run_id>/{metrics.csv,run.json}.
+from pathlib import Path
+
+from fedrepro.cli import run_step
+from fedrepro.experiments.execute import execute_run
+from fedrepro.results.store import RunFiles
+
+sm = snakemake  # noqa: F821 (injected by Snakemake)
+run_step(
+    lambda: execute_run(
+        sm.wildcards.run_id,
+        dict(sm.params.spec),
+        RunFiles(Path(sm.output.metrics).parent),
+        prepared={Path(p).stem: Path(p) for p in sm.input.prepared},
+        data_provenance=[Path(p) for p in sm.input.provenance],
+        device=sm.params.device,
+        threads=sm.threads,
+        log_path=Path(sm.log[0]),
+    )
+)

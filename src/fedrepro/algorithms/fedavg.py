@@ -1,0 +1,21 @@
+"""FedAvg: local minibatch SGD with a server step (FedPAGE spec §2.4)."""
+
+from __future__ import annotations
+
+from fedrepro.algorithms.common import Algorithm, local_sgd, sample_clients
+
+
+class FedAvg(Algorithm):
+    """hp: S clients per round, K local steps of minibatch size b, step sizes eta_g, eta_l."""
+
+    HP = ("S", "K", "eta_g", "eta_l", "b")
+
+    def __init__(self, problem, hp, streams) -> None:
+        super().__init__(problem, hp, streams)
+        self.b = self._batch_size("b")
+
+    def round(self, r: int) -> dict:
+        clients = sample_clients(self.streams("clients", r), self.problem.n_clients, self.S)
+        y = local_sgd(self.problem, self.x, clients, self.streams("batches", r), self.K, self.eta_l, self.b)
+        self.x = self.x + self.eta_g * (y - self.x).mean(dim=0)
+        return {"clients": self.S, "sample_grads": self.S * self.b * self.K, "full": False}

@@ -1,0 +1,159 @@
+"""FedAvg-SVRG with probabilistically activated agents (Rostami & Kia, Algorithm 1),
+and `run_fedvr_method`, the entry point that runs it or one of its two baselines.
+
+Per round k: agent n is active with probability p_n^k; each active agent starts from θ^k
+and runs S SVRG snapshots, each one full local gradient μ̃ at the snapshot w̃ followed by
+M steps w ← w − δ (∇f_#(w) − ∇f_#(w̃) + μ̃) on uniformly drawn samples #; the last inner
+iterate becomes the next snapshot (SVRG "option I"). No SVRG state survives the round.
+The server then applies the unbiased update θ + (1/N) Σ_n (1_n/p_n)(w_n − θ^k).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+from fedrepro.algorithms.fedavg_prob import (
+    Streams,
+    activation_probabilities,
+    aggregate_inverse_prob,
+    draw_active,
+    per_run,
+    run_fedavg_prob,
+    run_fedavg_uniform,
+    simulate,
+)
+from fedrepro.objectives.least_squares import LeastSquaresProblem
+
+METHODS = ("fedavg_svrg", "fedavg_prob", "fedavg_uniform")
+
+# Spec §4/§6.1 defaults; the paper's case 1 is (S, M) = (5, 2), case 2 is (10, 5).
+DEFAULT_HP: dict[str, Any] = {
+    "activation": {"kind": "linspace", "low": 0.1, "high": 0.9},  # not given by the paper
+    "S": 5,  # snapshots per round
+    "M": 2,  # SVRG steps between snapshots
+    "delta": 0.1,  # 1/sqrt(100), constant in all rounds
+    "theta0": 0.5,  # scalar (broadcast) or a d-vector
+    "K": 100,  # the horizon in the baselines' "1/sqrt(K)" step, independent of `rounds`
+    "eta_schedule": "inv_sqrt_K",  # baselines: "inv_sqrt_K" | "inv_sqrt_round" | "constant"
+    "eta": None,  # only for eta_schedule "constant"
+    "local_steps": None,  # baselines' local steps; None -> S*M (same stochastic steps as ours)
+    "batch_size": 1,  # baselines' local minibatch
+    "sampling": "with_replacement",  # or "epochs" (McMahan's B/E passes)
+    "agents_per_round": 5,  # FedAvg of [4]: "batch size of 5" = 5 agents; or "expected" = round(Σ p)
+}
+
+
+def svrg_direction(
+    problem: LeastSquaresProblem, w: torch.Tensor, w_snap: torch.Tensor, mu: torch.Tensor, idx: torch.Tensor
+) -> torch.Tensor:
+    """v = ∇f_#(w) − ∇f_#(w̃) + μ̃ for every agent (line 15).
+
+    w, w_snap, mu (..., N, d); idx (..., N, 1) the sample # of each agent.
+    """
+    return problem.minibatch_grad(w, idx) - problem.minibatch_grad(w_snap, idx) + mu
+
+
+def svrg_local(
+    problem: LeastSquaresProblem, theta: torch.Tensor, idx: torch.Tensor, delta: float
+) -> torch.Tensor:
+    """Lines 7-18 for every agent: theta (R, d), idx (R, N, S, M) -> w_{n,S-1,M} (R, N, d)."""
+    w_snap = theta.unsqueeze(-2).expand(*theta.shape[:-1], problem.n_agents, problem.dim)
+    for s in range(idx.shape[-2]):
+        mu = problem.local_grad(w_snap)
+        w = w_snap
+        for m in range(idx.shape[-1]):
+            w = w - delta * svrg_direction(problem, w, w_snap, mu, idx[..., s, m, None])
+        w_snap = w
+    return w_snap
+
+
+def run_fedavg_svrg(
+    problem: LeastSquaresProblem,
+    *,
+    p: torch.Tensor,
+    theta0: torch.Tensor,
+    S: int,
+    M: int,
+    delta: float,
+    n_mc: int,
+    rounds: int,
+    streams: Streams,
+) -> dict[str, np.ndarray]:
+    """Algorithm 1 for n_mc independent runs at once."""
+    p = p.to(problem.Q)
+    n, length, device = problem.n_agents, problem.samples_per_agent, problem.Q.device
+
+    def draw_samples(gen: torch.Generator) -> torch.Tensor:
+        # Uniform with replacement (line 13), drawn for every agent whether active or not:
+        # sample draws are independent of activation (paper, after Assumption 4).
+        return torch.randint(length, (n, S, M), generator=gen, device=device)
+
+    def step(theta: torch.Tensor, k: int) -> torch.Tensor:
+        active = draw_active(p[k], n_mc, k, streams)
+        idx = per_run(streams, "samples", n_mc, k, draw_samples)
+        return aggregate_inverse_prob(theta, svrg_local(problem, theta, idx, delta), active, p[k])
+
+    return simulate(problem, theta0, n_mc, rounds, step)
+
+
+def resolve_hp(hp: Mapping[str, Any]) -> dict[str, Any]:
+    """DEFAULT_HP overridden by `hp`; unknown keys are an error (catches config typos)."""
+    unknown = set(hp) - set(DEFAULT_HP)
+    if unknown:
+        raise ValueError(f"unknown fedvr hyperparameters {sorted(unknown)}; known: {sorted(DEFAULT_HP)}")
+    return {**DEFAULT_HP, **hp}
+
+
+def step_sizes(hp: Mapping[str, Any], rounds: int) -> list[float]:
+    """The baselines' local step per round. "1/sqrt(K)" in the paper reads as the horizon
+    K (numerically equal to δ = 0.1); "inv_sqrt_round" is the per-round decay 1/sqrt(k+1)."""
+    schedule = hp["eta_schedule"]
+    if schedule == "inv_sqrt_K":
+        return [1.0 / math.sqrt(hp["K"])] * rounds
+    if schedule == "inv_sqrt_round":
+        return [1.0 / math.sqrt(k + 1) for k in range(rounds)]
+    if schedule == "constant":
+        return [float(hp["eta"])] * rounds
+    raise ValueError(f"unknown eta_schedule {schedule!r}")
+
+
+def run_fedvr_method(
+    method: str,
+    problem: LeastSquaresProblem,
+    hp: Mapping[str, Any],
+    *,
+    n_mc: int,
+    rounds: int,
+    streams: Streams,
+) -> dict[str, np.ndarray]:
+    """Run `method` for n_mc Monte Carlo runs of `rounds` rounds.
+
+    streams(purpose, mc, round) must return a fresh torch.Generator on the problem's
+    device. Purposes used: "activation", "samples", "selection", "activation_probs"; the
+    SVRG and [15] runs share "activation" draws, so with the same streams they are paired.
+    Returns {"theta": (n_mc, rounds+1, d), "cost": (n_mc, rounds+1)}, float64, round 0 = θ^0.
+    """
+    hp = resolve_hp(hp)
+    p = activation_probabilities(hp["activation"], problem.n_agents, rounds, streams)
+    theta0 = torch.as_tensor(hp["theta0"], dtype=torch.float64).expand(problem.dim)
+    common = {"theta0": theta0, "n_mc": n_mc, "rounds": rounds, "streams": streams}
+    if method == "fedavg_svrg":
+        return run_fedavg_svrg(problem, p=p, S=hp["S"], M=hp["M"], delta=hp["delta"], **common)
+    local = {
+        "etas": step_sizes(hp, rounds),
+        "local_steps": hp["S"] * hp["M"] if hp["local_steps"] is None else hp["local_steps"],
+        "batch_size": hp["batch_size"],
+        "sampling": hp["sampling"],
+    }
+    if method == "fedavg_prob":
+        return run_fedavg_prob(problem, p=p, **local, **common)
+    if method == "fedavg_uniform":
+        m = hp["agents_per_round"]
+        if m == "expected":
+            m = round(float(p.sum(dim=-1).mean()))
+        return run_fedavg_uniform(problem, agents_per_round=m, **local, **common)
+    raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")

@@ -1,0 +1,87 @@
+"""Run one spec end to end: load data, train, write metrics.csv and run.json atomically.
+
+A killed run leaves its last checkpoint; running the same spec again resumes from it and
+ends with the same metrics as an uninterrupted run. The checkpoint is removed once the
+results are in place.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from fedrepro.data import load_prepared
+from fedrepro.experiments.context import RunContext, resolve_device
+from fedrepro.results import provenance
+from fedrepro.results.store import RunFiles, write_metrics
+from fedrepro.utils import atomic
+
+# engine name (config/papers/<paper>.yaml `engine`) -> module with COLUMNS and train()
+ENGINES = {"finite_sum": "fedrepro.engines.finite_sum"}
+
+
+def _logger(log_path: Path | None) -> logging.Logger:
+    log = logging.getLogger(f"fedrepro.run.{log_path}")
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    if not log.handlers:
+        handler = logging.FileHandler(log_path) if log_path else logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        log.addHandler(handler)
+    return log
+
+
+def execute_run(
+    run_id: str,
+    spec: dict[str, Any],
+    files: RunFiles,
+    prepared: dict[str, Path],
+    data_provenance: list[Path],
+    *,
+    device: str = "auto",
+    threads: int = 1,
+    log_path: Path | None = None,
+    repo: Path = Path("."),
+) -> dict[str, Any]:
+    """Train `spec` and write its results; returns the run record (run.json)."""
+    torch.set_num_threads(max(1, threads))
+    device = resolve_device(device)
+    log = _logger(log_path)
+    engine = importlib.import_module(ENGINES[spec["engine"]])
+    started = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
+    log.info("run %s on %s: %s", run_id, device, spec)
+
+    data = {name: load_prepared(path) for name, path in prepared.items()}
+    ctx = RunContext(run_id, spec, device, files.checkpoint, log)
+    rows, summary = engine.train(spec, data, ctx)
+
+    diverged = any(info.get("diverged_at") is not None for info in summary["seeds"].values())
+    record = {
+        "run_id": run_id,
+        "spec": spec,
+        "git": provenance.git_state(repo),
+        "packages": provenance.package_versions(),
+        "device": provenance.device_info(device),
+        "seeds": list(range(spec["seeds"])),
+        "data_files": provenance.data_files(data_provenance),
+        "started": started.isoformat(),
+        "ended": datetime.now(timezone.utc).isoformat(),
+        "wall_seconds": round(time.perf_counter() - t0, 3),
+        "diverged": diverged,
+        "summary": summary,
+    }
+    write_metrics(files.metrics, rows, engine.COLUMNS)
+    atomic.write_json(files.record, record)
+    files.checkpoint.unlink(missing_ok=True)
+    log.info("done in %.1f s%s", record["wall_seconds"], " (diverged)" if diverged else "")
+    return record
+
+

@@ -1,0 +1,191 @@
+"""Resolve the configuration into the run table: every figure's curves and their run specs.
+
+A run spec is the merge, in this order, of the paper's `defaults`, the panel's base settings,
+the method preset, the panel's `set`, the curve and one value of the figure's grid. Its run_id
+is a hash of the spec, so two figures that need the same run share it, and any change of a
+setting gives a new run_id (stale results are never mixed in).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# Keys that describe how a curve is shown, not what is computed: kept out of the run spec.
+PRESENTATION_KEYS = ("label",)
+# Keys that change how a run is executed but not its results: kept out of the run_id.
+OPERATIONAL_KEYS = ("checkpoint_every",)
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be resolved; the message names the key and allowed values."""
+
+
+@dataclass(frozen=True)
+class Curve:
+    panel: str
+    label: str
+    method: str
+    run_id: str
+    grid: dict[str, Any]  # the grid values that distinguish curves of one method (e.g. eta_tilde)
+
+
+@dataclass
+class Figure:
+    paper: str
+    name: str
+    title: str
+    caption: str
+    scale: str
+    deviations: list[str]
+    plot: dict[str, Any]
+    curves: list[Curve] = field(default_factory=list)
+
+    @property
+    def run_ids(self) -> list[str]:
+        return sorted({c.run_id for c in self.curves})
+
+
+@dataclass
+class RunTable:
+    scale: str
+    runs: dict[str, dict[str, Any]]
+    figures: dict[tuple[str, str], Figure]
+
+    def figure(self, paper: str, name: str) -> Figure:
+        try:
+            return self.figures[(paper, name)]
+        except KeyError:
+            known = sorted(f for p, f in self.figures if p == paper)
+            raise ConfigError(
+                f"unknown figure {name!r} for paper {paper!r} at scale {self.scale!r}; "
+                f"allowed: {', '.join(known) or '(none: unknown paper)'}"
+            ) from None
+
+    def paper_figures(self, paper: str) -> list[Figure]:
+        return [f for (p, _), f in sorted(self.figures.items()) if p == paper]
+
+    def datasets(self, run_id: str) -> list[str]:
+        return [self.runs[run_id]["dataset"]]
+
+
+def run_id_of(spec: dict[str, Any]) -> str:
+    hashed = {k: v for k, v in spec.items() if k not in OPERATIONAL_KEYS}
+    canonical = json.dumps(hashed, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def load_paper_config(path: Path) -> dict[str, Any]:
+    with open(path) as fh:
+        return yaml.safe_load(fh)
+
+
+def _merge(*layers: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for layer in layers:
+        out.update(copy.deepcopy(layer or {}))
+    return out
+
+
+def _pick(mapping: dict[str, Any], key: str, what: str, where: str) -> Any:
+    if key not in mapping:
+        raise ConfigError(f"{where}: unknown {what} {key!r}; allowed: {', '.join(sorted(mapping))}")
+    return mapping[key]
+
+
+def _grid_points(grid: dict[str, list[Any]] | None) -> list[dict[str, Any]]:
+    if not grid:
+        return [{}]
+    keys = list(grid)
+    return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
+
+
+def _scaled_figure(name: str, fig: dict[str, Any], override: dict[str, Any], where: str) -> dict[str, Any]:
+    """Apply one scale's figure override (keep panels / methods, replace the grid)."""
+    fig = copy.deepcopy(fig)
+    if "panels" in override:
+        by_name = {p["name"]: p for p in fig["panels"]}
+        fig["panels"] = [_pick(by_name, n, "panel", f"{where}.{name}.panels") for n in override["panels"]]
+    if "grid" in override:
+        fig["grid"] = override["grid"]
+        for panel in fig["panels"]:
+            panel.pop("grid", None)
+    if "methods" in override:
+        keep = set(override["methods"])
+        fig["curves"] = [c for c in fig.get("curves", []) if c["method"] in keep]
+        for panel in fig["panels"]:
+            if "curves" in panel:
+                panel["curves"] = [c for c in panel["curves"] if c["method"] in keep]
+    return fig
+
+
+def _deviations(paper_cfg: dict[str, Any], scale: str) -> list[str]:
+    """Plain-text list of how this scale departs from the paper scale (for captions)."""
+    if scale == "paper":
+        return []
+    scale_cfg = paper_cfg.get("scales", {}).get(scale, {})
+    notes = [
+        f"{k} = {v} (paper scale: {paper_cfg['defaults'].get(k)})"
+        for k, v in sorted(scale_cfg.get("defaults", {}).items())
+    ]
+    return notes
+
+
+def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict], dict[tuple[str, str], Figure]]:
+    paper = paper_cfg["key"]
+    where = f"config/papers/{paper}.yaml"
+    scales = paper_cfg.get("scales", {})
+    scale_cfg = _pick(scales, scale, "scale", f"{where}: scales") or {}
+    defaults = _merge(paper_cfg.get("defaults", {}), scale_cfg.get("defaults", {}))
+    deviations = _deviations(paper_cfg, scale)
+    fig_overrides = scale_cfg.get("figures", {})
+    for name in fig_overrides:
+        _pick(paper_cfg["figures"], name, "figure", f"{where}: scales.{scale}.figures")
+
+    runs: dict[str, dict] = {}
+    figures: dict[tuple[str, str], Figure] = {}
+    for name, fig in paper_cfg["figures"].items():
+        override = fig_overrides.get(name, {})
+        fig = _scaled_figure(name, fig, override, f"{where}: scales.{scale}.figures")
+        extra = [f"{name} at this scale keeps {k} = {override[k]}" for k in ("panels", "grid", "methods") if k in override]
+        plot = _merge(paper_cfg.get("plot", {}), fig.get("plot", {}))
+        figure = Figure(paper, name, fig["title"], fig.get("caption", ""), scale, deviations + extra, plot)
+        for panel in fig["panels"]:
+            base = _pick(paper_cfg["panels"], panel["use"], "panel", f"{where}: figures.{name}")
+            curves = panel.get("curves", fig.get("curves", []))
+            grid = panel.get("grid", fig.get("grid"))
+            for curve in curves:
+                method = _pick(paper_cfg["methods"], curve["method"], "method", f"{where}: figures.{name}")
+                for point in _grid_points(grid):
+                    spec = _merge(defaults, base, method, panel.get("set", {}), curve, point)
+                    label = spec.get("label", curve["method"])
+                    for key in PRESENTATION_KEYS:
+                        spec.pop(key, None)
+                    spec["paper"] = paper
+                    spec["engine"] = paper_cfg["engine"]
+                    spec["method"] = curve["method"]
+                    rid = run_id_of(spec)
+                    runs[rid] = spec
+                    figure.curves.append(Curve(panel["name"], label, curve["method"], rid, point))
+        figures[(paper, name)] = figure
+    return runs, figures
+
+
+def build_run_table(config: dict[str, Any], config_dir: Path) -> RunTable:
+    runs: dict[str, dict] = {}
+    figures: dict[tuple[str, str], Figure] = {}
+    for paper in config["papers"]:
+        path = config_dir / "papers" / f"{paper}.yaml"
+        if not path.exists():
+            raise ConfigError(f"papers: no configuration {path} for paper {paper!r}")
+        paper_runs, paper_figures = resolve_paper(load_paper_config(path), config["scale"])
+        runs.update(paper_runs)
+        figures.update(paper_figures)
+    return RunTable(config["scale"], runs, figures)

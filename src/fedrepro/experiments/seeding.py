@@ -1,0 +1,28 @@
+"""Random streams derived from names, never from global state or the clock.
+
+A stream is identified by (run_id, purpose, round, client, ...). Its seed is a hash of
+those parts, so a draw does not depend on job order, batching or parallelism.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import torch
+
+
+def derive_seed(*parts: object) -> int:
+    """A 63-bit seed from the parts' text, stable across processes and platforms."""
+    text = "\x1f".join(str(p) for p in parts)
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little") >> 1
+
+
+def torch_generator(*parts: object, device: str | torch.device = "cpu") -> torch.Generator:
+    gen = torch.Generator(device=device)
+    gen.manual_seed(derive_seed(*parts))
+    return gen
+
+
+def numpy_rng(*parts: object) -> np.random.Generator:
+    return np.random.default_rng(derive_seed(*parts))

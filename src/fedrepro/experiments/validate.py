@@ -1,0 +1,78 @@
+"""Configuration checks at start-up: a bad key, type or name stops the run with a message
+that says where it is and what is allowed, before any job starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from fedrepro.experiments.runtable import ConfigError, RunTable, build_run_table, load_paper_config
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+SCHEMA_DIR = REPO_ROOT / "workflow" / "schemas"
+# Which schema checks a resolved run, by the paper's engine.
+RUN_SCHEMAS = {"finite_sum": "finite_sum_run.schema.yaml"}
+
+
+def _schema(name: str) -> dict[str, Any]:
+    with open(SCHEMA_DIR / name) as fh:
+        return yaml.safe_load(fh)
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+    if error.validator == "enum":
+        return f"{where}: {error.instance!r} is not allowed; allowed values: {', '.join(map(str, error.validator_value))}"
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        hint = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
+        return f"{where}: {error.message}{hint}"
+    if error.validator == "items" and isinstance(error.validator_value, dict) and "enum" in error.validator_value:
+        return f"{where}: allowed values: {', '.join(error.validator_value['enum'])}"
+    return f"{where}: {error.message}"
+
+
+def check(instance: Any, schema_name: str, source: str) -> None:
+    """Raise ConfigError listing every violation of `schema_name` in `instance`."""
+    validator = jsonschema.Draft202012Validator(_schema(schema_name))
+    errors = sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        lines = "\n".join(f"  - {_describe(e)}" for e in errors)
+        raise ConfigError(f"invalid configuration in {source}:\n{lines}")
+
+
+def with_defaults(config: dict[str, Any]) -> dict[str, Any]:
+    """The top-level config with the schema's defaults filled in (after checking it)."""
+    check(config, "config.schema.yaml", "config/config.yaml (or --config)")
+    schema = _schema("config.schema.yaml")
+    full = {k: v.get("default") for k, v in schema["properties"].items()}
+    full.update(config)
+    return full
+
+
+def known_papers() -> list[str]:
+    return list(_schema("config.schema.yaml")["properties"]["papers"]["items"]["enum"])
+
+
+def load_and_validate(config: dict[str, Any], config_dir: Path) -> tuple[dict[str, Any], RunTable]:
+    """Validate the top-level config, every paper file and every resolved run.
+
+    The run table covers every known paper, so that each paper's target works whatever
+    `papers` (the papers `all` builds) says.
+    """
+    config = with_defaults(config)
+    engines = {}
+    for paper in known_papers():
+        path = config_dir / "papers" / f"{paper}.yaml"
+        paper_cfg = load_paper_config(path)
+        check(paper_cfg, "paper.schema.yaml", str(path))
+        if paper_cfg["key"] != paper:
+            raise ConfigError(f"{path}: key is {paper_cfg['key']!r}, expected {paper!r}")
+        engines[paper] = paper_cfg["engine"]
+    table = build_run_table({**config, "papers": known_papers()}, config_dir)
+    for run_id, spec in table.runs.items():
+        check(spec, RUN_SCHEMAS[engines[spec["paper"]]], f"run {run_id} of config/papers/{spec['paper']}.yaml")
+    return config, table

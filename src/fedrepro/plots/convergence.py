@@ -1,0 +1,60 @@
+"""Metric versus communication rounds: one axes per panel, median over seeds, min-max band."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from fedrepro.experiments.runtable import Figure
+from fedrepro.plots.common import scale_note, theme
+
+
+def _style_key(table: pd.DataFrame) -> str | None:
+    """Line style encodes the step size when one curve label is run at several (Figs 2-6)."""
+    if "eta_tilde" in table and table.groupby(["panel", "curve"])["eta_tilde"].nunique().max() > 1:
+        return "eta_tilde"
+    return None
+
+
+def _mark_diverged(ax: plt.Axes, sub: pd.DataFrame, y: str) -> None:
+    """An x at the last finite point of every diverged seed, so a reader sees it stopped."""
+    for (_, seed), run in sub[sub["diverged"]].groupby(["run_id", "seed"]):
+        finite = run[np.isfinite(run[y])]
+        if len(finite):
+            last = finite.iloc[-1]
+            ax.plot(last["round"], last[y], marker="x", color="crimson", markersize=8, mew=2, zorder=5)
+            ax.annotate("diverged", (last["round"], last[y]), textcoords="offset points", xytext=(4, 4),
+                        fontsize=7, color="crimson")
+
+
+def convergence(table: pd.DataFrame, figure: Figure, *, y: str = "grad_norm", ylabel: str | None = None,
+                logy: bool = True, x: str = "round", xlabel: str = "communication rounds") -> plt.Figure:
+    theme()
+    panels = list(dict.fromkeys(table["panel"]))
+    ncols = min(3, len(panels))
+    nrows = math.ceil(len(panels) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.6 * nrows), squeeze=False)
+    style = _style_key(table)
+    for ax, panel in zip(axes.flat, panels):
+        sub = table[table["panel"] == panel]
+        clean = sub[np.isfinite(sub[y]) & (sub[y] > 0 if logy else True)]
+        sns.lineplot(data=clean, x=x, y=y, hue="curve", style=style, estimator="median",
+                     errorbar=("pi", 100), ax=ax, linewidth=1.3)
+        _mark_diverged(ax, sub, y)
+        if logy:
+            ax.set_yscale("log")
+        ax.set_title(panel)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel or y)
+        ax.legend(fontsize=7, title=None)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    seeds = table.groupby("run_id")["seed"].nunique().max()
+    band = f"; line: median of {seeds} seeds, band: min-max" if seeds > 1 else "; 1 seed"
+    fig.suptitle(f"{figure.title}\n[{scale_note(figure)}{band}]", fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,51 @@
+"""Atomic file writes: a reader never sees a half-written file.
+
+Everything is written to a temporary file in the target directory and renamed into
+place (rename is atomic on POSIX within one filesystem).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path beside `target`; rename it onto `target` on success.
+
+    On any exception the temporary file is removed and `target` is left untouched.
+    `suffix` lets writers that infer the format from the extension (np.savez, savefig)
+    see the right one.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix + ".tmp", dir=target.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, target)
+    except BaseException:
+        tmp_path.unlink(missing_ok=True)
+        raise
+
+
+def write_bytes(target: str | os.PathLike, data: bytes) -> None:
+    with atomic_path(target) as tmp:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def write_text(target: str | os.PathLike, text: str) -> None:
+    write_bytes(target, text.encode("utf-8"))
+
+
+def write_json(target: str | os.PathLike, obj: Any) -> None:
+    write_text(target, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")

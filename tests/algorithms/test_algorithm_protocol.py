@@ -1,0 +1,108 @@
+"""The protocol shared by all methods: resume, determinism, counters, hyperparameter plumbing, sampling."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+from conftest import M, N_CLIENTS, streams
+from fedrepro.algorithms import build_algorithm, hyperparameters
+from fedrepro.algorithms.common import minibatches, sample_clients
+
+HP = {
+    "fedpage": {"S": 5, "K": 4, "eta_g": 0.3, "eta_l": 0.01, "b1": M, "b2": M, "b3": 1, "p": 0.3},
+    "scaffold": {"S": 6, "K": 4, "eta_g": 1.0, "eta_l": 0.05, "b": 3},
+    "fedavg": {"S": 6, "K": 4, "eta_g": 1.0, "eta_l": 0.05, "b": 3},
+}
+METHODS = sorted(HP)
+
+
+def run(method, problem, seed, rounds: range, alg=None):
+    alg = alg or build_algorithm(method, problem, HP[method], streams(method, seed))
+    for r in rounds:
+        alg.round(r)
+    return alg
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_resume_from_state_dict_is_bit_exact(method, problem):
+    straight = run(method, problem, 0, range(10))
+    first = run(method, problem, 0, range(5))
+    buffer = io.BytesIO()
+    torch.save(first.state_dict(), buffer)  # through a checkpoint file, as the runner does
+    buffer.seek(0)
+    resumed = build_algorithm(method, problem, HP[method], streams(method, 0))
+    resumed.load_state_dict(torch.load(buffer, weights_only=True))
+    run(method, problem, 0, range(5, 10), alg=resumed)
+    assert torch.equal(straight.x, resumed.x)
+    for key, value in straight.state_dict().items():
+        assert torch.equal(value, resumed.state_dict()[key]), key
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_state_dict_is_a_snapshot(method, problem):
+    alg = run(method, problem, 0, range(3))
+    saved = alg.state_dict()
+    x3 = saved["x"].clone()
+    run(method, problem, 0, range(3, 6), alg=alg)
+    assert torch.equal(saved["x"], x3) and not torch.equal(alg.x, x3)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_same_streams_same_run_different_seed_different_run(method, problem):
+    a, b, c = (run(method, problem, seed, range(15)) for seed in (0, 0, 1))
+    assert torch.equal(a.x, b.x)
+    assert not torch.allclose(a.x, c.x)
+
+
+@pytest.mark.parametrize("method", ["scaffold", "fedavg"])
+def test_baseline_counters(method, problem):
+    """b*K sample gradients per participating client: 40 for b = 4, K = 10 (spec C11)."""
+    hp = HP[method] | {"S": 20, "K": 10, "b": 4}
+    alg = build_algorithm(method, problem, hp, streams(method))
+    assert alg.round(0) == {"clients": 20, "sample_grads": 20 * 40, "full": False}
+
+
+def test_effective_step_size_convention():
+    page = hyperparameters("fedpage", 0.1, K=10, c_l=0.1, S=10, b1=M, b2=M, b3=1, p=10 / 3250)
+    assert page == {"K": 10, "eta_g": 0.1, "eta_l": pytest.approx(0.001), "S": 10, "b1": M, "b2": M, "b3": 1, "p": 10 / 3250}
+    for method in ("scaffold", "fedavg"):
+        hp = hyperparameters(method, 0.03, K=10, c_l=0.1, S=20, b=4)
+        assert hp == {"K": 10, "eta_g": 1.0, "eta_l": pytest.approx(0.003), "S": 20, "b": 4}
+        assert hp["K"] * hp["eta_g"] * hp["eta_l"] == pytest.approx(0.03)
+    with pytest.raises(ValueError, match="derived"):
+        hyperparameters("fedavg", 0.1, K=10, c_l=0.1, eta_l=0.5)
+
+
+def test_build_algorithm_validates(problem):
+    with pytest.raises(ValueError, match="unknown method"):
+        build_algorithm("fedprox", problem, {}, streams())
+    with pytest.raises(ValueError, match=r"missing hyperparameters \['p'\], unknown \['q'\]"):
+        build_algorithm("fedpage", problem, {k: v for k, v in HP["fedpage"].items() if k != "p"} | {"q": 1}, streams())
+    with pytest.raises(ValueError, match="b=11"):
+        build_algorithm("fedavg", problem, HP["fedavg"] | {"b": M + 1}, streams())
+    with pytest.raises(ValueError, match="S=41"):
+        build_algorithm("scaffold", problem, HP["scaffold"] | {"S": N_CLIENTS + 1}, streams())
+
+
+def test_sampling_is_uniform_without_replacement():
+    gen = torch.Generator().manual_seed(0)
+    clients = torch.stack([sample_clients(gen, 12, 5) for _ in range(2000)])
+    assert all(len(set(row.tolist())) == 5 for row in clients)
+    counts = torch.bincount(clients.reshape(-1), minlength=12).double()
+    assert (counts / counts.mean() - 1).abs().max() < 0.1
+    # Encode each row's index into the data so the gathered rows reveal which samples were drawn.
+    S, steps, size = 3, 3000, 4
+    A = torch.arange(S * M, dtype=torch.float64).reshape(S, M, 1)
+    b = torch.zeros(S, M, dtype=torch.float64)
+    rows, _ = minibatches(gen, A, b, steps, size)
+    drawn = rows.squeeze(-1).long()  # (steps, S, size) flat sample ids
+    assert drawn.shape == (steps, S, size)
+    assert ((drawn // M) == torch.arange(S).view(1, S, 1)).all()  # each client only sees its own rows
+    assert all(len(set(batch.tolist())) == size for batch in drawn.reshape(-1, size))
+    counts = torch.bincount((drawn % M).reshape(-1), minlength=M).double()
+    assert (counts / counts.mean() - 1).abs().max() < 0.1
+    full_rows, _ = minibatches(gen, A, b, 2, M)
+    assert torch.equal(full_rows[1], A)

@@ -1,0 +1,93 @@
+"""Configuration: schema validation messages and run-table resolution."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fedrepro.experiments.runtable import ConfigError, build_run_table, run_id_of
+from fedrepro.experiments.validate import load_and_validate
+
+CONFIG = Path(__file__).resolve().parents[2] / "config"
+
+
+@pytest.mark.parametrize(
+    "override, expected",
+    [
+        ({"scal": "quick"}, ["'scal' was unexpected", "allowed keys", "scale"]),
+        ({"scale": "huge"}, ["scale", "'huge'", "smoke, quick, paper"]),
+        ({"device": 3}, ["device", "not of type 'string'"]),
+        ({"papers": ["fedpag"]}, ["papers.0", "'fedpag'", "allowed values", "fedpage"]),
+    ],
+)
+def test_bad_top_level_config_names_key_and_allowed_values(override, expected):
+    with pytest.raises(ConfigError) as info:
+        load_and_validate(override, CONFIG)
+    for text in expected:
+        assert text in str(info.value)
+
+
+def _paper_config_dir(tmp_path: Path, edit) -> Path:
+    cfg = yaml.safe_load((CONFIG / "papers" / "fedpage.yaml").read_text())
+    edit(cfg)
+    (tmp_path / "papers").mkdir(parents=True)
+    (tmp_path / "papers" / "fedpage.yaml").write_text(yaml.safe_dump(cfg))
+    return tmp_path
+
+
+def test_misspelt_run_setting_is_caught_with_its_name(tmp_path):
+    config_dir = _paper_config_dir(tmp_path, lambda c: c["methods"]["scaffold"].update(eta_tidle=0.1))
+    with pytest.raises(ConfigError) as info:
+        load_and_validate({"scale": "smoke"}, config_dir)
+    assert "'eta_tidle' was unexpected" in str(info.value)
+    assert "eta_tilde" in str(info.value)  # the allowed keys are listed
+
+
+def test_wrong_type_in_paper_file_is_caught(tmp_path):
+    config_dir = _paper_config_dir(tmp_path, lambda c: c["defaults"].update(K="ten"))
+    with pytest.raises(ConfigError, match="K: .ten. is not of type .integer."):
+        load_and_validate({"scale": "smoke"}, config_dir)
+
+
+def test_unknown_method_and_panel_name_allowed_values(tmp_path):
+    config_dir = _paper_config_dir(tmp_path, lambda c: c["figures"]["fig2a"]["curves"].append({"method": "fedprox"}))
+    with pytest.raises(ConfigError, match="unknown method 'fedprox'.*allowed: fedavg, fedavg_full, fedpage"):
+        load_and_validate({"scale": "smoke"}, config_dir)
+    config_dir = _paper_config_dir(tmp_path / "b", lambda c: c["scales"]["quick"]["figures"]["fig4"].update(panels=["N=7"]))
+    with pytest.raises(ConfigError, match="unknown panel 'N=7'.*allowed: N=10, M=3250"):
+        load_and_validate({"scale": "quick"}, config_dir)
+
+
+def test_unknown_figure_lists_known_figures():
+    _, table = load_and_validate({"scale": "smoke"}, CONFIG)
+    with pytest.raises(ConfigError, match="unknown figure 'fig9'.*allowed: fig1a, fig1b, fig2a"):
+        table.figure("fedpage", "fig9")
+
+
+def test_run_id_is_a_stable_hash_of_the_spec_only():
+    spec = {"a": 1, "b": [1, 2], "c": "x"}
+    assert run_id_of(spec) == run_id_of({"c": "x", "b": [1, 2], "a": 1})
+    assert run_id_of(spec) != run_id_of({**spec, "a": 2})
+    assert run_id_of(spec) == run_id_of({**spec, "checkpoint_every": 7})  # operational only
+
+
+def test_figures_share_identical_runs_and_scales_only_override():
+    paper = build_run_table({"papers": ["fedpage"], "scale": "paper"}, CONFIG)
+    fig2a = {(c.method, c.grid["eta_tilde"]): c.run_id for c in paper.figure("fedpage", "fig2a").curves}
+    fig4 = paper.figure("fedpage", "fig4")
+    shared = {(c.method, c.grid["eta_tilde"]): c.run_id for c in fig4.curves if c.panel == "N=3250, M=10"}
+    assert shared == fig2a  # Fig 4(a) is Fig 2(a): same runs, computed once
+    assert len(fig2a) == 9 and paper.runs[fig2a[("fedpage", 0.1)]]["rounds"] == 3000
+
+    quick = build_run_table({"papers": ["fedpage"], "scale": "quick"}, CONFIG)
+    curves = quick.figure("fedpage", "fig2a").curves
+    assert {c.grid["eta_tilde"] for c in curves} == {0.1, 0.01}
+    assert all(quick.runs[c.run_id]["rounds"] == 1500 for c in curves)
+    assert "rounds = 1500 (paper scale: 3000)" in quick.figure("fedpage", "fig2a").deviations
+
+
+def test_fig1_step_sizes_and_client_settings_follow_the_paper():
+    table = build_run_table({"papers": ["fedpage"], "scale": "paper"}, CONFIG)
+    got = {(c.panel, c.label): table.runs[c.run_id] for c in table.figure("fedpage", "fig1a").curves}
+    spec = got[("N=325, M=100, S=1", "FedPAGE-20")]
+    assert (spec["n_clients"], spec["samples_per_client"], spec["S"], spec["K"], spec["eta_tilde"]) == (325, 100, 1, 20, 0.5)

@@ -1,0 +1,41 @@
+# Tidy table behind each figure, then the figure itself (PDF + PNG for the report).
+
+
+rule aggregate:
+    input:
+        lambda wildcards: run_outputs(figure_of(wildcards).run_ids),
+    output:
+        "results/{paper}/{figure}.csv",
+    params:
+        figure=figure_of,
+    log:
+        "logs/aggregate/{paper}/{figure}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../../scripts/aggregate.py"
+
+
+rule plot:
+    input:
+        "results/{paper}/{figure}.csv",
+    output:
+        pdf="figures/{paper}/{figure}.pdf",
+        png=report(
+            "figures/{paper}/{figure}.png",
+            caption="../report/figure.rst",
+            category="{paper}",
+            labels={"figure": "{figure}"},
+        ),
+    params:
+        figure=figure_of,
+    log:
+        "logs/plot/{paper}/{figure}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../../scripts/plot.py"
