@@ -17,7 +17,7 @@ configfile: "config/config.yaml"
 
 
 try:
-    config, RUNS = load_and_validate(config, Path("config"))
+    config, RUNS = load_and_validate(config, Path("config"), Path(workflow.basedir) / "workflow" / "schemas")
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
 

@@ -14,11 +14,11 @@ from fedrepro.experiments.runtable import ConfigError, RunTable, build_run_table
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SCHEMA_DIR = REPO_ROOT / "workflow" / "schemas"
 # Which schema checks a resolved run, by the paper's engine.
-RUN_SCHEMAS = {"finite_sum": "finite_sum_run.schema.yaml"}
+RUN_SCHEMAS = {"finite_sum": "finite_sum_run.schema.yaml", "monte_carlo": "monte_carlo_run.schema.yaml"}
 
 
-def _schema(name: str) -> dict[str, Any]:
-    with open(SCHEMA_DIR / name) as fh:
+def _schema(name: str, schema_dir: Path = SCHEMA_DIR) -> dict[str, Any]:
+    with open(schema_dir / name) as fh:
         return yaml.safe_load(fh)
 
 
@@ -35,44 +35,48 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"{where}: {error.message}"
 
 
-def check(instance: Any, schema_name: str, source: str) -> None:
+def check(instance: Any, schema_name: str, source: str, schema_dir: Path = SCHEMA_DIR) -> None:
     """Raise ConfigError listing every violation of `schema_name` in `instance`."""
-    validator = jsonschema.Draft202012Validator(_schema(schema_name))
+    validator = jsonschema.Draft202012Validator(_schema(schema_name, schema_dir))
     errors = sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         lines = "\n".join(f"  - {_describe(e)}" for e in errors)
         raise ConfigError(f"invalid configuration in {source}:\n{lines}")
 
 
-def with_defaults(config: dict[str, Any]) -> dict[str, Any]:
+def with_defaults(config: dict[str, Any], schema_dir: Path = SCHEMA_DIR) -> dict[str, Any]:
     """The top-level config with the schema's defaults filled in (after checking it)."""
-    check(config, "config.schema.yaml", "config/config.yaml (or --config)")
-    schema = _schema("config.schema.yaml")
+    check(config, "config.schema.yaml", "config/config.yaml (or --config)", schema_dir)
+    schema = _schema("config.schema.yaml", schema_dir)
     full = {k: v.get("default") for k, v in schema["properties"].items()}
     full.update(config)
     return full
 
 
-def known_papers() -> list[str]:
-    return list(_schema("config.schema.yaml")["properties"]["papers"]["items"]["enum"])
+def known_papers(schema_dir: Path = SCHEMA_DIR) -> list[str]:
+    return list(_schema("config.schema.yaml", schema_dir)["properties"]["papers"]["items"]["enum"])
 
 
-def load_and_validate(config: dict[str, Any], config_dir: Path) -> tuple[dict[str, Any], RunTable]:
+def load_and_validate(
+    config: dict[str, Any], config_dir: Path, schema_dir: Path = SCHEMA_DIR
+) -> tuple[dict[str, Any], RunTable]:
     """Validate the top-level config, every paper file and every resolved run.
 
     The run table covers every known paper, so that each paper's target works whatever
     `papers` (the papers `all` builds) says.
     """
-    config = with_defaults(config)
+    config = with_defaults(config, schema_dir)
+    papers = known_papers(schema_dir)
     engines = {}
-    for paper in known_papers():
+    for paper in papers:
         path = config_dir / "papers" / f"{paper}.yaml"
         paper_cfg = load_paper_config(path)
-        check(paper_cfg, "paper.schema.yaml", str(path))
+        check(paper_cfg, "paper.schema.yaml", str(path), schema_dir)
         if paper_cfg["key"] != paper:
             raise ConfigError(f"{path}: key is {paper_cfg['key']!r}, expected {paper!r}")
         engines[paper] = paper_cfg["engine"]
-    table = build_run_table({**config, "papers": known_papers()}, config_dir)
+    table = build_run_table({**config, "papers": papers}, config_dir)
     for run_id, spec in table.runs.items():
-        check(spec, RUN_SCHEMAS[engines[spec["paper"]]], f"run {run_id} of config/papers/{spec['paper']}.yaml")
+        check(spec, RUN_SCHEMAS[engines[spec["paper"]]], f"run {run_id} of config/papers/{spec['paper']}.yaml",
+              schema_dir)
     return config, table

@@ -11,6 +11,11 @@ import json
 import os
 import tempfile
 from pathlib import Path
+
+# mkstemp creates 0600 files; give finished files the usual umask-based mode instead.
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+FILE_MODE = 0o666 & ~_UMASK
 from typing import Any, Iterator
 
 
@@ -26,6 +31,7 @@ def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix + ".tmp", dir=target.parent)
     os.close(fd)
+    os.chmod(tmp, FILE_MODE)
     tmp_path = Path(tmp)
     try:
         yield tmp_path

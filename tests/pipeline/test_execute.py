@@ -1,0 +1,102 @@
+"""Running one spec: results files, provenance, determinism, divergence, resume after a kill."""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+
+from fedrepro.experiments.execute import execute_run
+from fedrepro.results.store import RunFiles
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _run(tmp: Path, name: str, spec: dict, run_id: str, inputs: dict) -> RunFiles:
+    files = RunFiles(tmp / name / run_id)
+    execute_run(run_id, spec, files, inputs["prepared"], inputs["data_provenance"], device="cpu",
+                log_path=tmp / f"{name}.log", repo=REPO)
+    return files
+
+
+def test_results_are_byte_identical_and_provenance_is_complete(tmp_path, synthetic_inputs, spec_and_id):
+    spec, rid = spec_and_id()
+    first = _run(tmp_path, "a", spec, rid, synthetic_inputs)
+    second = _run(tmp_path, "b", spec, rid, synthetic_inputs)
+    assert first.metrics.read_bytes() == second.metrics.read_bytes()
+
+    metrics = pd.read_csv(first.metrics)
+    assert list(metrics["round"].unique()) == list(range(0, 41, 5))
+    assert metrics.groupby("seed")["grad_norm"].last().lt(metrics.groupby("seed")["grad_norm"].first()).all()
+    record = json.loads(first.record.read_text())
+    assert record["run_id"] == rid and record["spec"] == spec and record["diverged"] is False
+    assert record["data_files"][0]["source"] == "mirror" and len(record["data_files"][0]["sha256"]) == 64
+    for key in ("commit", "dirty"):
+        assert key in record["git"]
+    assert record["packages"]["torch"].startswith("2.") and record["device"]["device"] == "cpu"
+    assert record["seeds"] == [0, 1] and record["wall_seconds"] >= 0 and record["ended"] >= record["started"]
+    assert not first.checkpoint.exists()
+
+
+def test_a_seed_does_not_depend_on_how_many_seeds_the_run_has(tmp_path, synthetic_inputs, spec_and_id):
+    two, rid2 = spec_and_id(seeds=2)
+    one, rid1 = spec_and_id(seeds=1, eval_every=10)
+    m2 = pd.read_csv(_run(tmp_path, "two", two, rid2, synthetic_inputs).metrics)
+    m1 = pd.read_csv(_run(tmp_path, "one", one, rid1, synthetic_inputs).metrics)
+    seed0 = m2[(m2["seed"] == 0) & (m2["round"] % 10 == 0)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(seed0, m1)
+    assert not m2[m2["seed"] == 1]["grad_norm"].equals(m2[m2["seed"] == 0]["grad_norm"])
+
+
+def test_a_diverging_run_is_recorded_not_raised(tmp_path, synthetic_inputs, spec_and_id):
+    spec, rid = spec_and_id(divergence_threshold=0.05)  # ||grad f|| starts above it
+    files = _run(tmp_path, "div", spec, rid, synthetic_inputs)
+    record = json.loads(files.record.read_text())
+    assert record["diverged"] is True
+    assert all(info["diverged_at"] == 0 for info in record["summary"]["seeds"].values())
+    assert pd.read_csv(files.metrics)["round"].max() == 0
+
+
+KILLER = textwrap.dedent('''
+    import json, os, sys
+    from pathlib import Path
+    from fedrepro.experiments import context
+    from fedrepro.experiments.execute import execute_run
+    from fedrepro.results.store import RunFiles
+
+    args = json.loads(sys.argv[1])
+    saves = {"n": 0}
+    original = context.RunContext.save_checkpoint
+
+    def save_then_die(self, state):
+        original(self, state)
+        saves["n"] += 1
+        if saves["n"] == args["die_after"]:
+            os._exit(9)  # no cleanup, like a SIGKILL
+
+    context.RunContext.save_checkpoint = save_then_die
+    execute_run(args["run_id"], args["spec"], RunFiles(Path(args["dir"])),
+                {k: Path(v) for k, v in args["prepared"].items()}, [Path(p) for p in args["provenance"]],
+                device="cpu")
+''')
+
+
+def test_a_killed_run_resumes_and_ends_with_the_same_metrics(tmp_path, synthetic_inputs, spec_and_id):
+    spec, rid = spec_and_id()
+    reference = _run(tmp_path, "reference", spec, rid, synthetic_inputs)
+
+    files = RunFiles(tmp_path / "killed" / rid)
+    args = {"run_id": rid, "spec": spec, "dir": str(files.run_dir), "die_after": 5,  # mid seed 1
+            "prepared": {k: str(v) for k, v in synthetic_inputs["prepared"].items()},
+            "provenance": [str(p) for p in synthetic_inputs["data_provenance"]]}
+    killed = subprocess.run([sys.executable, "-c", KILLER, json.dumps(args)], capture_output=True, text=True)
+    assert killed.returncode == 9, killed.stderr
+    assert files.checkpoint.exists() and not files.metrics.exists() and not files.record.exists()
+
+    execute_run(rid, spec, files, synthetic_inputs["prepared"], synthetic_inputs["data_provenance"],
+                device="cpu", log_path=tmp_path / "resumed.log")
+    assert "resuming from checkpoint: seed 1, round 20" in (tmp_path / "resumed.log").read_text()
+    assert files.metrics.read_bytes() == reference.metrics.read_bytes()
+    assert not files.checkpoint.exists()
