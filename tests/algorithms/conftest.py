@@ -1,4 +1,4 @@
-"""Small synthetic finite-sum problems shaped like a9a/w8a: sparse 0/1 features, +-1 labels."""
+"""Fixtures: small synthetic problems for both objectives; single-threaded torch."""
 
 from __future__ import annotations
 
@@ -6,22 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from fedrepro.experiments.seeding import torch_generator
+from algorithms_testdata import M, N_CLIENTS, synthetic_data
 from fedrepro.objectives import OBJECTIVES, FiniteSumProblem, make_problem
-
-N_CLIENTS, M, DIM = 40, 10, 15
-
-
-def synthetic_data(n_rows: int = N_CLIENTS * M + 7, dim: int = DIM, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    X = (rng.random((n_rows, dim)) < 0.3).astype(np.uint8)
-    y = np.where(rng.random(n_rows) < 0.3, 1, -1).astype(np.int8)
-    return X, y
-
-
-def streams(*seed: object):
-    """The runner's stream protocol: a fresh generator per (purpose, round) of one run."""
-    return lambda purpose, r: torch_generator("tests/algorithms", *seed, purpose, r)
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ import io
 import pytest
 import torch
 
-from conftest import M, N_CLIENTS, streams
+from algorithms_testdata import M, N_CLIENTS, streams
 from fedrepro.algorithms import build_algorithm, hyperparameters
 from fedrepro.algorithms.common import minibatches, sample_clients
 
@@ -67,7 +67,8 @@ def test_baseline_counters(method, problem):
 
 def test_effective_step_size_convention():
     page = hyperparameters("fedpage", 0.1, K=10, c_l=0.1, S=10, b1=M, b2=M, b3=1, p=10 / 3250)
-    assert page == {"K": 10, "eta_g": 0.1, "eta_l": pytest.approx(0.001), "S": 10, "b1": M, "b2": M, "b3": 1, "p": 10 / 3250}
+    expected = {"K": 10, "eta_g": 0.1, "eta_l": pytest.approx(0.001), "S": 10, "b1": M, "b2": M, "b3": 1, "p": 10 / 3250}
+    assert page == expected
     for method in ("scaffold", "fedavg"):
         hp = hyperparameters(method, 0.03, K=10, c_l=0.1, S=20, b=4)
         assert hp == {"K": 10, "eta_g": 1.0, "eta_l": pytest.approx(0.003), "S": 20, "b": 4}

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import algorithms_reference as ref
-from conftest import M, N_CLIENTS, streams
+from algorithms_testdata import M, N_CLIENTS, streams
 from fedrepro.algorithms import FedPAGE
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import DIM, M, N_CLIENTS, synthetic_data
+from algorithms_testdata import DIM, M, N_CLIENTS, synthetic_data
 from fedrepro.objectives import make_problem
 
 ALPHA = 0.1
@@ -47,8 +47,8 @@ def test_value_and_full_grad_match_paper_formula(problem, data):
 def test_full_grad_matches_finite_differences_of_value(problem):
     x, h = random_point(2), 1e-6
     basis = torch.eye(DIM, dtype=torch.float64)
-    fd = torch.tensor([(problem.value(x + h * e) - problem.value(x - h * e)) / (2 * h) for e in basis], dtype=torch.float64)
-    torch.testing.assert_close(problem.full_grad(x), fd, rtol=1e-7, atol=1e-9)
+    fd = [(problem.value(x + h * e) - problem.value(x - h * e)) / (2 * h) for e in basis]
+    torch.testing.assert_close(problem.full_grad(x), torch.tensor(fd, dtype=torch.float64), rtol=1e-7, atol=1e-9)
 
 
 def test_client_grads_match_autograd_on_minibatches(problem):
@@ -72,7 +72,8 @@ def test_full_local_gradients_average_to_full_grad(problem):
     x = random_point(5)
     all_clients = torch.arange(N_CLIENTS)
     local = problem.client_grads(x.expand(N_CLIENTS, DIM), all_clients, None)
-    uniform = problem.client_grads(x.expand(N_CLIENTS, DIM), all_clients, torch.full((N_CLIENTS, M), 1.0 / M, dtype=torch.float64))
+    weights = torch.full((N_CLIENTS, M), 1.0 / M, dtype=torch.float64)
+    uniform = problem.client_grads(x.expand(N_CLIENTS, DIM), all_clients, weights)
     torch.testing.assert_close(local, uniform, rtol=1e-13, atol=1e-15)
     torch.testing.assert_close(local.mean(dim=0), problem.full_grad(x), rtol=1e-12, atol=1e-14)
 
@@ -117,7 +118,7 @@ def test_make_problem_label_sorted_sorts_the_retained_rows_stably(data):
     [
         ("robust_linear_regression", {"n_clients": 50, "samples_per_client": 10}, "only"),
         ("ridge", {"n_clients": 4, "samples_per_client": 10}, "unknown objective"),
-        ("robust_linear_regression", {"n_clients": 4, "samples_per_client": 10, "partition": "dirichlet"}, "unknown partition"),
+        ("robust_linear_regression", {"n_clients": 4, "samples_per_client": 10, "partition": "iid"}, "unknown partition"),
     ],
 )
 def test_make_problem_rejects_bad_requests(objective, kwargs, message):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 import algorithms_reference as ref
-from conftest import M, N_CLIENTS, streams
+from algorithms_testdata import M, N_CLIENTS, streams
 from fedrepro.algorithms import FedAvg, Scaffold
 
 BASE = {"S": 6, "K": 5, "eta_g": 0.8, "eta_l": 0.03, "b": 3}

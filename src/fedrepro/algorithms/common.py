@@ -55,8 +55,8 @@ class Algorithm:
             setattr(self, k, v.to(device, copy=True) if isinstance(v, Tensor) else v)
 
     def _batch_size(self, key: str) -> int:
-        b = int(self.hp[key])
-        _require(1 <= b <= self.problem.samples_per_client, f"{key}={b} must be in [1, M={self.problem.samples_per_client}]")
+        b, M = int(self.hp[key]), self.problem.samples_per_client
+        _require(1 <= b <= M, f"{key}={b} must be in [1, M={M}]")
         return b
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fedrepro.algorithms.common import Algorithm, local_sgd, sample_clients
+from fedrepro.algorithms.common import Algorithm, Streams, local_sgd, sample_clients
+from fedrepro.objectives import FiniteSumProblem
 
 
 class FedAvg(Algorithm):
@@ -10,7 +11,7 @@ class FedAvg(Algorithm):
 
     HP = ("S", "K", "eta_g", "eta_l", "b")
 
-    def __init__(self, problem, hp, streams) -> None:
+    def __init__(self, problem: FiniteSumProblem, hp: dict, streams: Streams) -> None:
         super().__init__(problem, hp, streams)
         self.b = self._batch_size("b")
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from fedrepro.algorithms.common import Algorithm, minibatches, sample_clients
+from fedrepro.algorithms.common import Algorithm, Streams, minibatches, sample_clients
+from fedrepro.objectives import FiniteSumProblem
 
 
 class FedPAGE(Algorithm):
@@ -19,7 +20,7 @@ class FedPAGE(Algorithm):
     HP = ("S", "K", "eta_g", "eta_l", "b1", "b2", "b3", "p")
     STATE = ("x", "x_prev", "g_prev")
 
-    def __init__(self, problem, hp, streams) -> None:
+    def __init__(self, problem: FiniteSumProblem, hp: dict, streams: Streams) -> None:
         super().__init__(problem, hp, streams)
         self.b1, self.b2, self.b3 = (self._batch_size(k) for k in ("b1", "b2", "b3"))
         self.p = float(hp["p"])

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from fedrepro.algorithms.common import Algorithm, local_sgd, sample_clients
+from fedrepro.algorithms.common import Algorithm, Streams, local_sgd, sample_clients
+from fedrepro.objectives import FiniteSumProblem
 
 
 class Scaffold(Algorithm):
@@ -20,7 +21,7 @@ class Scaffold(Algorithm):
     HP = ("S", "K", "eta_g", "eta_l", "b")
     STATE = ("x", "c", "c_clients")
 
-    def __init__(self, problem, hp, streams) -> None:
+    def __init__(self, problem: FiniteSumProblem, hp: dict, streams: Streams) -> None:
         super().__init__(problem, hp, streams)
         self.b = self._batch_size("b")
         self.c = torch.zeros_like(self.x)

@@ -1,0 +1,502 @@
+"""FedCluster data partitions: device-level (rho_device) and cluster-level (rho_cluster) heterogeneity.
+
+Paper: FedCluster (Chen et al., arXiv:2009.10748), Section IV-A and IV-E; spec
+``fedcluster.md`` §3.0, §3.6 and §5 (#10, #11). Every random choice comes from the
+``numpy.random.Generator`` the caller passes (callers derive it from a hash of the
+run/partition spec), so a partition is a pure function of (labels, arguments, seed).
+
+Device level (``device_partition``), paper IV-A: n devices with m samples each; each of
+the C classes is the *major class* of exactly n/C devices (``majors`` is
+``repeat(arange(C), n/C)`` shuffled); rho_device of a device's samples come from its major
+class and (1 - rho_device)/(C - 1) from each other class. Integer counts:
+
+* ``n_major = floor(rho_device * m + 1/2)`` (round half up, with a 1e-9 guard against float
+  noise), so ``|n_major/m - rho_device| <= 1/(2m)`` and ``n_major/m == rho_device`` exactly
+  whenever ``rho_device * m`` is an integer (all the paper's values at m = 500 or 100);
+* ``base, extra = divmod(m - n_major, C - 1)``: every minor class gets ``base`` samples and
+  exactly ``extra`` of the C - 1 minor classes get one more (largest remainder, spec §5 #10).
+  Which minors get the +1 (``remainder=``):
+
+  - ``"balanced"`` (default): a random *balanced design*. Within each major group the +1s
+    are spread over the minor classes as evenly as possible, with the same histogram (over
+    offsets ``(c - major - 1) mod C``) in every group and random rows per device. This makes
+    every class's total over all devices exactly ``n * m / C`` (50,000 for 1000 x 500) for
+    every rho_device, which is the balance the spec states (§3.0, "50,000 draws in total for
+    every rho"; it holds exactly only with such a design);
+  - ``"random"``: the spec pseudo-code literally: each device independently picks which
+    ``extra`` minors get +1. Class totals are then 50,000 only in expectation.
+
+* Images are drawn without replacement *within* a device (uniformly among the class's
+  images) and independently *across* devices, so images repeat across devices (500k draws
+  from 50k/60k images, spec §5 #11). Each device's row is shuffled at the end, so the order
+  of its indices carries no class information.
+
+Clusters:
+
+* ``random_clusters``: a uniformly random partition into M equal clusters (paper II,
+  "random uniform clustering"); rows are sorted device ids.
+* ``rho_cluster_clusters`` / ``cluster_partition`` (paper IV-E, spec §3.6): M = C clusters,
+  cluster m is "assigned" major class m (row m of the result). It holds
+  ``d = floor(rho_cluster * S + 1/2)`` devices whose major class is m (S = n/M devices per
+  cluster) and ``base_c`` or ``base_c + 1`` devices of each other major class, with
+  ``base_c, extra_c = divmod(S - d, M - 1)``; the ``extra_c`` +1 offsets are a random subset
+  of ``1..M-1`` shared by all clusters (a circulant matrix), so every row and every column
+  of the (cluster x device-major) count matrix sums to S = n/C: each device is used exactly
+  once. The spec pseudo-code gives the +1 to offsets ``1..extra_c``; a random subset is the
+  same construction without the arbitrary preference for the next classes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from fedrepro.utils.atomic import atomic_path
+
+__all__ = [
+    "assign_majors",
+    "cluster_major_counts",
+    "cluster_partition",
+    "device_class_counts",
+    "device_partition",
+    "load_partition",
+    "partition_summary",
+    "random_clusters",
+    "rho_cluster_clusters",
+    "rho_cluster_matrix",
+    "round_half_up",
+    "sample_device_indices",
+    "save_partition",
+]
+
+_REMAINDERS = ("balanced", "random")
+
+
+# --- helpers ------------------------------------------------------------------------
+
+
+def round_half_up(x: float) -> int:
+    """floor(x + 1/2), robust to float noise such as 0.7 * 500 = 350.00000000000006."""
+    return int(math.floor(x + 0.5 + 1e-9))
+
+
+def _check_rho(name: str, rho: float) -> float:
+    rho = float(rho)
+    if not (0.0 <= rho <= 1.0):  # also rejects NaN
+        raise ValueError(f"{name} must lie in [0, 1], got {rho}")
+    return rho
+
+
+def _check_positive_int(name: str, value: int, minimum: int = 1) -> int:
+    if isinstance(value, bool) or int(value) != value:
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _check_generator(rng: object) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    return rng
+
+
+def _check_labels(labels: np.ndarray, n_classes: int) -> np.ndarray:
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"labels must be 1-D, got shape {labels.shape}")
+    if labels.size == 0:
+        raise ValueError("labels is empty")
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"labels must be integers, got dtype {labels.dtype}")
+    lo, hi = int(labels.min()), int(labels.max())
+    if lo < 0 or hi >= n_classes:
+        raise ValueError(f"labels must lie in [0, {n_classes}), found values in [{lo}, {hi}]")
+    return labels
+
+
+# --- device level ----------------------------------------------------------------------
+
+
+def assign_majors(n_devices: int, n_classes: int, rng: np.random.Generator) -> np.ndarray:
+    """(n_devices,) int64 major classes, each class major for exactly n_devices / n_classes devices."""
+    n_devices = _check_positive_int("n_devices", n_devices)
+    n_classes = _check_positive_int("n_classes", n_classes, 2)
+    if n_devices % n_classes:
+        raise ValueError(
+            f"n_devices={n_devices} is not divisible by n_classes={n_classes}: every class must be "
+            "the major class of the same number of devices"
+        )
+    majors = np.repeat(np.arange(n_classes, dtype=np.int64), n_devices // n_classes)
+    _check_generator(rng).shuffle(majors)
+    return majors
+
+
+def device_class_counts(
+    majors: np.ndarray,
+    *,
+    samples_per_device: int,
+    rho_device: float,
+    n_classes: int,
+    rng: np.random.Generator,
+    remainder: str = "balanced",
+) -> np.ndarray:
+    """(n_devices, n_classes) int64 per-device class counts (see the module docstring)."""
+    rho = _check_rho("rho_device", rho_device)
+    m = _check_positive_int("samples_per_device", samples_per_device)
+    C = _check_positive_int("n_classes", n_classes, 2)
+    rng = _check_generator(rng)
+    if remainder not in _REMAINDERS:
+        raise ValueError(f"remainder must be one of {_REMAINDERS}, got {remainder!r}")
+    majors = np.asarray(majors, dtype=np.int64)
+    n = majors.size
+    if majors.ndim != 1 or n == 0 or majors.min() < 0 or majors.max() >= C:
+        raise ValueError(f"majors must be a non-empty 1-D array of classes in [0, {C})")
+
+    n_major = round_half_up(rho * m)
+    base, extra = divmod(m - n_major, C - 1)
+    counts = np.full((n, C), base, dtype=np.int64)
+    rows = np.arange(n)
+    counts[rows, majors] = n_major
+    if extra == 0:
+        return counts
+
+    if remainder == "random":
+        keys = rng.random((n, C))
+        keys[rows, majors] = np.inf  # the major class never gets a +1
+        plus = np.argsort(keys, axis=1)[:, :extra]
+        counts[rows[:, None], plus] += 1
+        return counts
+
+    # balanced design: offsets o = (c - major - 1) mod C in 0..C-2 name the minor classes.
+    group_sizes = np.bincount(majors, minlength=C)
+    if np.any(group_sizes != group_sizes[0]):
+        raise ValueError("remainder='balanced' needs every class to be the major of equally many devices")
+    G = int(group_sizes[0])
+    q, r = divmod(G * extra, C - 1)  # q < G, so every offset's run below has length <= G
+    hist = np.full(C - 1, q, dtype=np.int64)
+    hist[rng.choice(C - 1, size=r, replace=False)] += 1  # same histogram in every group
+    for c in range(C):
+        members = np.flatnonzero(majors == c)
+        if members.size == 0:
+            continue
+        order = rng.permutation(C - 1)
+        slots = np.repeat(order, hist[order])  # runs of equal offsets, length G * extra
+        # device g of the group takes slots g, g + G, g + 2G, ...: a run of length <= G never
+        # hits the same device twice, so each device gets `extra` distinct minor classes.
+        offsets = slots.reshape(extra, G).T  # (G, extra)
+        devices = rng.permutation(members)
+        plus = (c + 1 + offsets) % C
+        counts[devices[:, None], plus] += 1
+    return counts
+
+
+def _distinct_positions(rng: np.random.Generator, pool_size: int, rows: int, k: int) -> np.ndarray:
+    """(rows, k) positions in [0, pool_size), distinct within each row, each row a uniform k-subset.
+
+    For k <= pool_size / 2: draw with replacement and redraw every repeated occurrence but the
+    first until none is left. The procedure commutes with relabelling the pool, so each row's
+    set is uniform over k-subsets. Otherwise: the k smallest of pool_size uniform keys.
+    """
+    if k == 0:
+        return np.empty((rows, 0), dtype=np.int64)
+    if 2 * k > pool_size:
+        keys = rng.random((rows, pool_size))
+        return np.argpartition(keys, k - 1, axis=1)[:, :k].astype(np.int64)
+    pos = rng.integers(0, pool_size, size=(rows, k), dtype=np.int64)
+    while True:
+        order = np.argsort(pos, axis=1, kind="stable")
+        srt = np.take_along_axis(pos, order, axis=1)
+        dup = srt[:, 1:] == srt[:, :-1]
+        if not dup.any():
+            return pos
+        r_idx, c_idx = np.nonzero(dup)
+        where = order[r_idx, c_idx + 1]  # later occurrences (stable sort keeps the first first)
+        pos[r_idx, where] = rng.integers(0, pool_size, size=r_idx.size, dtype=np.int64)
+
+
+def sample_device_indices(labels: np.ndarray, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(n_devices, samples_per_device) int64 training-set indices with the given class counts.
+
+    Without replacement within a device, independent across devices; each row shuffled.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    if counts.ndim != 2 or counts.min(initial=0) < 0:
+        raise ValueError("counts must be a 2-D array of non-negative integers")
+    n, C = counts.shape
+    labels = _check_labels(labels, C)
+    rng = _check_generator(rng)
+    per_device = counts.sum(axis=1)
+    if np.any(per_device != per_device[0]):
+        raise ValueError("every device must have the same number of samples")
+    m = int(per_device[0])
+
+    pools = [np.flatnonzero(labels == c) for c in range(C)]
+    for c in range(C):
+        need = int(counts[:, c].max())
+        if need > pools[c].size:
+            raise ValueError(
+                f"class {c} has only {pools[c].size} images but a device needs {need} distinct ones "
+                "(images are drawn without replacement within a device); lower samples_per_device "
+                "or rho_device"
+            )
+
+    out = np.empty((n, m), dtype=np.int64)
+    start = np.cumsum(counts, axis=1) - counts  # first column of each class block
+    for c in range(C):
+        for k in np.unique(counts[:, c]):
+            k = int(k)
+            if k == 0:
+                continue
+            devs = np.flatnonzero(counts[:, c] == k)
+            pos = _distinct_positions(rng, pools[c].size, devs.size, k)
+            cols = start[devs, c][:, None] + np.arange(k)
+            out[devs[:, None], cols] = pools[c][pos]
+    return rng.permuted(out, axis=1)
+
+
+def device_partition(
+    labels: np.ndarray,
+    *,
+    n_devices: int = 1000,
+    samples_per_device: int = 500,
+    rho_device: float,
+    n_classes: int = 10,
+    rng: np.random.Generator,
+    remainder: str = "balanced",
+    return_majors: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """The paper's device-level partition: (n_devices, samples_per_device) int64 indices.
+
+    With ``return_majors=True`` returns ``(indices, majors)``; majors (n_devices,) are needed
+    for the rho_cluster clustering and cannot be read back from the data when
+    rho_device <= 1/n_classes. Random draws, in order: majors, +1 remainders, images, row
+    shuffle; ``cluster_partition`` with the same Generator state gives the same devices.
+    """
+    rho = _check_rho("rho_device", rho_device)
+    n_classes = _check_positive_int("n_classes", n_classes, 2)
+    samples_per_device = _check_positive_int("samples_per_device", samples_per_device)
+    labels = _check_labels(labels, n_classes)
+    if remainder not in _REMAINDERS:
+        raise ValueError(f"remainder must be one of {_REMAINDERS}, got {remainder!r}")
+    majors = assign_majors(n_devices, n_classes, rng)
+    counts = device_class_counts(
+        majors,
+        samples_per_device=samples_per_device,
+        rho_device=rho,
+        n_classes=n_classes,
+        rng=rng,
+        remainder=remainder,
+    )
+    indices = sample_device_indices(labels, counts, rng)
+    return (indices, majors) if return_majors else indices
+
+
+# --- clusters --------------------------------------------------------------------------
+
+
+def _check_clusters_divide(n_devices: int, n_clusters: int) -> tuple[int, int]:
+    n_devices = _check_positive_int("n_devices", n_devices)
+    n_clusters = _check_positive_int("n_clusters", n_clusters)
+    if n_devices % n_clusters:
+        raise ValueError(
+            f"n_devices={n_devices} is not divisible by n_clusters={n_clusters}: clusters must have equal sizes"
+        )
+    return n_devices, n_clusters
+
+
+def random_clusters(n_devices: int, n_clusters: int, rng: np.random.Generator) -> np.ndarray:
+    """(M, n_devices // M) int64 device ids: a uniformly random partition into equal clusters."""
+    n_devices, n_clusters = _check_clusters_divide(n_devices, n_clusters)
+    perm = _check_generator(rng).permutation(n_devices).astype(np.int64)
+    return np.sort(perm.reshape(n_clusters, n_devices // n_clusters), axis=1)
+
+
+def rho_cluster_matrix(n_devices: int, n_clusters: int, rho_cluster: float, rng: np.random.Generator) -> np.ndarray:
+    """(M, M) int64 circulant: entry [m, c] = number of devices of major class c in cluster m."""
+    rho = _check_rho("rho_cluster", rho_cluster)
+    n_devices, M = _check_clusters_divide(n_devices, n_clusters)
+    if M < 2:
+        raise ValueError("the rho_cluster construction needs at least 2 clusters")
+    S = n_devices // M
+    d = round_half_up(rho * S)
+    base, extra = divmod(S - d, M - 1)
+    row = np.full(M, base, dtype=np.int64)
+    row[0] = d
+    row[1 + _check_generator(rng).choice(M - 1, size=extra, replace=False)] += 1
+    return np.stack([np.roll(row, m) for m in range(M)])  # [m, (m + s) % M] = row[s]
+
+
+def rho_cluster_clusters(
+    majors: np.ndarray, n_clusters: int, rho_cluster: float, rng: np.random.Generator
+) -> np.ndarray:
+    """(M, n_devices // M) int64 device ids; cluster m's major class is m (paper IV-E).
+
+    Needs M == n_classes ("each cluster is assigned a different major class") and every class
+    the major of n_devices / M devices, as ``assign_majors`` makes them.
+    """
+    majors = np.asarray(majors, dtype=np.int64)
+    if majors.ndim != 1 or majors.size == 0 or majors.min() < 0:
+        raise ValueError("majors must be a non-empty 1-D array of non-negative classes")
+    n = majors.size
+    n, M = _check_clusters_divide(n, n_clusters)
+    group_sizes = np.bincount(majors, minlength=M)
+    if group_sizes.size != M or np.any(group_sizes != n // M):
+        raise ValueError(
+            f"the rho_cluster construction needs n_clusters == n_classes and every class the major "
+            f"class of n_devices / n_clusters = {n // M} devices; got n_clusters={M}, devices per major "
+            f"class {group_sizes.tolist()}"
+        )
+    counts = rho_cluster_matrix(n, M, rho_cluster, rng)
+    clusters = np.empty((M, n // M), dtype=np.int64)
+    fill = np.zeros(M, dtype=np.int64)
+    for c in range(M):
+        pool = rng.permutation(np.flatnonzero(majors == c))
+        ends = np.cumsum(counts[:, c])  # column sums to n // M: the pool is used up exactly
+        for m, chunk in enumerate(np.split(pool, ends[:-1])):
+            clusters[m, fill[m] : fill[m] + chunk.size] = chunk
+            fill[m] += chunk.size
+    return np.sort(clusters, axis=1)
+
+
+def cluster_partition(
+    labels: np.ndarray,
+    *,
+    n_devices: int = 1000,
+    samples_per_device: int = 500,
+    n_clusters: int = 10,
+    rho_cluster: float,
+    rng: np.random.Generator,
+    rho_device: float = 0.5,
+    n_classes: int = 10,
+    remainder: str = "balanced",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Paper IV-E: (indices (n_devices, samples_per_device), clusters (M, n_devices // M)).
+
+    The devices are exactly ``device_partition(..., rng=rng)``'s for the same Generator state
+    (so FedAvg at the same seed sees the same data); the clusters are drawn afterwards.
+    """
+    _check_rho("rho_cluster", rho_cluster)
+    n_devices, n_clusters = _check_clusters_divide(n_devices, n_clusters)
+    if n_clusters != n_classes:
+        raise ValueError(
+            f"the rho_cluster construction assigns each cluster a different major class, so it needs "
+            f"n_clusters == n_classes; got n_clusters={n_clusters}, n_classes={n_classes}"
+        )
+    indices, majors = device_partition(
+        labels,
+        n_devices=n_devices,
+        samples_per_device=samples_per_device,
+        rho_device=rho_device,
+        n_classes=n_classes,
+        rng=rng,
+        remainder=remainder,
+        return_majors=True,
+    )
+    return indices, rho_cluster_clusters(majors, n_clusters, rho_cluster, rng)
+
+
+def cluster_major_counts(clusters: np.ndarray, majors: np.ndarray, n_classes: int) -> np.ndarray:
+    """(M, n_classes): number of devices of each major class in each cluster."""
+    clusters = np.asarray(clusters)
+    majors = np.asarray(majors, dtype=np.int64)
+    out = np.zeros((clusters.shape[0], n_classes), dtype=np.int64)
+    for m, row in enumerate(clusters):
+        out[m] = np.bincount(majors[row], minlength=n_classes)
+    return out
+
+
+# --- summaries and files -------------------------------------------------------------------
+
+
+def partition_summary(
+    indices: np.ndarray,
+    labels: np.ndarray,
+    clusters: np.ndarray | None = None,
+    *,
+    n_classes: int | None = None,
+    majors: np.ndarray | None = None,
+) -> dict:
+    """Class composition per device (and per cluster) for logging and tests.
+
+    Arrays: ``device_class_counts``/``device_class_fractions`` (n, C); ``class_totals`` (C,);
+    ``image_multiplicity`` (len(labels),) how many device slots hold each training image.
+    Scalars: ``n_devices``, ``samples_per_device``, ``n_classes``, ``unique_images``,
+    ``max_reuse``, ``device_tv_mean`` (mean total-variation distance of the devices' class
+    distributions from the pooled one; 0 for IID devices). With ``majors``:
+    ``device_major_fraction`` (n,). With ``clusters``: ``cluster_sizes``,
+    ``cluster_class_counts``/``cluster_class_fractions`` (M, C), ``cluster_tv_mean``
+    (always <= device_tv_mean: TV is convex), and with majors also
+    ``cluster_major_device_counts`` (M, C).
+    """
+    indices = np.asarray(indices)
+    labels = np.asarray(labels)
+    if indices.ndim != 2:
+        raise ValueError(f"indices must be 2-D (devices, samples), got shape {indices.shape}")
+    if indices.size and (indices.min() < 0 or indices.max() >= labels.size):
+        raise ValueError("indices out of range of labels")
+    C = int(labels.max()) + 1 if n_classes is None else int(n_classes)
+    n, m = indices.shape
+    dev_labels = labels[indices]
+    counts = np.zeros((n, C), dtype=np.int64)
+    np.add.at(counts, (np.repeat(np.arange(n), m), dev_labels.ravel()), 1)
+    frac = counts / m
+    pooled = counts.sum(axis=0) / counts.sum()
+    mult = np.bincount(indices.ravel(), minlength=labels.size)
+    out: dict = {
+        "n_devices": n,
+        "samples_per_device": m,
+        "n_classes": C,
+        "device_class_counts": counts,
+        "device_class_fractions": frac,
+        "class_totals": counts.sum(axis=0),
+        "image_multiplicity": mult,
+        "unique_images": int(np.count_nonzero(mult)),
+        "max_reuse": int(mult.max()),
+        "device_tv_mean": float(0.5 * np.abs(frac - pooled).sum(axis=1).mean()),
+    }
+    if majors is not None:
+        majors = np.asarray(majors, dtype=np.int64)
+        out["device_major_fraction"] = frac[np.arange(n), majors]
+    if clusters is not None:
+        clusters = np.asarray(clusters)
+        if clusters.ndim != 2:
+            raise ValueError(f"clusters must be 2-D (M, devices per cluster), got shape {clusters.shape}")
+        ccounts = np.stack([counts[row].sum(axis=0) for row in clusters])
+        cfrac = ccounts / ccounts.sum(axis=1, keepdims=True)
+        out["cluster_sizes"] = np.array([row.size for row in clusters], dtype=np.int64)
+        out["cluster_class_counts"] = ccounts
+        out["cluster_class_fractions"] = cfrac
+        out["cluster_tv_mean"] = float(0.5 * np.abs(cfrac - pooled).sum(axis=1).mean())
+        if majors is not None:
+            out["cluster_major_device_counts"] = cluster_major_counts(clusters, majors, C)
+    return out
+
+
+def save_partition(path: str | os.PathLike, **arrays: np.ndarray) -> None:
+    """Write named arrays to ``path`` (.npz, compressed), atomically. No object arrays."""
+    if not arrays:
+        raise ValueError("save_partition needs at least one array")
+    checked = {}
+    for name, value in arrays.items():
+        a = np.asarray(value)
+        if a.dtype == object:
+            raise ValueError(f"{name}: object arrays cannot be saved (they would need pickle)")
+        checked[name] = a
+    # A file object: np.savez would append ".npz" to the temporary file's name.
+    with atomic_path(Path(path), suffix=".npz") as tmp, open(tmp, "wb") as fh:
+        np.savez_compressed(fh, **checked)
+
+
+def load_partition(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """All arrays of a file written by ``save_partition``, loaded into memory."""
+    try:
+        with np.load(Path(path), allow_pickle=False) as npz:
+            return {name: npz[name] for name in npz.files}
+    except (ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{path} is not a valid partition file ({exc}); delete it and build it again") from None
