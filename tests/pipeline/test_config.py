@@ -28,9 +28,12 @@ def test_bad_top_level_config_names_key_and_allowed_values(override, expected):
 
 
 def _paper_config_dir(tmp_path: Path, edit) -> Path:
+    """A copy of config/papers/ with fedpage.yaml edited."""
+    (tmp_path / "papers").mkdir(parents=True)
+    for path in (CONFIG / "papers").glob("*.yaml"):
+        (tmp_path / "papers" / path.name).write_text(path.read_text())
     cfg = yaml.safe_load((CONFIG / "papers" / "fedpage.yaml").read_text())
     edit(cfg)
-    (tmp_path / "papers").mkdir(parents=True)
     (tmp_path / "papers" / "fedpage.yaml").write_text(yaml.safe_dump(cfg))
     return tmp_path
 

@@ -70,6 +70,8 @@ def load_and_validate(
     engines = {}
     for paper in papers:
         path = config_dir / "papers" / f"{paper}.yaml"
+        if not path.exists():
+            raise ConfigError(f"no configuration {path} for paper {paper!r}")
         paper_cfg = load_paper_config(path)
         check(paper_cfg, "paper.schema.yaml", str(path), schema_dir)
         if paper_cfg["key"] != paper:
