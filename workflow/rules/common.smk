@@ -22,3 +22,17 @@ def paper_targets(paper):
     return [f"figures/{paper}/{f.name}.{ext}" for f in figures for ext in ("pdf", "png")] + [
         f"results/claims/{paper}.csv"
     ]
+
+
+def train_inputs(wildcards):
+    datasets = RUNS.datasets(wildcards.run_id)
+    return {
+        "prepared": [f"data/prepared/{d}.npz" for d in datasets],
+        "provenance": [f"data/raw/{d}/PROVENANCE.json" for d in datasets],
+    }
+
+
+def train_runtime(wildcards):
+    # minutes; a generous bound from ~5 ms per round on one CPU core, for cluster schedulers
+    spec = RUNS.runs[wildcards.run_id]
+    return 10 + int(spec["seeds"] * spec["rounds"] * spec.get("K", 1) * 0.5e-3)

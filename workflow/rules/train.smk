@@ -1,20 +1,6 @@
 # One job per run: results/runs/<run_id>/ holds metrics.csv and run.json (provenance).
 
 
-def train_inputs(wildcards):
-    datasets = RUNS.datasets(wildcards.run_id)
-    return {
-        "prepared": [f"data/prepared/{d}.npz" for d in datasets],
-        "provenance": [f"data/raw/{d}/PROVENANCE.json" for d in datasets],
-    }
-
-
-def train_runtime(wildcards):
-    # minutes; a generous bound from ~5 ms per round on one CPU core, for cluster schedulers
-    spec = RUNS.runs[wildcards.run_id]
-    return 10 + int(spec["seeds"] * spec["rounds"] * spec.get("K", 1) * 0.5e-3)
-
-
 rule train:
     input:
         unpack(train_inputs),
