@@ -85,8 +85,8 @@ def test_figures_share_identical_runs_and_scales_only_override():
     quick = build_run_table({"papers": ["fedpage"], "scale": "quick"}, CONFIG)
     curves = quick.figure("fedpage", "fig2a").curves
     assert {c.grid["eta_tilde"] for c in curves} == {0.1, 0.01}
-    assert all(quick.runs[c.run_id]["rounds"] == 1500 for c in curves)
-    assert "rounds = 1500 (paper scale: 3000)" in quick.figure("fedpage", "fig2a").deviations
+    assert all(quick.runs[c.run_id]["rounds"] == 1000 for c in curves)
+    assert "rounds = 1000 (paper scale: 3000)" in quick.figure("fedpage", "fig2a").deviations
 
 
 def test_fig1_step_sizes_and_client_settings_follow_the_paper():

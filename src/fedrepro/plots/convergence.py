@@ -13,6 +13,10 @@ from fedrepro.experiments.runtable import Figure
 from fedrepro.plots.common import scale_note, theme
 
 
+# legend names of the columns that set the line style
+STYLE_NAMES = {"eta_tilde": "step size"}
+
+
 def _style_key(table: pd.DataFrame) -> str | None:
     """Line style encodes the step size when one curve label is run at several (Figs 2-6)."""
     if "eta_tilde" in table and table.groupby(["panel", "curve"])["eta_tilde"].nunique().max() > 1:
@@ -42,7 +46,8 @@ def convergence(table: pd.DataFrame, figure: Figure, *, y: str = "grad_norm", yl
     for ax, panel in zip(axes.flat, panels):
         sub = table[table["panel"] == panel]
         clean = sub[np.isfinite(sub[y]) & (sub[y] > 0 if logy else True)]
-        sns.lineplot(data=clean, x=x, y=y, hue="curve", style=style, estimator="median",
+        sns.lineplot(data=clean.rename(columns=STYLE_NAMES), x=x, y=y, hue="curve", style=STYLE_NAMES.get(style),
+                     estimator="median",
                      errorbar=("pi", 100), ax=ax, linewidth=1.3)
         _mark_diverged(ax, sub, y)
         if logy:
@@ -50,7 +55,7 @@ def convergence(table: pd.DataFrame, figure: Figure, *, y: str = "grad_norm", yl
         ax.set_title(panel)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel or y)
-        ax.legend(fontsize=7, title=None)
+        ax.legend(fontsize=7, title=None, ncols=2 if style else 1)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     seeds = table.groupby("run_id")["seed"].nunique().max()
