@@ -63,3 +63,48 @@ def random_problem() -> Callable[..., LeastSquaresProblem]:
 @pytest.fixture
 def streams() -> Callable[[str], Callable[[str, int, int], torch.Generator]]:
     return _streams
+
+
+# --- pipeline tests (engine, claims, plots) -------------------------------------------------
+
+
+def _mc_table(*curves: dict, figure: str = "f") -> "pd.DataFrame":
+    """A figure table as rule aggregate writes it for the monte_carlo engine.
+
+    Each curve: panel, curve, method, cost (R, K+1), theta_final (R, d), theta_star (d,), f_star;
+    θ_k of every round is set to θ_final (only the last round matters to the checks and plots).
+    """
+    import pandas as pd
+
+    rows = []
+    for c in curves:
+        cost, final = np.asarray(c["cost"], dtype=float), np.asarray(c["theta_final"], dtype=float)
+        run_id = c.get("run_id", f"{c['panel']}-{c['method']}")
+        for r in range(cost.shape[0]):
+            for k in range(cost.shape[1]):
+                row = {"figure": figure, "panel": c["panel"], "curve": c["curve"], "method": c["method"],
+                       "run_id": run_id, "seed": r, "round": k, "cost": cost[r, k], "cost_error": cost[r, k] - c["f_star"]}
+                row.update({f"theta_{i}": v for i, v in enumerate(final[r])})
+                row.update({f"theta_star_{i}": v for i, v in enumerate(c["theta_star"])})
+                row["diverged"] = not np.isfinite(cost[r]).all()
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def mc_table() -> Callable[..., "pd.DataFrame"]:
+    return _mc_table
+
+
+@pytest.fixture
+def insurance_like() -> dict[str, np.ndarray]:
+    """Columns shaped like the prepared insurance.npz (file order), 60 synthetic persons."""
+    rng = np.random.default_rng(3)
+    n = 60
+    age, bmi = rng.integers(18, 65, n).astype(float), rng.uniform(16, 48, n)
+    sex, smoker = rng.integers(0, 2, n).astype(np.int8), (rng.random(n) < 0.2).astype(np.int8)
+    children = rng.integers(0, 5, n).astype(float)
+    charges = 250 * age + 300 * bmi + 23000.0 * smoker + 500 * children + rng.normal(0, 3000, n) + 2000
+    return {"age": age, "sex": sex, "bmi": bmi, "children": children, "smoker": smoker,
+            "region": rng.integers(0, 4, n).astype(np.int8),
+            "region_names": np.array(["northeast", "northwest", "southeast", "southwest"]), "charges": charges}

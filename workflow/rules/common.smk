@@ -9,12 +9,19 @@ wildcard_constraints:
     figure="[A-Za-z0-9_]+",
 
 
+def recorded(paths):
+    # Pipeline outputs that DVC records are compared by content (run ids, DVC hashes), not by
+    # file time: `dvc pull` restores them with fresh, arbitrary mtimes, which must not make
+    # Snakemake rerun anything. Config files (in git) keep the usual time check.
+    return [ancient(p) for p in ([paths] if isinstance(paths, str) else paths)]
+
+
 def figure_of(wildcards):
     return RUNS.figure(wildcards.paper, wildcards.figure)
 
 
 def run_outputs(run_ids):
-    return [f"results/runs/{rid}/{name}" for rid in run_ids for name in ("metrics.csv", "run.json")]
+    return recorded([f"results/runs/{rid}/{name}" for rid in run_ids for name in ("metrics.csv", "run.json")])
 
 
 def paper_targets(paper):
@@ -27,8 +34,8 @@ def paper_targets(paper):
 def train_inputs(wildcards):
     datasets = RUNS.datasets(wildcards.run_id)
     return {
-        "prepared": [f"data/prepared/{d}.npz" for d in datasets],
-        "provenance": [f"data/raw/{d}/PROVENANCE.json" for d in datasets],
+        "prepared": recorded([f"data/prepared/{d}.npz" for d in datasets]),
+        "provenance": recorded([f"data/raw/{d}/PROVENANCE.json" for d in datasets]),
     }
 
 

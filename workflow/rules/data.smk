@@ -22,7 +22,7 @@ rule download:
 
 rule prepare:
     input:
-        "data/raw/{dataset}/PROVENANCE.json",
+        recorded("data/raw/{dataset}/PROVENANCE.json"),
     output:
         "data/prepared/{dataset}.npz",
     log:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from fedrepro.results.monte_carlo import curves_of
 from fedrepro.results.tables import label_columns
 
 
@@ -48,3 +49,38 @@ def curve_medians(table: pd.DataFrame, metric: str, window: float, eps: list[flo
     labels = table.drop_duplicates("run_id").set_index("run_id")
     label_cols = [c for c in label_columns(table) if c != "run_id" and c not in med.columns]
     return med.join(labels[label_cols]).reset_index()
+
+
+def monte_carlo_summaries(table: pd.DataFrame, coords: tuple[int, int] = (0, 1), target: float = 1e-4) -> pd.DataFrame:
+    """One row per curve of a Monte Carlo table (engine `monte_carlo`): statistics across the
+    runs, the quantities the fedvr claims compare (spec §4 "Metric definitions", §5).
+
+    mean_err_final : mean over runs of f(θ_K) − f*          rel_err_final : that / the same at round 0
+    auc            : mean over k >= 1 of log10 mean_err[k]   t_target      : first k with mean_err[k] <= target
+    var_final      : variance across runs of f(θ_K) (ddof=0) cep_2d/cep_full/cep_cost : CEP of the final iterates
+    opt_dist       : ||mean_r θ_K − θ*||                     f_star, runs, last_round, diverged_runs
+    A curve with a diverged (non-finite) run gets inf for every statistic but f_star.
+    """
+    rows = []
+    for labels, mc in curves_of(table):
+        row = {**labels, "runs": mc.n_runs, "last_round": int(mc.rounds[-1]), "diverged_runs": int(mc.diverged.sum()),
+               "f_star": mc.f_star}
+        stats = ("mean_err_final", "rel_err_final", "auc", "t_target", "var_final", "cep_2d", "cep_full",
+                 "cep_cost", "opt_dist")
+        if mc.diverged.any() or not np.isfinite(mc.cost).all():
+            row.update(dict.fromkeys(stats, np.inf))
+        else:
+            curves = mc.curves()
+            mean_err = curves["mean_err"]
+            hit = np.nonzero(mean_err <= target)[0]
+            row.update(
+                mean_err_final=float(mean_err[-1]),
+                rel_err_final=float(mean_err[-1] / mean_err[0]),
+                auc=float(np.mean(np.log10(np.maximum(mean_err[mc.rounds >= 1], 1e-300)))),
+                t_target=float(mc.rounds[hit[0]]) if len(hit) else np.inf,
+                var_final=float(curves["var"][-1]),
+                opt_dist=float(np.linalg.norm(mc.theta_final.mean(axis=0) - mc.theta_star)),
+                **mc.cep(coords),
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -23,8 +23,9 @@ from fedrepro.results import provenance
 from fedrepro.results.store import RunFiles, write_metrics
 from fedrepro.utils import atomic
 
-# engine name (config/papers/<paper>.yaml `engine`) -> module with COLUMNS and train()
-ENGINES = {"finite_sum": "fedrepro.engines.finite_sum"}
+# engine name (config/papers/<paper>.yaml `engine`) -> module with COLUMNS and train();
+# an engine whose columns depend on the run (one per model coordinate) defines columns(rows)
+ENGINES = {"finite_sum": "fedrepro.engines.finite_sum", "monte_carlo": "fedrepro.engines.monte_carlo"}
 
 
 def _logger(log_path: Path | None) -> logging.Logger:
@@ -78,7 +79,8 @@ def execute_run(
         "diverged": diverged,
         "summary": summary,
     }
-    write_metrics(files.metrics, rows, engine.COLUMNS)
+    columns = engine.columns(rows) if hasattr(engine, "columns") else engine.COLUMNS
+    write_metrics(files.metrics, rows, columns)
     atomic.write_json(files.record, record)
     files.checkpoint.unlink(missing_ok=True)
     log.info("done in %.1f s%s", record["wall_seconds"], " (diverged)" if diverged else "")

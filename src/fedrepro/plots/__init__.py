@@ -8,9 +8,11 @@ import pandas as pd
 
 from fedrepro.experiments.runtable import Figure
 from fedrepro.plots.common import save_figure
+from fedrepro.plots.cep import cep
 from fedrepro.plots.convergence import convergence
+from fedrepro.plots.mc_lines import mc_error, mc_variance
 
-KINDS = {"convergence": convergence}
+KINDS = {"convergence": convergence, "mc_error": mc_error, "mc_variance": mc_variance, "cep": cep}
 
 
 def draw_figure(figure: Figure, table_path: Path, pdf: Path, png: Path) -> None:

@@ -19,7 +19,9 @@ def theme() -> None:
 
 
 def scale_note(figure: Figure) -> str:
-    return f"scale: {figure.scale}" + ("" if figure.scale == "paper" else " (reduced; see caption)")
+    # a scale without deviations (e.g. quick = paper for a small paper) is not reduced
+    reduced = figure.scale != "paper" and figure.deviations
+    return f"scale: {figure.scale}" + (" (reduced; see caption)" if reduced else "")
 
 
 def save_figure(fig: plt.Figure, figure: Figure, pdf: Path, png: Path) -> None:
