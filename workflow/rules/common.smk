@@ -39,7 +39,10 @@ def train_inputs(wildcards):
     }
 
 
+# generous CPU milliseconds per round and seed, by engine, for cluster schedulers' runtime limits
+MS_PER_ROUND = {"finite_sum": 30, "monte_carlo": 100}
+
+
 def train_runtime(wildcards):
-    # minutes; a generous bound from ~5 ms per round on one CPU core, for cluster schedulers
     spec = RUNS.runs[wildcards.run_id]
-    return 10 + int(spec["seeds"] * spec["rounds"] * spec.get("K", 1) * 0.5e-3)
+    return 10 + int(spec["seeds"] * spec["rounds"] * MS_PER_ROUND[spec["engine"]] / 60_000)  # minutes
