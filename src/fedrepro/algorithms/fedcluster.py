@@ -1,0 +1,108 @@
+"""FedCluster (Algorithm 1), FedAvg and centralized SGD for neural networks (FedCluster spec §2).
+
+Each method is an update rule over the server state, the flat parameter vector W (P,):
+`round(W, rnd) -> (W', info)` is a pure function of (W, rnd): all randomness comes from named
+streams, so a run resumes exactly from any round. Local training and its backend live in
+`LocalTrainer`; these classes only decide who trains, from where, and how results are merged.
+
+Stream keys: ("cluster_order", rnd), ("activate", rnd, cluster), ("batches", rnd, device) inside the
+trainer, and ("csgd", rnd) for centralized SGD.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from fedrepro.engines.nn import LocalTrainer, Streams
+
+CLUSTER_ORDERS = ("reshuffle", "fixed")
+
+
+def fedcluster_lr(lr_fedavg: float, M: int, rule: str = "div_M") -> float:
+    """The paper's FedCluster rate: FedAvg's over M, "as in each cycle only one of the [M] clusters is
+    involved" (spec §2.1 e, §5 #20); `fixed` keeps FedAvg's rate."""
+    if rule not in ("div_M", "fixed"):
+        raise ValueError(f"unknown fc_lr_rule {rule!r}; expected div_M or fixed")
+    return lr_fedavg / M if rule == "div_M" else lr_fedavg
+
+
+class FedCluster:
+    """Every round cycles through the M clusters (a fresh random order each round by default, as in
+    the analysis; `fixed` = 0..M-1 as drawn in Fig. 1). In each cycle round(frac * cluster size)
+    devices of the cluster, drawn without replacement, train locally from W, and W becomes their
+    mean: with equal data sizes that is Algorithm 1's aggregation normalised over the active devices
+    (spec §2.1 a). So each device is active at most once per round and W is updated M times."""
+
+    def __init__(
+        self,
+        trainer: LocalTrainer,
+        clusters: Tensor,
+        streams: Streams,
+        frac: float = 0.1,
+        cluster_order: str = "reshuffle",
+    ) -> None:
+        if cluster_order not in CLUSTER_ORDERS:
+            raise ValueError(f"unknown cluster_order {cluster_order!r}; expected one of {CLUSTER_ORDERS}")
+        clusters = clusters.cpu()
+        if clusters.unique().numel() != clusters.numel():
+            raise ValueError("clusters must be disjoint")
+        if clusters.min() < 0 or clusters.max() >= trainer.data.n_devices:
+            raise ValueError(f"cluster members must be device ids in [0, {trainer.data.n_devices})")
+        self.trainer, self.clusters, self.streams, self.cluster_order = trainer, clusters, streams, cluster_order
+        self.active_per_cycle = max(1, round(frac * clusters.shape[1]))
+
+    @property
+    def M(self) -> int:
+        return self.clusters.shape[0]
+
+    def round(self, W: Tensor, rnd: int) -> tuple[Tensor, dict[str, int]]:
+        for m in self._order(rnd).tolist():
+            gen = self.streams("activate", rnd, m)
+            members = self.clusters[m]
+            pick = torch.randperm(len(members), generator=gen, device=gen.device)[: self.active_per_cycle]
+            active = members[pick.cpu()]
+            W = self.trainer.run(W, self.trainer.draw(self.streams, rnd, active)).mean(0)
+        clients = self.M * self.active_per_cycle
+        return W, {"updates": self.M, "clients": clients, "samples": clients * self.trainer.steps * self.trainer.batch}
+
+    def _order(self, rnd: int) -> Tensor:
+        if self.cluster_order == "fixed":
+            return torch.arange(self.M)
+        gen = self.streams("cluster_order", rnd)
+        return torch.randperm(self.M, generator=gen, device=gen.device).cpu()
+
+
+class FedAvg(FedCluster):
+    """Traditional FL: round(frac * n) of all devices per round, i.e. FedCluster with one cluster
+    (Section II, "Generality"), so both share every line of code and every stream key."""
+
+    def __init__(self, trainer: LocalTrainer, streams: Streams, frac: float = 0.1) -> None:
+        super().__init__(trainer, torch.arange(trainer.data.n_devices).unsqueeze(0), streams, frac, "fixed")
+
+
+class CentralizedSGD:
+    """`steps` SGD steps per round on minibatches of `batch` slots of the pooled device data (spec
+    §2.3: 1000 x 60 = the federated methods' samples per round). It is local training of a single
+    client that holds the whole pool. Slots come from a random permutation of the pool, a fresh one
+    whenever a permutation is used up, so a minibatch never repeats a slot."""
+
+    def __init__(self, trainer: LocalTrainer, streams: Streams, steps: int, batch: int) -> None:
+        n_slots = trainer.data.table.numel()
+        if trainer.opt.name != "sgd":
+            raise ValueError("centralized SGD takes a trainer with the plain 'sgd' optimizer")
+        if not 1 <= batch <= n_slots:
+            raise ValueError(f"batch = {batch} must be in [1, {n_slots}] (pooled slots)")
+        self.trainer, self.streams, self.steps, self.batch = trainer, streams, steps, batch
+
+    def round(self, W: Tensor, rnd: int) -> tuple[Tensor, dict[str, int]]:
+        slots = self.trainer.data.table.flatten()
+        gen = self.streams("csgd", rnd)
+        per_perm = len(slots) // self.batch
+        batches = []
+        while len(batches) * per_perm < self.steps:
+            perm = torch.randperm(len(slots), generator=gen, device=gen.device)[: per_perm * self.batch]
+            batches.append(perm.to(slots.device).view(per_perm, self.batch))
+        idx = slots[torch.cat(batches)[: self.steps]].unsqueeze(0)  # one client, (1, steps, batch)
+        W = self.trainer.run(W, idx)[0]
+        return W, {"updates": self.steps, "clients": 0, "samples": self.steps * self.batch}

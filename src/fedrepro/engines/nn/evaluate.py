@@ -1,0 +1,51 @@
+"""Evaluation of a server model: loss and accuracy, batched and without gradients."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from fedrepro.engines.nn.flat import FlatModel
+
+
+@torch.no_grad()
+def evaluate(
+    flat: FlatModel,
+    W: Tensor,
+    images: Tensor,
+    labels: Tensor,
+    index: Tensor | None = None,
+    weights: Tensor | None = None,
+    batch_size: int = 2048,
+) -> dict[str, float]:
+    """Weighted mean cross-entropy and accuracy of W over images[index] (default: all), weights
+    default to 1. Gathers one batch at a time, so a large index never copies the whole set."""
+    if index is None:
+        index = torch.arange(len(labels), device=labels.device)
+    weights = torch.ones(len(index), device=W.device) if weights is None else weights
+    weights = weights.to(W.dtype)
+    loss = correct = torch.zeros((), dtype=W.dtype, device=W.device)
+    for s in range(0, len(index), batch_size):
+        i, c = index[s : s + batch_size], weights[s : s + batch_size]
+        logits, y = flat.forward(W, images[i]), labels[i]
+        loss = loss + (F.cross_entropy(logits, y, reduction="none") * c).sum()
+        correct = correct + ((logits.argmax(1) == y) * c).sum()
+    total = weights.sum()
+    return {"loss": float(loss / total), "accuracy": float(correct / total)}
+
+
+def pooled_train_set(
+    table: Tensor, subsample: int | None = None, gen: torch.Generator | None = None
+) -> tuple[Tensor, Tensor]:
+    """The pooled device data as (unique pool indices, multiplicities), to pass as index/weights.
+
+    The objective (P) weights every device slot equally, so an image held by several devices counts
+    that many times (spec §5 #3). `subsample` slots drawn once without replacement from `gen` give a
+    cheaper fixed estimate.
+    """
+    slots = table.flatten()
+    if subsample is not None and subsample < len(slots):
+        pick = torch.randperm(len(slots), generator=gen, device=gen.device)[:subsample]
+        slots = slots[pick.to(slots.device)]
+    return torch.unique(slots, return_counts=True)

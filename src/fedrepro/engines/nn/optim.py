@@ -1,0 +1,55 @@
+"""Local optimizers as elementwise rules over flat parameters (spec §2.4).
+
+One definition serves both backends: w, g, the state and the anchor W_start (FedProx) are flat
+tensors of one layout, (P,) for one client or a stack (D*P,) of D clients. State starts fresh at every
+activation. Updates are in place on tensors owned by one local run, which spares an allocation of the
+whole stack per op.
+The formulas follow torch.optim.SGD/Adam op for op, so a single client matches them to rounding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+OPTIMIZERS = ("sgd", "sgdm", "adam", "fedprox")
+
+
+@dataclass(frozen=True)
+class LocalOptimizer:
+    name: str
+    lr: float
+    momentum: float = 0.5  # SGDm, PyTorch convention buf = m*buf + g, no dampening or Nesterov
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    mu: float = 0.1  # FedProx: local objective f + mu/2 ||w - W_start||^2
+
+    def __post_init__(self) -> None:
+        if self.name not in OPTIMIZERS:
+            raise ValueError(f"unknown local optimizer {self.name!r}; expected one of {OPTIMIZERS}")
+        if not self.lr > 0:
+            raise ValueError(f"lr = {self.lr} must be > 0")
+
+    def init(self, w: Tensor) -> tuple[Tensor, ...]:
+        n_state = {"sgd": 0, "fedprox": 0, "sgdm": 1, "adam": 2}[self.name]
+        return tuple(torch.zeros_like(w) for _ in range(n_state))
+
+    def step(self, w: Tensor, g: Tensor, state: tuple[Tensor, ...], t: int, anchor: Tensor | None) -> None:
+        """Local step t = 0, 1, ... : updates w and state in place (g may be overwritten); the anchor is
+        used by FedProx only."""
+        if self.name == "sgd":
+            w.add_(g, alpha=-self.lr)
+        elif self.name == "fedprox":
+            w.add_(g.add_(w - anchor, alpha=self.mu), alpha=-self.lr)
+        elif self.name == "sgdm":
+            (buf,) = state
+            w.add_(buf.mul_(self.momentum).add_(g), alpha=-self.lr)  # buf = g at t = 0 since buf starts at 0
+        else:
+            m, v = state
+            b1, b2 = self.betas
+            m.lerp_(g, 1 - b1)
+            v.mul_(b2).addcmul_(g, g, value=1 - b2)
+            denom = (v.sqrt() / (1 - b2 ** (t + 1)) ** 0.5).add_(self.eps)
+            w.addcdiv_(m, denom, value=-self.lr / (1 - b1 ** (t + 1)))

@@ -1,0 +1,27 @@
+"""Neural networks chosen by name in the config; inputs are (N, C, H, W) float tensors."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Callable
+
+from torch import nn
+
+from fedrepro.models.alexnet import SmallAlexNet
+from fedrepro.models.mlp import MLP
+
+MODELS: dict[str, Callable[..., nn.Module]] = {
+    "alexnet": SmallAlexNet,  # paper scale (spec §3.0)
+    "mlp": MLP,  # quick scale (spec §6.2)
+    "cnn_tiny": partial(SmallAlexNet, channels=(8, 16), hidden=(64, 32)),  # spec §6.2 option for a GPU
+}
+
+
+def build_model(name: str, in_shape: tuple[int, ...], n_classes: int) -> nn.Module:
+    """A freshly initialised model; seed torch beforehand (or load W0) for a reproducible init."""
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; expected one of {sorted(MODELS)}")
+    return MODELS[name](tuple(in_shape), n_classes)
+
+
+__all__ = ["MLP", "MODELS", "SmallAlexNet", "build_model"]

@@ -1,0 +1,61 @@
+"""Models of the spec and the evaluation helpers."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from fedrepro.engines.nn import FlatModel, evaluate, pooled_train_set
+from fedrepro.models import build_model
+
+from nn_testdata import make_problem
+
+
+@pytest.mark.parametrize(
+    "name, shape, n_params",
+    [
+        ("alexnet", (3, 28, 28), 1_387_786),  # [42]'s count (spec §3.0)
+        ("alexnet", (1, 28, 28), 1_384_586),
+        ("alexnet", (3, 32, 32), 1_756_426),  # uncropped CIFAR
+        ("mlp", (1, 14, 14), 196 * 64 + 64 + 64 * 10 + 10),
+        ("mlp", (3, 14, 14), 588 * 64 + 64 + 64 * 10 + 10),
+    ],
+)
+def test_model_sizes(name, shape, n_params):
+    model = build_model(name, shape, 10)
+    assert sum(p.numel() for p in model.parameters()) == n_params
+    assert model(torch.zeros(2, *shape)).shape == (2, 10)
+
+
+def test_unknown_model():
+    with pytest.raises(ValueError, match="unknown model"):
+        build_model("resnet", (1, 28, 28), 10)
+
+
+def test_flat_model_round_trips():
+    flat = FlatModel(build_model("cnn_tiny", (1, 8, 8), 10))
+    W = flat.flatten()
+    assert torch.equal(torch.cat([v.reshape(-1) for v in flat.unflatten(W).values()]), W)
+    stack = flat.stack(W, 3)
+    assert torch.equal(flat.clients(stack, 3), W.expand(3, -1))
+    assert all(v.is_contiguous() and v.shape[0] == 3 for v in flat.unstack(stack, 3).values())
+
+
+def test_evaluate_weights_the_pooled_multiset():
+    problem = make_problem("mlp")
+    data, flat, W = problem.data, problem.flat, problem.W0
+    index, counts = pooled_train_set(data.table)
+    assert counts.sum() == data.table.numel() and len(index) == len(set(data.table.flatten().tolist()))
+    got = evaluate(flat, W, data.images, data.labels, index, counts, batch_size=7)
+    slots = data.table.flatten()
+    logits = flat.forward(W, data.images[slots]).detach()
+    assert got["loss"] == pytest.approx(float(F.cross_entropy(logits, data.labels[slots])), rel=1e-12)
+    assert got["accuracy"] == pytest.approx(float((logits.argmax(1) == data.labels[slots]).double().mean()), rel=1e-12)
+
+
+def test_pooled_subsample_is_fixed_by_its_generator():
+    table = make_problem("mlp").data.table
+    a = pooled_train_set(table, subsample=50, gen=torch.Generator().manual_seed(1))
+    b = pooled_train_set(table, subsample=50, gen=torch.Generator().manual_seed(1))
+    assert all(torch.equal(x, y) for x, y in zip(a, b)) and a[1].sum() == 50
