@@ -61,6 +61,10 @@ def _verdict(holds: list[bool], require: str, fraction: float | None) -> str:
     return PASS if share >= needed else FAIL
 
 
+def _name(selector: dict) -> str:
+    return "/".join(str(v) for v in selector.values())
+
+
 def _fmt(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:.3g}"
 
@@ -70,7 +74,8 @@ def compare_final(curves: pd.DataFrame, *, a: dict, b: dict, per: list[str], fac
     """Holds in a cell when stat(a) < stat(b) * factor (factor < 1: a wins by a margin; > 1: a tolerance)."""
     pairs = list(_pairs(curves, a, b, per, stat))
     holds = [va < vb * factor for _, va, vb in pairs]
-    detail = "; ".join(f"[{n}] {_fmt(va)} vs {_fmt(vb)}" for n, va, vb in pairs)
+    name_a, name_b = _name(a), _name(b)
+    detail = "; ".join(f"[{n}] {name_a} {_fmt(va)} vs {name_b} {_fmt(vb)}" for n, va, vb in pairs)
     measured = f"{sum(holds)}/{len(holds)} cells hold: {detail}" if pairs else "no cell has both curves"
     return _verdict(holds, require, fraction), measured, ""
 
