@@ -9,7 +9,7 @@ SNAKEMAKE_ARGS := $(if $(SCALE),--config scale=$(SCALE),)
 # what DVC records after a reproduction
 DVC_TRACKED := data/raw data/prepared results figures
 
-.PHONY: install reproduce report record test test-fast lint clean
+.PHONY: install reproduce report record pull test test-fast lint clean
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,12 @@ report: install
 # DVC records the hashes of data and results; commit the *.dvc files, then `dvc push`.
 record: install
 	$(BIN)/dvc add --quiet $(DVC_TRACKED)
+
+# In a fresh clone: fetch the recorded data and results, then give them Snakemake's order of
+# modification times (DVC restores files with arbitrary ones), so nothing is rerun.
+pull: install
+	$(BIN)/dvc pull
+	$(BIN)/snakemake --cores 1 --touch --quiet $(SNAKEMAKE_ARGS)
 
 test: install
 	$(BIN)/python -m pytest

@@ -35,7 +35,21 @@ def main(argv: list[str] | None = None) -> None:
     fetch.add_argument("dataset")
     fetch.add_argument("--mirror", default=None, help="mirror directory (default: $FEDREPRO_DATA_MIRROR)")
     fetch.add_argument("--data-dir", default="data", type=Path)
+    one = sub.add_parser("run", help="train one curve of a figure outside Snakemake, with overrides (checks, tuning)")
+    one.add_argument("paper")
+    one.add_argument("figure")
+    one.add_argument("--scale", default="quick", choices=["smoke", "quick", "paper"])
+    one.add_argument("--panel", help="panel name (default: the figure's first)")
+    one.add_argument("--curve", help="curve label (default: the panel's first)")
+    one.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="override a run setting; VALUE is read as YAML (e.g. rounds=1, backend=loop)")
+    one.add_argument("--out", default=Path("results/adhoc"), type=Path, help="results directory (not the pipeline's)")
+    one.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    one.add_argument("--threads", default=1, type=int)
     args = parser.parse_args(argv)
+
+    if args.command == "run":
+        run_step(lambda: run_one(args))
 
     if args.command == "fetch":
         from fedrepro.data import fetch_dataset, prepare_dataset, resolve_mirror
@@ -46,3 +60,38 @@ def main(argv: list[str] | None = None) -> None:
                             args.data_dir / "prepared" / f"{args.dataset}.npz")
 
         run_step(step)
+
+
+def run_one(args: argparse.Namespace) -> None:
+    """One run of the run table with settings overridden, checked by the engine's run schema and
+    executed as rule `train` would; its data must be prepared (e.g. `snakemake data/prepared/<name>.npz`)."""
+    import yaml
+
+    from fedrepro.experiments.execute import execute_run
+    from fedrepro.experiments.runtable import RunTable, run_id_of
+    from fedrepro.experiments.validate import RUN_SCHEMAS, check, load_and_validate
+    from fedrepro.results.store import read_record, run_files
+
+    _, table = load_and_validate({"scale": args.scale}, Path("config"))
+    figure = table.figure(args.paper, args.figure)
+    curves = [c for c in figure.curves if (args.panel in (None, c.panel)) and (args.curve in (None, c.label))]
+    if not curves:
+        raise ConfigError(f"{args.figure}: no curve with panel {args.panel!r} and label {args.curve!r}; curves: "
+                          + "; ".join(sorted({f"{c.panel} / {c.label}" for c in figure.curves})))
+    spec = dict(table.runs[curves[0].run_id])
+    for item in args.set:
+        key, _, value = item.partition("=")
+        spec[key] = yaml.safe_load(value)
+    check(spec, RUN_SCHEMAS[spec["engine"]], "fedrepro run --set")
+    run_id = run_id_of(spec)
+    names = RunTable(args.scale, {run_id: spec}, {})
+    files = run_files(args.out, run_id)
+    log_path = args.out / f"{run_id}.log"
+    args.out.mkdir(parents=True, exist_ok=True)
+    print(f"run {run_id} ({curves[0].panel} / {curves[0].label}) -> {files.run_dir}, log {log_path}")
+    execute_run(run_id, spec, files, {n: Path(f"data/prepared/{n}.npz") for n in names.prepared(run_id)},
+                [Path(f"data/raw/{d}/PROVENANCE.json") for d in names.datasets(run_id)], device=args.device,
+                threads=args.threads, log_path=log_path)
+    record = read_record(files.record)
+    print(f"wall {record['wall_seconds']:.1f} s on {record['device']['device']}; diverged: {record['diverged']}")
+    print(files.metrics.read_text())

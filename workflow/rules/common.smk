@@ -1,5 +1,6 @@
 # Helpers shared by the rules: everything is looked up in the run table RUNS (Snakefile).
 from fedrepro.data import REGISTRY
+from fedrepro.data.views import VIEWS
 
 
 wildcard_constraints:
@@ -7,13 +8,7 @@ wildcard_constraints:
     dataset="|".join(REGISTRY),
     run_id="[0-9a-f]{16}",
     figure="[A-Za-z0-9_]+",
-
-
-def recorded(paths):
-    # Pipeline outputs that DVC records are compared by content (run ids, DVC hashes), not by
-    # file time: `dvc pull` restores them with fresh, arbitrary mtimes, which must not make
-    # Snakemake rerun anything. Config files (in git) keep the usual time check.
-    return [ancient(p) for p in ([paths] if isinstance(paths, str) else paths)]
+    view="|".join(VIEWS),
 
 
 def figure_of(wildcards):
@@ -21,7 +16,7 @@ def figure_of(wildcards):
 
 
 def run_outputs(run_ids):
-    return recorded([f"results/runs/{rid}/{name}" for rid in run_ids for name in ("metrics.csv", "run.json")])
+    return [f"results/runs/{rid}/{name}" for rid in run_ids for name in ("metrics.csv", "run.json")]
 
 
 def paper_targets(paper):
@@ -34,13 +29,14 @@ def paper_targets(paper):
 def train_inputs(wildcards):
     datasets = RUNS.datasets(wildcards.run_id)
     return {
-        "prepared": recorded([f"data/prepared/{d}.npz" for d in datasets]),
-        "provenance": recorded([f"data/raw/{d}/PROVENANCE.json" for d in datasets]),
+        "prepared": [f"data/prepared/{name}.npz" for name in RUNS.prepared(wildcards.run_id)],
+        "provenance": [f"data/raw/{d}/PROVENANCE.json" for d in datasets],
     }
 
 
 # generous CPU milliseconds per round and seed, by engine, for cluster schedulers' runtime limits
-MS_PER_ROUND = {"finite_sum": 30, "monte_carlo": 100}
+# (federated_nn: the paper scale's AlexNet on a GPU, ~3 s a round; the quick MLP takes ~0.1 s)
+MS_PER_ROUND = {"finite_sum": 30, "monte_carlo": 100, "federated_nn": 5000}
 
 
 def train_runtime(wildcards):

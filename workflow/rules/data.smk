@@ -22,7 +22,7 @@ rule download:
 
 rule prepare:
     input:
-        recorded("data/raw/{dataset}/PROVENANCE.json"),
+        "data/raw/{dataset}/PROVENANCE.json",
     output:
         "data/prepared/{dataset}.npz",
     log:
@@ -33,3 +33,19 @@ rule prepare:
         runtime=30,
     script:
         "../../scripts/prepare.py"
+
+
+# Model inputs (crop, pool, standardise) computed once per dataset and view, not in every job.
+rule view:
+    input:
+        "data/prepared/{dataset}.npz",
+    output:
+        "data/prepared/{dataset}-{view}.npz",
+    log:
+        "logs/view/{dataset}-{view}.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    script:
+        "../../scripts/view.py"

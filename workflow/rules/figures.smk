@@ -20,7 +20,7 @@ rule aggregate:
 
 rule plot:
     input:
-        recorded("results/{paper}/{figure}.csv"),
+        "results/{paper}/{figure}.csv",
     output:
         pdf="figures/{paper}/{figure}.pdf",
         png=report(

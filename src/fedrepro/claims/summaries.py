@@ -84,3 +84,26 @@ def monte_carlo_summaries(table: pd.DataFrame, coords: tuple[int, int] = (0, 1),
             )
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def auc_fin_per_seed(table: pd.DataFrame, metric: str, higher_is_better: bool = False) -> pd.DataFrame:
+    """One row per (run, seed) with the FedCluster spec's curve summaries (§4 "Metric definitions"),
+    joined with the run's labels:
+
+    auc : mean of the metric over the logged rounds (the "area under the curve", linear scale)
+    fin : mean over the rounds in the last max(1, ceil(T/10)) of the T rounds
+    A diverged seed gets the worst value (inf for a loss, -inf for an accuracy) for both.
+    """
+    worst = -np.inf if higher_is_better else np.inf
+    rows = []
+    for (run_id, seed), run in table.groupby(["run_id", "seed"], sort=False):
+        run = run.sort_values("round")
+        values, rounds = run[metric].to_numpy(dtype=float), run["round"].to_numpy()
+        diverged = bool(run["diverged"].any()) or not np.all(np.isfinite(values))
+        window = max(1, int(np.ceil(rounds[-1] / 10)))
+        tail = values[rounds > rounds[-1] - window]
+        rows.append({"run_id": run_id, "seed": seed, "diverged": diverged,
+                     "auc": worst if diverged else float(values.mean()),
+                     "fin": worst if diverged else float(tail.mean())})
+    labels = table.drop_duplicates("run_id").set_index("run_id")[[c for c in label_columns(table) if c != "run_id"]]
+    return pd.DataFrame(rows).join(labels, on="run_id")

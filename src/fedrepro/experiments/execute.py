@@ -25,7 +25,8 @@ from fedrepro.utils import atomic
 
 # engine name (config/papers/<paper>.yaml `engine`) -> module with COLUMNS and train();
 # an engine whose columns depend on the run (one per model coordinate) defines columns(rows)
-ENGINES = {"finite_sum": "fedrepro.engines.finite_sum", "monte_carlo": "fedrepro.engines.monte_carlo"}
+ENGINES = {"finite_sum": "fedrepro.engines.finite_sum", "monte_carlo": "fedrepro.engines.monte_carlo",
+           "federated_nn": "fedrepro.engines.federated_nn"}
 
 
 def _logger(log_path: Path | None) -> logging.Logger:

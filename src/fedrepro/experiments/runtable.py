@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from fedrepro.data.views import view_name
+
 # Keys that describe how a curve is shown, not what is computed: kept out of the run spec.
 PRESENTATION_KEYS = ("label",)
 # Keys that change how a run is executed but not its results: kept out of the run_id.
@@ -74,6 +76,12 @@ class RunTable:
 
     def datasets(self, run_id: str) -> list[str]:
         return [self.runs[run_id]["dataset"]]
+
+    def prepared(self, run_id: str) -> list[str]:
+        """The data/prepared/<name>.npz files a run reads: its dataset's, or the model-input view of
+        it (data/views.py) when the spec names one."""
+        spec = self.runs[run_id]
+        return [view_name(spec["dataset"], spec["view"])] if "view" in spec else self.datasets(run_id)
 
 
 def run_id_of(spec: dict[str, Any]) -> str:
@@ -135,6 +143,11 @@ def _deviations(paper_cfg: dict[str, Any], scale: str) -> list[str]:
         f"{k} = {v} (paper scale: {paper_cfg['defaults'].get(k)})"
         for k, v in sorted(scale_cfg.get("defaults", {}).items())
     ]
+    notes += [
+        f"{panel}: {k} = {v} (paper scale: {paper_cfg['panels'][panel].get(k)})"
+        for panel, settings in sorted(scale_cfg.get("panels", {}).items())
+        for k, v in sorted(settings.items())
+    ]
     return notes
 
 
@@ -148,6 +161,10 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict
     fig_overrides = scale_cfg.get("figures", {})
     for name in fig_overrides:
         _pick(paper_cfg["figures"], name, "figure", f"{where}: scales.{scale}.figures")
+    # a scale may also override settings of named panels (e.g. per-dataset step sizes)
+    panels = dict(paper_cfg["panels"])
+    for name, settings in scale_cfg.get("panels", {}).items():
+        panels[name] = _merge(_pick(panels, name, "panel", f"{where}: scales.{scale}.panels"), settings)
 
     runs: dict[str, dict] = {}
     figures: dict[tuple[str, str], Figure] = {}
@@ -158,7 +175,7 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict
         plot = _merge(paper_cfg.get("plot", {}), fig.get("plot", {}))
         figure = Figure(paper, name, fig["title"], fig.get("caption", ""), scale, deviations + extra, plot)
         for panel in fig["panels"]:
-            base = _pick(paper_cfg["panels"], panel["use"], "panel", f"{where}: figures.{name}")
+            base = _pick(panels, panel["use"], "panel", f"{where}: figures.{name}")
             curves = panel.get("curves", fig.get("curves", []))
             grid = panel.get("grid", fig.get("grid"))
             for curve in curves:

@@ -14,7 +14,8 @@ from fedrepro.experiments.runtable import ConfigError, RunTable, build_run_table
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SCHEMA_DIR = REPO_ROOT / "workflow" / "schemas"
 # Which schema checks a resolved run, by the paper's engine.
-RUN_SCHEMAS = {"finite_sum": "finite_sum_run.schema.yaml", "monte_carlo": "monte_carlo_run.schema.yaml"}
+RUN_SCHEMAS = {"finite_sum": "finite_sum_run.schema.yaml", "monte_carlo": "monte_carlo_run.schema.yaml",
+               "federated_nn": "federated_nn_run.schema.yaml"}
 
 
 def _schema(name: str, schema_dir: Path = SCHEMA_DIR) -> dict[str, Any]:

@@ -10,9 +10,11 @@ from fedrepro.experiments.runtable import Figure
 from fedrepro.plots.common import save_figure
 from fedrepro.plots.cep import cep
 from fedrepro.plots.convergence import convergence
+from fedrepro.plots.loss_accuracy import loss_accuracy
 from fedrepro.plots.mc_lines import mc_error, mc_variance
 
-KINDS = {"convergence": convergence, "mc_error": mc_error, "mc_variance": mc_variance, "cep": cep}
+KINDS = {"convergence": convergence, "mc_error": mc_error, "mc_variance": mc_variance, "cep": cep,
+         "loss_accuracy": loss_accuracy}
 
 
 def draw_figure(figure: Figure, table_path: Path, pdf: Path, png: Path) -> None:

@@ -8,6 +8,8 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display on pipeline machines
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from fedrepro.experiments.runtable import Figure  # noqa: E402
@@ -22,6 +24,29 @@ def scale_note(figure: Figure) -> str:
     # a scale without deviations (e.g. quick = paper for a small paper) is not reduced
     reduced = figure.scale != "paper" and figure.deviations
     return f"scale: {figure.scale}" + (" (reduced; see caption)" if reduced else "")
+
+
+def mark_diverged(ax: plt.Axes, sub: pd.DataFrame, y: str) -> None:
+    """An x at the last finite point of every diverged seed, so a reader sees it stopped."""
+    for (_, seed), run in sub[sub["diverged"]].groupby(["run_id", "seed"]):
+        finite = run[np.isfinite(run[y])]
+        if len(finite):
+            last = finite.iloc[-1]
+            ax.plot(last["round"], last[y], marker="x", color="crimson", markersize=8, mew=2, zorder=5)
+            ax.annotate("diverged", (last["round"], last[y]), textcoords="offset points", xytext=(4, 4),
+                        fontsize=7, color="crimson")
+
+
+def finish_figure(fig: plt.Figure, axes, used: int, table: pd.DataFrame, figure: Figure, band: str) -> plt.Figure:
+    """Hide the axes after the first `used`; title the figure with its scale and how the seeds are
+    summarised, `band` e.g. "line: median of {seeds} seeds, band: min-max"."""
+    for ax in list(axes.flat)[used:]:
+        ax.set_visible(False)
+    seeds = table.groupby("run_id")["seed"].nunique().max()
+    note = "; " + band.format(seeds=seeds) if seeds > 1 else "; 1 seed"
+    fig.suptitle(f"{figure.title}\n[{scale_note(figure)}{note}]", fontsize=9)
+    fig.tight_layout()
+    return fig
 
 
 def save_figure(fig: plt.Figure, figure: Figure, pdf: Path, png: Path) -> None:

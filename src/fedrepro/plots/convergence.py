@@ -10,7 +10,7 @@ import pandas as pd
 import seaborn as sns
 
 from fedrepro.experiments.runtable import Figure
-from fedrepro.plots.common import scale_note, theme
+from fedrepro.plots.common import finish_figure, mark_diverged, theme
 
 
 # legend names of the columns that set the line style
@@ -22,17 +22,6 @@ def _style_key(table: pd.DataFrame) -> str | None:
     if "eta_tilde" in table and table.groupby(["panel", "curve"])["eta_tilde"].nunique().max() > 1:
         return "eta_tilde"
     return None
-
-
-def _mark_diverged(ax: plt.Axes, sub: pd.DataFrame, y: str) -> None:
-    """An x at the last finite point of every diverged seed, so a reader sees it stopped."""
-    for (_, seed), run in sub[sub["diverged"]].groupby(["run_id", "seed"]):
-        finite = run[np.isfinite(run[y])]
-        if len(finite):
-            last = finite.iloc[-1]
-            ax.plot(last["round"], last[y], marker="x", color="crimson", markersize=8, mew=2, zorder=5)
-            ax.annotate("diverged", (last["round"], last[y]), textcoords="offset points", xytext=(4, 4),
-                        fontsize=7, color="crimson")
 
 
 def convergence(table: pd.DataFrame, figure: Figure, *, y: str = "grad_norm", ylabel: str | None = None,
@@ -49,17 +38,11 @@ def convergence(table: pd.DataFrame, figure: Figure, *, y: str = "grad_norm", yl
         sns.lineplot(data=clean.rename(columns=STYLE_NAMES), x=x, y=y, hue="curve", style=STYLE_NAMES.get(style),
                      estimator="median",
                      errorbar=("pi", 100), ax=ax, linewidth=1.3)
-        _mark_diverged(ax, sub, y)
+        mark_diverged(ax, sub, y)
         if logy:
             ax.set_yscale("log")
         ax.set_title(panel)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel or y)
         ax.legend(fontsize=7, title=None, ncols=2 if style else 1)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.set_visible(False)
-    seeds = table.groupby("run_id")["seed"].nunique().max()
-    band = f"; line: median of {seeds} seeds, band: min-max" if seeds > 1 else "; 1 seed"
-    fig.suptitle(f"{figure.title}\n[{scale_note(figure)}{band}]", fontsize=9)
-    fig.tight_layout()
-    return fig
+    return finish_figure(fig, axes, len(panels), table, figure, "line: median of {seeds} seeds, band: min-max")

@@ -20,17 +20,22 @@ def evaluate(
     batch_size: int = 2048,
 ) -> dict[str, float]:
     """Weighted mean cross-entropy and accuracy of W over images[index] (default: all), weights
-    default to 1. Gathers one batch at a time, so a large index never copies the whole set."""
-    if index is None:
-        index = torch.arange(len(labels), device=labels.device)
-    weights = torch.ones(len(index), device=W.device) if weights is None else weights
+    default to 1. Gathers one batch at a time, so a large index never copies the whole set; without
+    an index, batches are slices (no copy at all). Evaluation is a large share of a reduced-scale run."""
+    n = len(labels) if index is None else len(index)
+    weights = torch.ones(n, device=W.device) if weights is None else weights
     weights = weights.to(W.dtype)
     loss = correct = torch.zeros((), dtype=W.dtype, device=W.device)
-    for s in range(0, len(index), batch_size):
-        i, c = index[s : s + batch_size], weights[s : s + batch_size]
-        logits, y = flat.forward(W, images[i]), labels[i]
-        loss = loss + (F.cross_entropy(logits, y, reduction="none") * c).sum()
-        correct = correct + ((logits.argmax(1) == y) * c).sum()
+    for s in range(0, n, batch_size):
+        c = weights[s : s + batch_size]
+        if index is None:
+            x, y = images[s : s + batch_size], labels[s : s + batch_size]
+        else:
+            i = index[s : s + batch_size]
+            x, y = images.index_select(0, i), labels.index_select(0, i)  # ~2x faster than images[i]
+        logits = flat.forward(W, x)
+        loss = loss + F.cross_entropy(logits, y, reduction="none") @ c
+        correct = correct + (logits.argmax(1) == y).to(c.dtype) @ c
     total = weights.sum()
     return {"loss": float(loss / total), "accuracy": float(correct / total)}
 

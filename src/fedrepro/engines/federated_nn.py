@@ -1,0 +1,220 @@
+"""Neural-network federated learning on image partitions: FedCluster, FedAvg and centralized SGD
+(the `fedcluster` paper, spec fedcluster.md).
+
+A run is one configuration; its seeds train one after the other. Everything a seed needs is a pure
+function of (spec, seed), so a run resumes exactly from a checkpoint and results do not depend on
+job order:
+- the device partition (data/partitions.py) comes from a generator keyed by the partition settings
+  (ENVIRONMENT_KEYS) and the seed only, so FedAvg, FedCluster (any M or clustering), centralized SGD
+  and every local optimizer of one seed train on the same devices (spec §3.7: "keep them identical
+  across methods so comparisons are paired"); run.json records a hash of each seed's partition;
+- the clusters from a generator keyed by the environment, the clustering and the seed;
+- W0 from the (dataset, view, model, seed) alone: "All experiments with a given model and dataset
+  are initialized at the same point" (spec I6), whatever rho_device;
+- activations and minibatches from the framework's streams keyed by the environment too (as in
+  engines/monte_carlo.py), so e.g. FedAvg with SGD and with Adam see the same devices and batches.
+The partition is built inside the job rather than by a separate rule: it is cheap (well under a
+second at the paper's 1000 x 500) and deterministic, and one file per (partition, seed) would add
+many small jobs and files for nothing a reviewer cannot get from the recorded hash.
+
+Data are moved to the compute device once; the algorithms never copy between CPU and GPU per step.
+Every `eval_every` rounds (and at the last) the server model is evaluated: train loss/accuracy on
+the pooled device data (objective (P), spec §5 #3: each device slot counts once; optionally a fixed
+subsample of slots, `train_eval_subsample`) and test loss/accuracy on the full test set (§5 #4).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from fedrepro.algorithms.fedcluster import CentralizedSGD, FedAvg, FedCluster, fedcluster_lr
+from fedrepro.data.partitions import device_partition, random_clusters, rho_cluster_clusters
+from fedrepro.data.views import view_name
+from fedrepro.engines.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
+from fedrepro.experiments.context import RunContext, stream_key
+from fedrepro.experiments.seeding import derive_seed, numpy_rng
+from fedrepro.models import build_model
+
+COLUMNS = ["seed", "round", "train_loss", "train_accuracy", "test_loss", "test_accuracy", "samples", "updates",
+           "clients"]
+# The settings that make the devices (and the streams of activations and minibatches): nothing
+# about the algorithm, so that runs differing only in method or optimizer are paired.
+ENVIRONMENT_KEYS = ("dataset", "view", "n_devices", "samples_per_device", "rho_device", "remainder",
+                    "n_classes")
+
+
+def resolve_backend(spec: dict[str, Any], device: str) -> str:
+    """`auto`: the vectorized backend on CUDA and for the MLP (closed-form batched gradients), the
+    loop backend for conv nets on the CPU, where vmap's grouped convolutions are slower than a loop
+    (benchmarks/bench_clients.py)."""
+    if spec["backend"] != "auto":
+        return spec["backend"]
+    return "vectorized" if device.startswith("cuda") or spec["model"] == "mlp" else "loop"
+
+
+def algorithm_lr(spec: dict[str, Any]) -> float:
+    """FedAvg: lr_fedavg; FedCluster: lr_fedavg / M (`fc_lr_rule: div_M`, spec §5 #20) or the same
+    (`fixed`); centralized SGD: lr_csgd."""
+    if spec["algorithm"] == "csgd":
+        return float(spec["lr_csgd"])
+    if spec["algorithm"] == "fedcluster":
+        return fedcluster_lr(float(spec["lr_fedavg"]), int(spec["M"]), spec["fc_lr_rule"])
+    return float(spec["lr_fedavg"])
+
+
+def csgd_steps(spec: dict[str, Any]) -> int:
+    """Centralized SGD steps per round: the federated methods' samples per round (10% of the devices
+    x E x B) over its batch (spec §2.3: 100 x 20 x 30 / 60 = 1000), so every method uses as many
+    samples per round (I1)."""
+    samples = round(spec["frac"] * spec["n_devices"]) * spec["E"] * spec["B"]
+    if samples % spec["csgd_batch"]:
+        raise ValueError(f"csgd_batch = {spec['csgd_batch']} does not divide the {samples} samples per round")
+    return samples // spec["csgd_batch"]
+
+
+def _digest(array: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
+
+
+@dataclasses.dataclass
+class Seeded:
+    """What one seed trains on: devices, clusters (FedCluster), W0 and the fixed train-loss slots."""
+
+    data: DeviceData
+    clusters: torch.Tensor | None
+    W0: torch.Tensor
+    eval_index: torch.Tensor
+    eval_weights: torch.Tensor
+    record: dict[str, Any]
+
+
+class Environment:
+    """The run's data on the compute device and the per-seed pieces built from it."""
+
+    def __init__(self, spec: dict[str, Any], arrays: dict[str, np.ndarray], device: str) -> None:
+        self.spec, self.device = spec, device
+        self.labels_np = arrays["y_train"]
+        as_tensor = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(device)  # noqa: E731
+        self.images, self.labels = as_tensor(arrays["x_train"]), as_tensor(arrays["y_train"]).long()
+        self.test_images, self.test_labels = as_tensor(arrays["x_test"]), as_tensor(arrays["y_test"]).long()
+        self.key = stream_key({k: spec[k] for k in ENVIRONMENT_KEYS})
+
+    def model(self, seed: int) -> tuple[torch.nn.Module, torch.Tensor]:
+        """The model on the device and W0, the same for every run of (dataset, view, model, seed).
+        Initialised on the CPU, so W0 does not depend on the device either."""
+        spec = self.spec
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(derive_seed("W0", spec["dataset"], spec["view"], spec["model"], seed))
+            module = build_model(spec["model"], tuple(self.images.shape[1:]), spec["n_classes"])
+        module = module.to(self.device)
+        return module, FlatModel(module).flatten()
+
+    def seeded(self, seed: int, W0: torch.Tensor) -> Seeded:
+        spec = self.spec
+        table, majors = device_partition(
+            self.labels_np, n_devices=spec["n_devices"], samples_per_device=spec["samples_per_device"],
+            rho_device=spec["rho_device"], n_classes=spec["n_classes"], remainder=spec["remainder"],
+            rng=numpy_rng("partition", self.key, seed), return_majors=True,
+        )
+        clusters = None
+        if spec["algorithm"] == "fedcluster":
+            rng = numpy_rng("clusters", self.key, spec["clustering"], spec["M"], spec.get("rho_cluster"), seed)
+            clusters = (random_clusters(spec["n_devices"], spec["M"], rng) if spec["clustering"] == "random"
+                        else rho_cluster_clusters(majors, spec["M"], spec["rho_cluster"], rng))
+        table_t = torch.from_numpy(table).to(self.device)
+        gen = torch.Generator(device=self.device)
+        gen.manual_seed(derive_seed("train_eval", self.key, seed))
+        index, weights = pooled_train_set(table_t, spec["train_eval_subsample"], gen)
+        record = {"partition_sha256": _digest(table), "W0_sha256": _digest(W0.cpu().numpy())}
+        if clusters is not None:
+            record["clusters_sha256"] = _digest(clusters)
+        return Seeded(DeviceData(self.images, self.labels, table_t),
+                      None if clusters is None else torch.from_numpy(clusters), W0, index, weights, record)
+
+
+def build_algorithm(spec: dict[str, Any], module: torch.nn.Module, data: DeviceData, clusters, streams,
+                    backend: str):
+    lr = algorithm_lr(spec)
+    if spec["algorithm"] == "csgd":
+        trainer = LocalTrainer(module, data, LocalOptimizer("sgd", lr), 1, spec["csgd_batch"], backend)
+        return CentralizedSGD(trainer, streams, csgd_steps(spec), spec["csgd_batch"])
+    opt = LocalOptimizer(spec["local_opt"], lr, momentum=spec["momentum"], betas=tuple(spec["betas"]),
+                         eps=spec["eps"], mu=spec["mu"])
+    trainer = LocalTrainer(module, data, opt, spec["E"], spec["B"], backend)
+    if spec["algorithm"] == "fedavg":
+        return FedAvg(trainer, streams, spec["frac"])
+    return FedCluster(trainer, clusters, streams, spec["frac"], spec["cluster_order"])
+
+
+def _evaluate(flat: FlatModel, W: torch.Tensor, env: Environment, seeded: Seeded) -> dict[str, float]:
+    train = evaluate(flat, W, env.images, env.labels, seeded.eval_index, seeded.eval_weights)
+    test = evaluate(flat, W, env.test_images, env.test_labels)
+    return {"train_loss": train["loss"], "train_accuracy": train["accuracy"], "test_loss": test["loss"],
+            "test_accuracy": test["accuracy"]}
+
+
+def train(spec: dict[str, Any], data: dict[str, dict[str, np.ndarray]], ctx: RunContext) -> tuple[list[dict], dict]:
+    env = Environment(spec, data[view_name(spec["dataset"], spec["view"])], ctx.device)
+    backend = resolve_backend(spec, ctx.device)
+    rounds, every = spec["rounds"], spec["eval_every"]
+    checkpoint_every = spec.get("checkpoint_every", rounds)
+    streams_of = dataclasses.replace(ctx, spec={k: spec[k] for k in ENVIRONMENT_KEYS}).streams
+
+    saved = ctx.load_checkpoint()
+    rows: list[dict] = saved["rows"] if saved else []
+    summary: dict[str, Any] = saved["summary"] if saved else {"backend": backend, "lr": algorithm_lr(spec),
+                                                               "seeds": {}}
+    first_seed = saved["seed"] if saved else 0
+    if saved:
+        ctx.log.info("resuming from checkpoint: seed %d, round %d", saved["seed"], saved["round"])
+    ctx.log.info("backend %s, lr %g, %d training images of shape %s", backend, summary["lr"], len(env.labels),
+                 tuple(env.images.shape[1:]))
+
+    bar = ctx.progress(total=spec["seeds"] * rounds, desc=f"{spec['method']} {ctx.run_id[:8]}")
+    bar.update(first_seed * rounds + (saved["round"] if saved else 0))
+    for seed in range(first_seed, spec["seeds"]):
+        module, W0 = env.model(seed)
+        seeded = env.seeded(seed, W0)
+        algo = build_algorithm(spec, module, seeded.data, seeded.clusters, streams_of(seed), backend)
+        flat = algo.trainer.flat
+        summary["n_params"] = flat.n_params
+        W, start = W0, 0
+        counters = {"samples": 0, "updates": 0, "clients": 0}
+        seed_info: dict[str, Any] = {"diverged_at": None, **seeded.record}
+        if saved and saved["seed"] == seed:
+            W, start = saved["W"].to(ctx.device), saved["round"]
+            counters, seed_info = saved["counters"], saved["seed_info"]
+        for r in range(start, rounds + 1):
+            if r % every == 0 or r == rounds:
+                metrics = _evaluate(flat, W, env, seeded)
+                rows.append({"seed": seed, "round": r, **metrics, **counters})
+                bar.set_postfix(seed=seed, loss=f"{metrics['train_loss']:.4f}", refresh=False)
+                if not math.isfinite(metrics["train_loss"]):
+                    seed_info["diverged_at"] = r
+                    ctx.log.warning("seed %d diverged at round %d (train loss %s)", seed, r, metrics["train_loss"])
+                    bar.update(rounds - r)
+                    break
+                if r % max(1, rounds // 10) < every or r == rounds:
+                    ctx.log.info("seed %d round %d/%d train loss %.4f test accuracy %.4f", seed, r, rounds,
+                                 metrics["train_loss"], metrics["test_accuracy"])
+            if r == rounds:
+                break
+            W, info = algo.round(W, r)
+            for key in counters:
+                counters[key] += int(info[key])
+            bar.update(1)
+            if (r + 1) % checkpoint_every == 0 and r + 1 < rounds:
+                ctx.save_checkpoint({
+                    "run_id": ctx.run_id, "seed": seed, "round": r + 1, "rows": rows, "summary": summary,
+                    "counters": counters, "seed_info": seed_info, "W": W,
+                })
+        summary["seeds"][str(seed)] = seed_info
+        saved = None
+    bar.close()
+    return rows, summary

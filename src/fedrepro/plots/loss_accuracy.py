@@ -1,0 +1,69 @@
+"""Train loss and test accuracy against learning rounds (FedCluster Figs 2-6).
+
+Each panel of the figure gets one axes per metric, side by side, and the panels fill a grid of
+`ncols` panels a row: Fig. 2 puts [train loss, test accuracy] for rho_device = 0.1, 0.4 in the top row
+and 0.7, 0.9 below (ncols 1); Fig. 4 has CIFAR-10 in the left and MNIST in the right column (ncols 2).
+A line is the mean over seeds, its band +-1 standard deviation. The colour names the curve; when a
+panel holds a curve at several values of `style` (e.g. rho_device), lighter shades mark larger values.
+Methods listed in `dashed` (centralized SGD, a reference) are drawn dashed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from fedrepro.experiments.runtable import Figure
+from fedrepro.plots.common import finish_figure, mark_diverged, theme
+
+NAMES = {"train_loss": "train loss", "test_accuracy": "test accuracy", "train_accuracy": "train accuracy",
+         "test_loss": "test loss", "rho_device": "ρ_device", "rho_cluster": "ρ_cluster"}
+
+
+def _shades(color: tuple, n: int) -> list[tuple]:
+    """n shades of `color`, from itself towards white (never quite white)."""
+    return [tuple(np.asarray(color) * (1 - t) + t) for t in np.linspace(0.0, 0.55, n)] if n > 1 else [color]
+
+
+def _line(ax: plt.Axes, run: pd.DataFrame, y: str, x: str, **style) -> None:
+    stats = run[np.isfinite(run[y])].groupby(x)[y].agg(["mean", "std"]).fillna(0.0)
+    ax.plot(stats.index, stats["mean"], lw=1.4, **style)
+    ax.fill_between(stats.index, stats["mean"] - stats["std"], stats["mean"] + stats["std"], alpha=0.18, lw=0,
+                    color=style["color"])
+
+
+def loss_accuracy(table: pd.DataFrame, figure: Figure, *, metrics: Sequence[str] = ("train_loss",), ncols: int = 1,
+                  style: str | None = None, dashed: Sequence[str] = (), x: str = "round",
+                  xlabel: str = "learning rounds") -> plt.Figure:
+    theme()
+    panels = list(dict.fromkeys(table["panel"]))
+    ncols = min(ncols, len(panels))
+    nrows, width = math.ceil(len(panels) / ncols), ncols * len(metrics)
+    fig, axes = plt.subplots(nrows, width, figsize=(4.3 * width, 3.4 * nrows), squeeze=False)
+    labels = list(dict.fromkeys(table["curve"]))
+    base = dict(zip(labels, sns.color_palette("deep", len(labels))))  # a curve keeps its colour in every panel
+    for i, panel in enumerate(panels):
+        sub = table[table["panel"] == panel]
+        row, col = divmod(i, ncols)
+        for j, metric in enumerate(metrics):
+            ax = axes[row, col * len(metrics) + j]
+            for label, curve in sub.groupby("curve", sort=False):
+                values = sorted(curve[style].unique()) if style in curve else [None]
+                for value, color in zip(values, _shades(base[label], len(values))):
+                    run = curve if value is None else curve[curve[style] == value]
+                    name = label if value is None else f"{label}, {NAMES.get(style, style)} = {value:g}"
+                    ls = "--" if run["method"].iloc[0] in dashed else "-"
+                    _line(ax, run, metric, x, color=color, ls=ls, label=name)
+            mark_diverged(ax, sub, metric)
+            ax.set_title(panel if len(metrics) == 1 else f"{panel}: {NAMES.get(metric, metric)}", fontsize=9)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(NAMES.get(metric, metric))
+            if j == 0:
+                ax.legend(fontsize=6.5, title=None)
+    band = "line: mean of {seeds} seeds, band: ±1 sd"
+    return finish_figure(fig, axes, len(panels) * len(metrics), table, figure, band)

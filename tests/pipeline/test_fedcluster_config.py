@@ -1,0 +1,84 @@
+"""FedCluster configuration (paper scale = the paper, run sharing), input views and the figure kind."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedrepro.data.views import make_view, view_images
+from fedrepro.engines.federated_nn import algorithm_lr, csgd_steps
+from fedrepro.experiments.validate import load_and_validate
+from fedrepro.plots.loss_accuracy import loss_accuracy
+
+CONFIG = Path(__file__).resolve().parents[2] / "config"
+
+
+@pytest.fixture(scope="module")
+def tables():
+    return {scale: load_and_validate({"scale": scale}, CONFIG)[1] for scale in ("smoke", "quick", "paper")}
+
+
+def _runs(table, figure: str) -> list[dict]:
+    return [table.runs[c.run_id] for c in table.figure("fedcluster", figure).curves]
+
+
+def test_the_paper_scale_is_the_papers_setup(tables):
+    runs = [r for r in tables["paper"].runs.values() if r["paper"] == "fedcluster"]
+    assert len(runs) == 66  # spec §3.7: 33 runs per dataset
+    for run in runs:
+        devices = (run["n_devices"], run["samples_per_device"], run["E"], run["B"], run["frac"])
+        assert devices == (1000, 500, 20, 30, 0.1)
+        assert run["model"] == "alexnet" and run["view"] == "crop28"
+    lrs = {(r["dataset"], r["algorithm"], r.get("M"), r["local_opt"]): algorithm_lr(r) for r in runs}
+    assert lrs[("cifar10", "fedavg", None, "sgd")] == 0.1 and lrs[("mnist", "fedavg", None, "sgd")] == 0.05
+    assert lrs[("cifar10", "fedcluster", 10, "sgd")] == pytest.approx(0.01)
+    assert lrs[("mnist", "fedcluster", 10, "sgd")] == pytest.approx(0.005)
+    assert lrs[("cifar10", "fedcluster", 20, "sgd")] == pytest.approx(0.005)
+    assert lrs[("cifar10", "csgd", None, "sgd")] == 0.01 and lrs[("mnist", "csgd", None, "sgd")] == 0.005
+    csgd = next(r for r in runs if r["algorithm"] == "csgd")
+    assert (csgd_steps(csgd), csgd["csgd_batch"]) == (1000, 60)  # 60k samples a round
+
+
+def test_figures_share_runs_where_the_paper_does(tables):
+    for scale in ("quick", "paper"):
+        table = tables[scale]
+        fig2 = {(r["method"], r["rho_device"]): r for r in _runs(table, "fig2")}
+        fig5 = {(r["method"], r.get("M"), r["rho_device"], r["dataset"]) for r in _runs(table, "fig5")}
+        fig5_ids = {c.run_id for c in table.figure("fedcluster", "fig5").curves}
+        fig6_ids = {c.run_id for c in table.figure("fedcluster", "fig6").curves}
+        fig2_ids = {c.run_id for c in table.figure("fedcluster", "fig2").curves}
+        assert len(fig5_ids & fig2_ids) == 2  # FedAvg and FedCluster M = 10 at rho_device = 0.1 (spec §3.5)
+        assert len(fig5_ids & fig6_ids) == 2  # FedAvg at rho_device = 0.5, both datasets (spec §3.6)
+        assert ("fedcluster", 20, 0.5, "mnist") in fig5 and ("fedcluster", 0.9) in fig2
+    quick = [r for r in tables["quick"].runs.values() if r["paper"] == "fedcluster"]
+    assert len(quick) == 66 and {r["model"] for r in quick} == {"mlp"}
+
+
+def test_views_crop_pool_and_standardise():
+    x = np.arange(2 * 32 * 32 * 3, dtype=np.uint8).reshape(2, 32, 32, 3)
+    view = view_images(x, "crop28_pool2")
+    assert view.shape == (2, 3, 14, 14) and view.dtype == np.float32
+    assert view[0, 1, 0, 0] == x[0, 2:4, 2:4, 1].astype(np.float32).mean()  # centre crop 32 -> 28, then 2x2 mean
+    assert view_images(x[..., 0], "crop28").shape == (2, 1, 28, 28)
+    rng = np.random.default_rng(0)
+    arrays = {"x_train": rng.integers(0, 256, (50, 28, 28), dtype=np.uint8), "y_train": np.arange(50) % 10,
+              "x_test": rng.integers(0, 256, (10, 28, 28), dtype=np.uint8), "y_test": np.arange(10)}
+    made = make_view(arrays, "crop28")
+    assert made["x_train"].shape == (50, 1, 28, 28)
+    assert abs(made["x_train"].mean()) < 1e-5 and abs(made["x_train"].std() - 1) < 1e-4
+
+
+def test_the_loss_accuracy_kind_lays_panels_out_as_the_paper(tables):
+    figure = tables["smoke"].figure("fedcluster", "fig2")
+    rows = [{"panel": p, "curve": c, "method": m, "run_id": f"{p}{c}{rho}", "rho_device": rho, "seed": s,
+             "round": r, "train_loss": 2.3 - 0.1 * r, "test_accuracy": 0.1 + 0.1 * r, "diverged": False}
+            for p in ("top", "bottom") for c, m in (("FedCluster", "fedcluster"), ("centralized SGD", "csgd"))
+            for rho in (0.1, 0.4) for s in range(2) for r in range(4)]
+    fig = loss_accuracy(pd.DataFrame(rows), figure, metrics=["train_loss", "test_accuracy"], ncols=1,
+                        style="rho_device", dashed=["csgd"])
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(axes) == 4  # 2 rows (panels) x [train loss, test accuracy]
+    assert [ax.get_title() for ax in axes[:2]] == ["top: train loss", "top: test accuracy"]
+    lines = axes[0].get_lines()
+    assert len(lines) == 4 and {ln.get_linestyle() for ln in lines} == {"-", "--"}
