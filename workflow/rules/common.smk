@@ -39,6 +39,14 @@ def train_inputs(wildcards):
 MS_PER_ROUND = {"finite_sum": 30, "monte_carlo": 100, "federated_nn": 5000}
 
 
+# engines that train a network: at paper scale their jobs ask a cluster for one GPU
+NETWORK_ENGINES = ("federated_nn",)
+
+
+def train_gpus(wildcards):
+    return int(RUNS.scale == "paper" and RUNS.runs[wildcards.run_id]["engine"] in NETWORK_ENGINES)
+
+
 def train_runtime(wildcards):
     spec = RUNS.runs[wildcards.run_id]
     return 10 + int(spec["seeds"] * spec["rounds"] * MS_PER_ROUND[spec["engine"]] / 60_000)  # minutes

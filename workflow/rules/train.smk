@@ -16,5 +16,6 @@ rule train:
     resources:
         mem_mb=3000,
         runtime=train_runtime,
+        gpu=train_gpus,
     script:
         "../../scripts/train.py"
