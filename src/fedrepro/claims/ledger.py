@@ -22,6 +22,16 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
     window = claims_cfg.get("final_window", 0.1)
     eps = claims_cfg.get("eps", [0.1, 0.01, 0.001])
     rows = []
+    # many claims read the same figures: build each set's table and per-run medians once
+    merged: dict[tuple[str, ...], tuple[pd.DataFrame, pd.DataFrame]] = {}
+
+    def table_and_curves(figures: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+        key = tuple(figures)
+        if key not in merged:
+            table = pd.concat([tables[f] for f in figures], ignore_index=True) if figures else pd.DataFrame()
+            merged[key] = table, (curve_medians(table, metric, window, eps) if figures else pd.DataFrame())
+        return merged[key]
+
     for claim in claims_cfg["claims"]:
         figures = [f for f in claim.get("figures", []) if f in tables]
         params = {k: v for k, v in claim.items() if k not in CLAIM_FIELDS}
@@ -29,8 +39,7 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
         if claim.get("figures") and not figures:
             status, measured, extra = INCONCLUSIVE, "", f"figures {claim['figures']} not produced at scale {scale}"
         else:
-            table = pd.concat([tables[f] for f in figures], ignore_index=True) if figures else pd.DataFrame()
-            curves = curve_medians(table, metric, window, eps) if figures else pd.DataFrame()
+            table, curves = table_and_curves(figures)
             if claim["check"] in NEEDS_TABLE:
                 params["table"] = table
             status, measured, extra = CHECKS[claim["check"]](curves, **params)
