@@ -4,21 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 from fedrepro.experiments.runtable import Figure
 from fedrepro.plots.common import save_figure
 from fedrepro.plots.cep import cep
 from fedrepro.plots.convergence import convergence
 from fedrepro.plots.loss_accuracy import loss_accuracy
 from fedrepro.plots.mc_lines import mc_error, mc_variance
+from fedrepro.results.tables import read_figure_table
 
 KINDS = {"convergence": convergence, "mc_error": mc_error, "mc_variance": mc_variance, "cep": cep,
          "loss_accuracy": loss_accuracy}
 
 
 def draw_figure(figure: Figure, table_path: Path, pdf: Path, png: Path) -> None:
-    table = pd.read_csv(table_path)
+    table = read_figure_table(table_path)
     options = dict(figure.plot)
     kind = options.pop("kind")
     fig = KINDS[kind](table, figure, **options)

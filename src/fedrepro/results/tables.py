@@ -43,6 +43,13 @@ def write_figure_table(figure: Figure, results_dir: Path, out: Path) -> None:
         table.to_csv(tmp, index=False)
 
 
+def read_figure_table(path: Path) -> pd.DataFrame:
+    """A figure table as written above. Columns that mix numbers and names (b1 = 100 or "full") are
+    typed from the whole column, not per chunk, so the same value never comes back as int here and
+    str there."""
+    return pd.read_csv(path, low_memory=False)
+
+
 def label_columns(table: pd.DataFrame) -> list[str]:
     """The columns that identify a curve: everything before the metrics, which start at `seed`."""
     return list(table.columns[: table.columns.get_loc("seed")])
