@@ -7,15 +7,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from fedrepro.claims.checks import (
-    CHECKS,
-    NEEDS_TABLE,
-    compare_mc,
-    compare_with_paper,
-    mc_stat_within,
-    series_ratio,
-    series_trend,
-)
+from fedrepro.claims.checks import CHECKS, NEEDS_TABLE
+from fedrepro.claims.checks.monte_carlo import compare_mc, compare_with_paper, mc_stat_within, series_ratio, series_trend
 from fedrepro.claims.ledger import evaluate_claims
 from fedrepro.claims.summaries import monte_carlo_summaries
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from fedrepro.claims.checks import compare_final, log_ratio_within, monotone_time_to_target, participation_rate
+from fedrepro.claims.checks.final_values import compare_final, log_ratio_within, monotone_time_to_target, participation_rate
 from fedrepro.claims.ledger import evaluate_claims
 from fedrepro.claims.summaries import curve_medians
 

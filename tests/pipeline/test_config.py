@@ -27,15 +27,41 @@ def test_bad_top_level_config_names_key_and_allowed_values(override, expected):
         assert text in str(info.value)
 
 
-def _paper_config_dir(tmp_path: Path, edit) -> Path:
-    """A copy of config/papers/ with fedpage.yaml edited."""
-    (tmp_path / "papers").mkdir(parents=True)
-    for path in (CONFIG / "papers").glob("*.yaml"):
-        (tmp_path / "papers" / path.name).write_text(path.read_text())
-    cfg = yaml.safe_load((CONFIG / "papers" / "fedpage.yaml").read_text())
+def _paper_config_dir(tmp_path: Path, edit, folder: str = "papers") -> Path:
+    """A copy of config/papers/ and config/claims/ with fedpage.yaml of `folder` edited."""
+    for sub in ("papers", "claims"):
+        (tmp_path / sub).mkdir(parents=True)
+        for path in (CONFIG / sub).glob("*.yaml"):
+            (tmp_path / sub / path.name).write_text(path.read_text())
+    cfg = yaml.safe_load((CONFIG / folder / "fedpage.yaml").read_text())
     edit(cfg)
-    (tmp_path / "papers" / "fedpage.yaml").write_text(yaml.safe_dump(cfg))
+    (tmp_path / folder / "fedpage.yaml").write_text(yaml.safe_dump(cfg))
     return tmp_path
+
+
+def _claim(cfg: dict, claim_id: str) -> dict:
+    return next(c for c in cfg["claims"] if c["id"] == claim_id)
+
+
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        # a misspelt parameter would otherwise be ignored and the claim judged with the default
+        (lambda c: _claim(c, "C7").update(facter=0.5), ["C7", "'facter' is not a parameter", "factor"]),
+        (lambda c: _claim(c, "C7").update(check="compare_finals"), ["unknown check 'compare_finals'", "compare_final"]),
+        (lambda c: _claim(c, "C7").pop("b"), ["C7", "needs 'b'"]),
+        (lambda c: _claim(c, "C7").update(figures=["fig2z"]), ["unknown figure 'fig2z'", "fig2a"]),
+        (lambda c: c["claims"].append(dict(_claim(c, "C7"))), ["'C7' is used twice"]),
+        (lambda c: c.update(metrik="x"), ["unknown key 'metrik'", "metric"]),
+    ],
+)
+def test_bad_claims_file_stops_at_start_up(tmp_path, edit, expected):
+    config_dir = _paper_config_dir(tmp_path, edit, folder="claims")
+    with pytest.raises(ConfigError) as info:
+        load_and_validate({"scale": "smoke"}, config_dir)
+    assert "config/claims/fedpage.yaml" in str(info.value).replace(str(tmp_path) + "/", "config/")
+    for text in expected:
+        assert text in str(info.value)
 
 
 def test_misspelt_run_setting_is_caught_with_its_name(tmp_path):

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from fedrepro.claims.checks import comparable, faster, gain_by_group, less_sensitive, ordered, slight
+from fedrepro.claims.checks.learning_curves import comparable, faster, gain_by_group, less_sensitive, ordered, slight
 from fedrepro.claims.ledger import evaluate_claims
 from fedrepro.claims.summaries import auc_fin_per_seed
 

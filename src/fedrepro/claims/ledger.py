@@ -8,13 +8,51 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, NEEDS_TABLE
+from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, NEEDS_TABLE, check_parameters
 from fedrepro.claims.summaries import curve_medians
+from fedrepro.experiments.runtable import ConfigError
+from fedrepro.results.tables import read_figure_table
 from fedrepro.utils.atomic import atomic_path
 
 COLUMNS = ["claim_id", "figure", "scale", "status", "measured", "expected", "note", "quote"]
 # keys of a claim entry that are not parameters of its check
 CLAIM_FIELDS = {"id", "quote", "figures", "check", "expected", "note", "min_seeds"}
+# top-level keys of a claims file: settings shared by its claims
+LEDGER_FIELDS = {"paper", "metric", "final_window", "eps", "claims"}
+
+
+def validate_claims(claims_cfg: Any, source: str, figures: set[str] | None = None) -> None:
+    """Stop on a claims file that would be judged wrongly: an unknown key, check or figure, a
+    missing or misspelt check parameter (a silently ignored one would change the verdict), a
+    repeated id."""
+    if not isinstance(claims_cfg, dict) or not isinstance(claims_cfg.get("claims"), list):
+        raise ConfigError(f"{source}: expected a mapping with a list under 'claims'")
+    problems = [f"unknown key {k!r}; allowed keys: {', '.join(sorted(LEDGER_FIELDS))}"
+                for k in sorted(set(claims_cfg) - LEDGER_FIELDS)]
+    seen: set[str] = set()
+    for i, claim in enumerate(claims_cfg["claims"]):
+        where = f"claims[{i}] ({claim.get('id', 'no id')})" if isinstance(claim, dict) else f"claims[{i}]"
+        if not isinstance(claim, dict) or "id" not in claim or "check" not in claim:
+            problems.append(f"{where}: needs at least 'id' and 'check'")
+            continue
+        if claim["id"] in seen:
+            problems.append(f"{where}: id {claim['id']!r} is used twice")
+        seen.add(claim["id"])
+        if claim["check"] not in CHECKS:
+            problems.append(f"{where}: unknown check {claim['check']!r}; allowed checks: {', '.join(sorted(CHECKS))}")
+            continue
+        required, optional = check_parameters(claim["check"])
+        given = set(claim) - CLAIM_FIELDS
+        for key in sorted(given - required - optional):
+            problems.append(f"{where}: {key!r} is not a parameter of check {claim['check']!r}; allowed: "
+                            f"{', '.join(sorted(required | optional | CLAIM_FIELDS))}")
+        for key in sorted(required - given):
+            problems.append(f"{where}: check {claim['check']!r} needs {key!r}")
+        if figures is not None:
+            for figure in sorted(set(claim.get("figures", [])) - figures):
+                problems.append(f"{where}: unknown figure {figure!r}; figures of this paper: {', '.join(sorted(figures))}")
+    if problems:
+        raise ConfigError(f"invalid claims in {source}:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
 def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame], scale: str) -> pd.DataFrame:
@@ -60,7 +98,8 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
 def write_ledger(claims_path: Path, table_paths: list[Path], scale: str, out: Path) -> pd.DataFrame:
     with open(claims_path) as fh:
         claims_cfg = yaml.safe_load(fh)
-    tables = {p.stem: pd.read_csv(p) for p in table_paths}
+    validate_claims(claims_cfg, str(claims_path))
+    tables = {p.stem: read_figure_table(p) for p in table_paths}
     ledger = evaluate_claims(claims_cfg, tables, scale)
     with atomic_path(out, suffix=".csv") as tmp:
         ledger.to_csv(tmp, index=False)

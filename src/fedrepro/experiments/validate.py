@@ -9,6 +9,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from fedrepro.claims.ledger import validate_claims
 from fedrepro.experiments.runtable import ConfigError, RunTable, build_run_table, load_paper_config
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -61,7 +62,7 @@ def known_papers(schema_dir: Path = SCHEMA_DIR) -> list[str]:
 def load_and_validate(
     config: dict[str, Any], config_dir: Path, schema_dir: Path = SCHEMA_DIR
 ) -> tuple[dict[str, Any], RunTable]:
-    """Validate the top-level config, every paper file and every resolved run.
+    """Validate the top-level config, every paper file, its claims file and every resolved run.
 
     The run table covers every known paper, so that each paper's target works whatever
     `papers` (the papers `all` builds) says.
@@ -78,6 +79,11 @@ def load_and_validate(
         if paper_cfg["key"] != paper:
             raise ConfigError(f"{path}: key is {paper_cfg['key']!r}, expected {paper!r}")
         engines[paper] = paper_cfg["engine"]
+        claims_path = config_dir / "claims" / f"{paper}.yaml"
+        if not claims_path.exists():
+            raise ConfigError(f"no claims file {claims_path} for paper {paper!r}")
+        with open(claims_path) as fh:
+            validate_claims(yaml.safe_load(fh), str(claims_path), set(paper_cfg["figures"]))
     table = build_run_table({**config, "papers": papers}, config_dir)
     for run_id, spec in table.runs.items():
         check(spec, RUN_SCHEMAS[engines[spec["paper"]]], f"run {run_id} of config/papers/{spec['paper']}.yaml",

@@ -1,0 +1,170 @@
+"""Learning curves compared on means over seeds (FedCluster spec §4): AUC and FIN of a per-round metric."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fedrepro.claims.checks.common import FAIL, INCONCLUSIVE, PASS, Result, cells_of, fmt, rows_matching, verdict
+from fedrepro.claims.summaries import auc_fin_per_seed
+
+
+def _gain(auc_a, auc_b, higher: bool, relative: bool = True):
+    """How much better A is than B: G = (AUC_B - AUC_A) / |AUC_B| for a loss (spec §4), the sign
+    flipped for an accuracy; the plain difference when not relative. A finite A against a diverged B
+    (AUC at its worst, infinite) has G = 1, the limit."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        diff = np.subtract(auc_a, auc_b) if higher else np.subtract(auc_b, auc_a)
+        if not relative:
+            return diff
+        return np.where(np.isinf(auc_b) & np.isfinite(auc_a), 1.0, diff / np.abs(auc_b))
+
+
+def _pm(values) -> str:
+    """mean ± sd (over seeds)."""
+    values = np.asarray(values, dtype=float)
+    with np.errstate(invalid="ignore"):  # a diverged seed: inf, and an undefined spread
+        spread = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+    return f"{fmt(float(np.mean(values)))} ± {fmt(spread)}"
+
+
+def _seed_pairs(table: pd.DataFrame, a: dict, b: dict, per: list[str], metric: str, higher: bool):
+    """(name, cell name, per-seed summaries of A, of B, seeds aligned) for every cell holding one run of
+    B, once per run of A there: "FedCluster with M = 5, 10 and 20 each beat FedAvg" is one selector."""
+    frame = auc_fin_per_seed(table, metric, higher) if len(table) else pd.DataFrame()
+    for cell_name, cell in cells_of(frame, per, named=True) if len(frame) else []:
+        runs_a, sb = rows_matching(cell, a), rows_matching(cell, b)
+        if sb["run_id"].nunique() != 1:
+            continue
+        sb = sb.set_index("seed").sort_index()
+        several = runs_a["run_id"].nunique() > 1
+        for _, sa in runs_a.groupby("run_id", sort=False):
+            sa = sa.set_index("seed").sort_index()
+            common = sa.index.intersection(sb.index)
+            name = f"{cell_name}, {sa['curve'].iloc[0]}" if several else cell_name
+            yield name, cell_name, sa.loc[common], sb.loc[common]
+
+
+def faster(curves: pd.DataFrame, table: pd.DataFrame, *, a: dict, b: dict, per: list[str], metric: str = "train_loss",
+           higher: bool = False, min_gain: float = 0.0, fin_rel_tol: float | None = None,
+           fin_abs_tol: float | None = None, seed_share: float = 2 / 3, require: str = "all",
+           fraction: float | None = None) -> Result:
+    """A converges faster than B in a cell (spec §4 pass rule) when, on means over the paired seeds,
+    G(A over B) > 0 and >= min_gain ("significantly": 0.05), FIN(A) is no worse than FIN(B) within
+    fin_rel_tol (relative) or fin_abs_tol (absolute), and, with 3 or more seeds, G > 0 in at least
+    `seed_share` of them."""
+    holds, parts = [], []
+    for name, _, sa, sb in _seed_pairs(table, a, b, per, metric, higher):
+        g_seeds = _gain(sa["auc"].to_numpy(), sb["auc"].to_numpy(), higher)
+        g = float(_gain(sa["auc"].mean(), sb["auc"].mean(), higher))
+        fa, fb = sa["fin"].mean(), sb["fin"].mean()
+        ok = g > 0 and g >= min_gain
+        if fin_rel_tol is not None:
+            ok &= fa >= fb * (1 - fin_rel_tol) if higher else fa <= fb * (1 + fin_rel_tol)
+        if fin_abs_tol is not None:
+            ok &= fa >= fb - fin_abs_tol if higher else fa <= fb + fin_abs_tol
+        wins = int(np.sum(g_seeds > 0))
+        if len(g_seeds) >= 3:
+            ok &= wins >= seed_share * len(g_seeds)
+        holds.append(bool(ok))
+        parts.append(f"[{name}] G {g:+.3f} (seeds {_pm(g_seeds)}, > 0 in {wins}/{len(g_seeds)}); "
+                     f"AUC {_pm(sa['auc'])} vs {_pm(sb['auc'])}; FIN {_pm(sa['fin'])} vs {_pm(sb['fin'])}")
+    measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has both curves"
+    return verdict(holds, require, fraction), measured, ""
+
+
+def comparable(curves: pd.DataFrame, table: pd.DataFrame, *, a: dict, b: dict, per: list[str],
+               metric: str = "train_loss", higher: bool = False, tol: float = 0.05, reference: dict | None = None) -> Result:
+    """|G(A over B)| <= tol in each cell (spec §4 "comparable"); with a `reference` selector also
+    |G(A over B)| < G(reference over B), i.e. clearly smaller than the gain of a curve that wins."""
+    ref = {cell: float(_gain(sr["auc"].mean(), sb["auc"].mean(), higher))
+           for _, cell, sr, sb in (_seed_pairs(table, reference, b, per, metric, higher) if reference else [])}
+    holds, parts = [], []
+    for name, cell, sa, sb in _seed_pairs(table, a, b, per, metric, higher):
+        g_seeds = _gain(sa["auc"].to_numpy(), sb["auc"].to_numpy(), higher)
+        g = float(_gain(sa["auc"].mean(), sb["auc"].mean(), higher))
+        ok = abs(g) <= tol and (reference is None or abs(g) < ref.get(cell, -np.inf))
+        holds.append(bool(ok))
+        parts.append(f"[{name}] G {g:+.3f} (seeds {_pm(g_seeds)})"
+                     + (f", reference G {ref[cell]:+.3f}" if cell in ref else ""))
+    measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has both curves"
+    return verdict(holds, "all", None), measured, ""
+
+
+def _series(cell: pd.DataFrame, along: str, order: list) -> list[float]:
+    """Mean AUC over seeds of the run at each value of `along`, in `order` (nan where absent)."""
+    return [float(cell[cell[along] == v]["auc"].mean()) if (cell[along] == v).any() else np.nan for v in order]
+
+
+def ordered(curves: pd.DataFrame, table: pd.DataFrame, *, select: dict, per: list[str], along: str, order: list,
+            metric: str = "train_loss", higher: bool = False, strict: bool = True) -> Result:
+    """The mean AUC of the selected curves gets better at every step along `order` of the values of
+    `along` (strictly, or not worse): e.g. along M, order [5, 10, 20], a loss falls 5 -> 10 -> 20."""
+    frame = auc_fin_per_seed(table, metric, higher) if len(table) else pd.DataFrame()
+    holds, parts = [], []
+    for name, cell in cells_of(rows_matching(frame, select), per, named=True) if len(frame) else []:
+        auc = np.array(_series(cell, along, order))
+        if np.isnan(auc).any():
+            continue
+        steps = np.diff(auc) if higher else -np.diff(auc)  # > 0: better
+        holds.append(bool(np.all(steps > 0) if strict else np.all(steps >= 0)))
+        parts.append(f"[{name}] " + ", ".join(f"{along}={v}: {fmt(x)}" for v, x in zip(order, auc)))
+    measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has every value"
+    return verdict(holds, "all", None), measured, ""
+
+
+def slight(curves: pd.DataFrame, table: pd.DataFrame, *, select: dict, b: dict, per: list[str], along: str,
+           order: list, metric: str = "train_loss", higher: bool = False) -> Result:
+    """"Slightly" (spec §4, C14): the spread of the selected curves' mean AUC over `order` is smaller
+    than the gap from B (e.g. FedAvg) to the worst of them."""
+    frame = auc_fin_per_seed(table, metric, higher) if len(table) else pd.DataFrame()
+    holds, parts = [], []
+    for name, cell in cells_of(frame, per, named=True) if len(frame) else []:
+        auc, ref = np.array(_series(rows_matching(cell, select), along, order)), rows_matching(cell, b)["auc"]
+        if np.isnan(auc).any() or not len(ref):
+            continue
+        worst = auc.min() if higher else auc.max()
+        spread, gap = float(auc.max() - auc.min()), float(_gain(worst, ref.mean(), higher, relative=False))
+        holds.append(spread < gap)
+        parts.append(f"[{name}] spread over {along} {fmt(spread)} vs gap to {'/'.join(map(str, b.values()))} "
+                     f"{fmt(gap)}")
+    measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has every curve"
+    return verdict(holds, "all", None), measured, ""
+
+
+def gain_by_group(curves: pd.DataFrame, table: pd.DataFrame, *, a: dict, b: dict, per: list[str], group: str,
+                  greater: Any, than: Any, metric: str = "train_loss", higher: bool = False, relative: bool = True) -> Result:
+    """The mean over cells of G(A over B) is larger where `group` is `greater` than where it is `than`
+    (e.g. dataset: FedCluster's edge larger on CIFAR-10 than on MNIST, spec C5, C8)."""
+    gains: dict[Any, list[float]] = {greater: [], than: []}
+    for _, _, sa, sb in _seed_pairs(table, a, b, per, metric, higher):
+        key = sa[group].iloc[0]
+        if key in gains:
+            gains[key].append(float(_gain(sa["auc"].mean(), sb["auc"].mean(), higher, relative)))
+    if not (gains[greater] and gains[than]):
+        return INCONCLUSIVE, f"cells per {group}: " + ", ".join(f"{k}: {len(v)}" for k, v in gains.items()), ""
+    mg, mt = float(np.mean(gains[greater])), float(np.mean(gains[than]))
+    kind = "G" if relative else "AUC difference"
+    measured = (f"mean {kind} {greater}: {mg:+.4f} over {len(gains[greater])} cells; {than}: {mt:+.4f} over "
+                f"{len(gains[than])} cells")
+    return (PASS if mg > mt else FAIL), measured, ""
+
+
+def less_sensitive(curves: pd.DataFrame, table: pd.DataFrame, *, a: dict, b: dict, per: list[str], along: str,
+                   low: Any, high: Any, metric: str = "train_loss", higher: bool = False) -> Result:
+    """A suffers less than B from `along` going low -> high (spec C16): the mean AUC of A worsens by
+    less than B's, in each cell."""
+    frame = auc_fin_per_seed(table, metric, higher) if len(table) else pd.DataFrame()
+    holds, parts = [], []
+    for name, cell in cells_of(frame, per, named=True) if len(frame) else []:
+        (a_lo, a_hi), (b_lo, b_hi) = (_series(rows_matching(cell, s), along, [low, high]) for s in (a, b))
+        if np.isnan([a_lo, a_hi, b_lo, b_hi]).any():
+            continue
+        da, db = (float(_gain(lo, hi, higher, relative=False)) for lo, hi in ((a_lo, a_hi), (b_lo, b_hi)))
+        holds.append(da < db)
+        parts.append(f"[{name}] AUC worsens by {fmt(da)} ({fmt(a_lo)} -> {fmt(a_hi)}) vs {fmt(db)} "
+                     f"({fmt(b_lo)} -> {fmt(b_hi)})")
+    measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has both ends"
+    return verdict(holds, "all", None), measured, ""
