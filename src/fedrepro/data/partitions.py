@@ -55,7 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fedrepro.utils.atomic import atomic_path
+from fedrepro.utils import atomic
 
 __all__ = [
     "assign_majors",
@@ -488,9 +488,7 @@ def save_partition(path: str | os.PathLike, **arrays: np.ndarray) -> None:
         if a.dtype == object:
             raise ValueError(f"{name}: object arrays cannot be saved (they would need pickle)")
         checked[name] = a
-    # A file object: np.savez would append ".npz" to the temporary file's name.
-    with atomic_path(Path(path), suffix=".npz") as tmp, open(tmp, "wb") as fh:
-        np.savez_compressed(fh, **checked)
+    atomic.write_npz(path, checked)
 
 
 def load_partition(path: str | os.PathLike) -> dict[str, np.ndarray]:

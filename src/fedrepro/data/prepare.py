@@ -26,7 +26,7 @@ from fedrepro.data.formats.idx import read_idx_ubyte
 from fedrepro.data.formats.insurance import read_insurance
 from fedrepro.data.formats.svmlight import read_svmlight_binary
 from fedrepro.data.registry import get_dataset
-from fedrepro.utils.atomic import atomic_path
+from fedrepro.utils import atomic
 
 Arrays = dict[str, np.ndarray]
 
@@ -50,9 +50,7 @@ def prepare_dataset(key: str, raw_dir: Path, out_path: Path) -> Path:
         raise DataError(f"{key}: {', '.join(missing)} not found in {raw_dir}; fetch the dataset first")
     out_path.parent.mkdir(parents=True, exist_ok=True)
     arrays = _DECODERS[key](raw_dir, out_path.parent)
-    # A file object, because np.savez would append ".npz" to the temporary file's name.
-    with atomic_path(out_path) as tmp, open(tmp, "wb") as fh:
-        np.savez_compressed(fh, **arrays)
+    atomic.write_npz(out_path, arrays)
     return out_path
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from fedrepro.data.errors import DataError
 from fedrepro.data.prepare import load_prepared
-from fedrepro.utils.atomic import atomic_path
+from fedrepro.utils import atomic
 
 # name -> (centre crop size or None, average-pool factor)
 VIEWS: dict[str, tuple[int | None, int]] = {
@@ -70,7 +70,5 @@ def make_view(arrays: dict[str, np.ndarray], view: str) -> dict[str, np.ndarray]
 def prepare_view(prepared: Path, view: str, out_path: Path) -> Path:
     """data/prepared/<dataset>.npz -> out_path (.npz, uncompressed, written atomically)."""
     arrays = make_view(load_prepared(Path(prepared)), view)
-    # A file object, because np.savez would append ".npz" to the temporary file's name.
-    with atomic_path(Path(out_path)) as tmp, open(tmp, "wb") as fh:
-        np.savez(fh, **arrays)
+    atomic.write_npz(out_path, arrays, compressed=False)
     return Path(out_path)

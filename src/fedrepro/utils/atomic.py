@@ -11,12 +11,14 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
 
 # mkstemp creates 0600 files; give finished files the usual umask-based mode instead.
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 FILE_MODE = 0o666 & ~_UMASK
-from typing import Any, Iterator
 
 
 @contextlib.contextmanager
@@ -55,3 +57,12 @@ def write_text(target: str | os.PathLike, text: str) -> None:
 
 def write_json(target: str | os.PathLike, obj: Any) -> None:
     write_text(target, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def write_npz(target: str | os.PathLike, arrays: dict[str, np.ndarray], compressed: bool = True) -> None:
+    """Named arrays as an .npz (uncompressed when the file is read often and decompressing costs
+    more than the disk)."""
+    save = np.savez_compressed if compressed else np.savez
+    # A file object, because np.savez would append ".npz" to the temporary file's name.
+    with atomic_path(target) as tmp, open(tmp, "wb") as fh:
+        save(fh, **arrays)
