@@ -84,14 +84,14 @@ def run_one(args: argparse.Namespace) -> None:
         spec[key] = yaml.safe_load(value)
     check(spec, RUN_SCHEMAS[spec["engine"]], "fedrepro run --set")
     run_id = run_id_of(spec)
-    names = RunTable(args.scale, {run_id: spec}, {})
     files = run_files(args.out, run_id)
     log_path = args.out / f"{run_id}.log"
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"run {run_id} ({curves[0].panel} / {curves[0].label}) -> {files.run_dir}, log {log_path}")
-    execute_run(run_id, spec, files, {n: Path(f"data/prepared/{n}.npz") for n in names.prepared(run_id)},
-                [Path(f"data/raw/{d}/PROVENANCE.json") for d in names.datasets(run_id)], device=args.device,
-                threads=args.threads, log_path=log_path)
+    inputs = RunTable(args.scale, {run_id: spec}, {}).input_files(run_id)
+    execute_run(run_id, spec, files, {Path(p).stem: Path(p) for p in inputs["prepared"]},
+                [Path(p) for p in inputs["provenance"]], device=args.device, threads=args.threads,
+                log_path=log_path)
     record = read_record(files.record)
     print(f"wall {record['wall_seconds']:.1f} s on {record['device']['device']}; diverged: {record['diverged']}")
     print(files.metrics.read_text())

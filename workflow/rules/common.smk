@@ -27,11 +27,7 @@ def paper_targets(paper):
 
 
 def train_inputs(wildcards):
-    datasets = RUNS.datasets(wildcards.run_id)
-    return {
-        "prepared": [f"data/prepared/{name}.npz" for name in RUNS.prepared(wildcards.run_id)],
-        "provenance": [f"data/raw/{d}/PROVENANCE.json" for d in datasets],
-    }
+    return RUNS.input_files(wildcards.run_id)
 
 
 # generous CPU milliseconds per round and seed, by engine, for cluster schedulers' runtime limits

@@ -83,6 +83,13 @@ class RunTable:
         spec = self.runs[run_id]
         return [view_name(spec["dataset"], spec["view"])] if "view" in spec else self.datasets(run_id)
 
+    def input_files(self, run_id: str) -> dict[str, list[str]]:
+        """The files rule `train` reads: prepared arrays and the datasets' provenance records."""
+        return {
+            "prepared": [f"data/prepared/{name}.npz" for name in self.prepared(run_id)],
+            "provenance": [f"data/raw/{d}/PROVENANCE.json" for d in self.datasets(run_id)],
+        }
+
 
 def run_id_of(spec: dict[str, Any]) -> str:
     hashed = {k: v for k, v in spec.items() if k not in OPERATIONAL_KEYS}
