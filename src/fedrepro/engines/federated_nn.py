@@ -38,7 +38,7 @@ from fedrepro.data.partitions import device_partition, random_clusters, rho_clus
 from fedrepro.data.views import view_name
 from fedrepro.engines.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
 from fedrepro.experiments.context import RunContext, stream_key
-from fedrepro.experiments.seeding import derive_seed, numpy_rng
+from fedrepro.experiments.seeding import derive_seed, numpy_rng, torch_generator
 from fedrepro.models import build_model
 
 COLUMNS = ["seed", "round", "train_loss", "train_accuracy", "test_loss", "test_accuracy", "samples", "updates",
@@ -128,8 +128,7 @@ class Environment:
             clusters = (random_clusters(spec["n_devices"], spec["M"], rng) if spec["clustering"] == "random"
                         else rho_cluster_clusters(majors, spec["M"], spec["rho_cluster"], rng))
         table_t = torch.from_numpy(table).to(self.device)
-        gen = torch.Generator(device=self.device)
-        gen.manual_seed(derive_seed("train_eval", self.key, seed))
+        gen = torch_generator("train_eval", self.key, seed, device=self.device)
         index, weights = pooled_train_set(table_t, spec["train_eval_subsample"], gen)
         record = {"partition_sha256": _digest(table), "W0_sha256": _digest(W0.cpu().numpy())}
         if clusters is not None:
