@@ -95,10 +95,16 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def write_ledger(claims_path: Path, table_paths: list[Path], scale: str, out: Path) -> pd.DataFrame:
-    with open(claims_path) as fh:
+def load_claims(path: Path, figures: set[str] | None = None) -> dict[str, Any]:
+    """A claims file, checked by validate_claims (figure names too when `figures` is given)."""
+    with open(path) as fh:
         claims_cfg = yaml.safe_load(fh)
-    validate_claims(claims_cfg, str(claims_path))
+    validate_claims(claims_cfg, str(path), figures)
+    return claims_cfg
+
+
+def write_ledger(claims_path: Path, table_paths: list[Path], scale: str, out: Path) -> pd.DataFrame:
+    claims_cfg = load_claims(claims_path)
     tables = {p.stem: read_figure_table(p) for p in table_paths}
     ledger = evaluate_claims(claims_cfg, tables, scale)
     with atomic_path(out, suffix=".csv") as tmp:

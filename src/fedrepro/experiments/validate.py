@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from fedrepro.claims.ledger import validate_claims
+from fedrepro.claims.ledger import load_claims
 from fedrepro.experiments.runtable import ConfigError, RunTable, build_run_table, load_paper_config
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -82,8 +82,7 @@ def load_and_validate(
         claims_path = config_dir / "claims" / f"{paper}.yaml"
         if not claims_path.exists():
             raise ConfigError(f"no claims file {claims_path} for paper {paper!r}")
-        with open(claims_path) as fh:
-            validate_claims(yaml.safe_load(fh), str(claims_path), set(paper_cfg["figures"]))
+        load_claims(claims_path, set(paper_cfg["figures"]))
     table = build_run_table({**config, "papers": papers}, config_dir)
     for run_id, spec in table.runs.items():
         check(spec, RUN_SCHEMAS[engines[spec["paper"]]], f"run {run_id} of config/papers/{spec['paper']}.yaml",
