@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -37,13 +36,8 @@ BASELINE = {"algorithm": "fedavg_prob", "method": "fedavg_prob", "K": 100, "eta_
 
 
 @pytest.fixture
-def inputs(tmp_path, insurance_like):
-    prepared = tmp_path / "insurance.npz"
-    np.savez(prepared, **insurance_like)
-    provenance = tmp_path / "PROVENANCE.json"
-    provenance.write_text(json.dumps({"dataset": "insurance", "files": [
-        {"name": "insurance.csv", "sha256": "cd" * 32, "bytes": 1, "source": "mirror"}]}))
-    return {"prepared": {"insurance": prepared}, "data_provenance": [provenance]}
+def inputs(write_run_inputs, insurance_like):
+    return write_run_inputs("insurance", "insurance", **insurance_like)
 
 
 def run(tmp_path: Path, name: str, spec: dict, inputs: dict) -> tuple[pd.DataFrame, dict, RunFiles]:

@@ -1,7 +1,5 @@
 """A tiny finite-sum run on synthetic LIBSVM-like data, for the pipeline tests."""
 
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,18 +8,11 @@ from fedrepro.experiments.runtable import run_id_of
 
 
 @pytest.fixture
-def synthetic_inputs(tmp_path: Path) -> dict:
+def synthetic_inputs(write_run_inputs) -> dict:
     rng = np.random.default_rng(0)
     X = (rng.random((400, 12)) < 0.3).astype(np.uint8)
     y = np.where(X[:, 0] + rng.random(400) > 0.8, 1, -1).astype(np.int8)
-    prepared = tmp_path / "data" / "a9a.npz"
-    prepared.parent.mkdir(parents=True)
-    np.savez(prepared, X=X, y=y)
-    provenance = tmp_path / "data" / "PROVENANCE.json"
-    provenance.write_text(json.dumps({"dataset": "a9a", "files": [
-        {"name": "a9a", "sha256": "ab" * 32, "bytes": 1, "source": "mirror", "origin": "libsvm/a9a",
-         "verified_by": "mirror-manifest"}]}))
-    return {"prepared": {"a9a": prepared}, "data_provenance": [provenance]}
+    return write_run_inputs("a9a", "a9a", X=X, y=y)
 
 
 def make_spec(**overrides) -> dict:

@@ -19,19 +19,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def image_inputs(tmp_path: Path) -> dict:
+def image_inputs(write_run_inputs) -> dict:
     """A prepared view as rule `view` writes it: 300 images 1x6x6 (30 per class), 100 test images."""
     rng = np.random.default_rng(0)
     y = np.repeat(np.arange(10), 30)
     x = (rng.normal(size=(300, 1, 6, 6)) + y[:, None, None, None] / 5).astype(np.float32)
-    prepared = tmp_path / "data" / "mnist-crop28_pool2.npz"
-    prepared.parent.mkdir(parents=True)
-    np.savez(prepared, x_train=x, y_train=y, x_test=x[::3], y_test=y[::3])
-    provenance = tmp_path / "data" / "PROVENANCE.json"
-    provenance.write_text(json.dumps({"dataset": "mnist", "files": [
-        {"name": "mnist", "sha256": "cd" * 32, "bytes": 1, "source": "mirror", "origin": "mnist",
-         "verified_by": "mirror-manifest"}]}))
-    return {"prepared": {"mnist-crop28_pool2": prepared}, "data_provenance": [provenance]}
+    return write_run_inputs("mnist-crop28_pool2", "mnist", x_train=x, y_train=y, x_test=x[::3], y_test=y[::3])
 
 
 def nn_spec(**overrides) -> dict:

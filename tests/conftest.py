@@ -1,0 +1,26 @@
+"""Fixtures shared by every test folder."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def write_run_inputs(tmp_path: Path):
+    """write(name, dataset, **arrays) -> the `prepared` and `data_provenance` arguments of execute_run:
+    data/<name>.npz and a mirror provenance record of `dataset`, as rules prepare and download leave them."""
+
+    def write(name: str, dataset: str, **arrays: np.ndarray) -> dict:
+        folder = tmp_path / "data"
+        folder.mkdir(parents=True, exist_ok=True)
+        prepared = folder / f"{name}.npz"
+        np.savez(prepared, **arrays)
+        provenance = folder / f"{dataset}.PROVENANCE.json"
+        provenance.write_text(json.dumps({"dataset": dataset, "files": [
+            {"name": dataset, "sha256": "ab" * 32, "bytes": 1, "source": "mirror", "origin": dataset,
+             "verified_by": "mirror-manifest"}]}))
+        return {"prepared": {name: prepared}, "data_provenance": [provenance]}
+
+    return write
