@@ -7,7 +7,7 @@ from pathlib import Path
 
 from snakemake.utils import min_version
 
-from fedrepro.experiments.runtable import ConfigError
+from fedrepro.errors import ConfigError
 from fedrepro.experiments.validate import load_and_validate
 
 min_version("9.0")

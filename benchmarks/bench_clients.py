@@ -23,7 +23,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from fedrepro.engines.nn import DeviceData, LocalOptimizer, LocalTrainer
+from fedrepro.nn import DeviceData, LocalOptimizer, LocalTrainer
 from fedrepro.experiments.seeding import torch_generator
 from fedrepro.models import build_model
 

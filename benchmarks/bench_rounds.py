@@ -15,7 +15,7 @@ import time
 import torch
 
 from fedrepro.algorithms.fedcluster import CentralizedSGD, FedAvg, FedCluster, fedcluster_lr
-from fedrepro.engines.nn import DeviceData, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
+from fedrepro.nn import DeviceData, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
 from fedrepro.experiments.seeding import torch_generator
 from fedrepro.models import build_model
 

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from fedrepro.data import DataError
-from fedrepro.experiments.runtable import ConfigError
+from fedrepro.errors import DataError
+from fedrepro.errors import ConfigError
 
 # Errors whose message is the whole story for the user: no traceback.
 USER_ERRORS = (DataError, ConfigError)

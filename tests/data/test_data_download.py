@@ -11,7 +11,7 @@ import pytest
 
 from fedrepro.data import download
 from fedrepro.data.download import fetch_dataset, resolve_mirror
-from fedrepro.data.errors import DataError
+from fedrepro.errors import DataError
 from fedrepro.data.registry import Checksum, Dataset, RemoteFile
 
 BODY = b"fedrepro test payload\n" * 5000  # ~110 kB: spans many TCP segments

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fedrepro.data.errors import DataError
+from fedrepro.errors import DataError
 from fedrepro.data.extract import extract_tar
 
 

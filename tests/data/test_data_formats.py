@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedrepro.data.errors import DataError
+from fedrepro.errors import DataError
 from fedrepro.data.formats.cifar import read_cifar10
 from fedrepro.data.formats.idx import read_idx_ubyte
 from fedrepro.data.formats.insurance import read_insurance

@@ -11,7 +11,8 @@ import torch
 
 from fedrepro.experiments.context import RunContext
 from fedrepro.experiments.execute import execute_run
-from fedrepro.experiments.runtable import ConfigError, run_id_of
+from fedrepro.errors import ConfigError
+from fedrepro.experiments.runtable import run_id_of
 from fedrepro.experiments.validate import check, load_and_validate
 from fedrepro.engines.monte_carlo import environment_context
 from fedrepro.objectives.least_squares import make_insurance_problem

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fedrepro.engines.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer
+from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer
 from fedrepro.experiments.seeding import torch_generator
 from fedrepro.models import build_model
 

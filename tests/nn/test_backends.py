@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from fedrepro.algorithms.fedcluster import FedAvg, FedCluster
-from fedrepro.engines.nn import OPTIMIZERS
+from fedrepro.nn import OPTIMIZERS
 
 from nn_testdata import N_DEVICES, make_problem, make_streams
 
@@ -46,7 +46,7 @@ def test_vectorized_equals_loop_float32(model):
 
 def test_paper_alexnet_vectorized_gradient_matches_loop():
     """The paper's model (conv, max-pool, LRN) goes through torch.func as it is."""
-    from fedrepro.engines.nn import DeviceData, LocalOptimizer, LocalTrainer
+    from fedrepro.nn import DeviceData, LocalOptimizer, LocalTrainer
     from fedrepro.models import build_model
 
     torch.manual_seed(0)
@@ -67,7 +67,7 @@ def test_paper_alexnet_vectorized_gradient_matches_loop():
 def test_cuda_backends_match_cpu(model):
     """Data and parameters on the GPU give the CPU's result when the streams are the same (CPU)
     generators; with CUDA generators the two backends still agree with each other."""
-    from fedrepro.engines.nn import DeviceData
+    from fedrepro.nn import DeviceData
     from fedrepro.experiments.seeding import torch_generator
 
     cpu = make_problem(model)
@@ -93,7 +93,7 @@ def test_cuda_backends_match_cpu(model):
 @pytest.mark.parametrize("opt", OPTIMIZERS)
 @pytest.mark.parametrize("model", ["mlp", "cnn_tiny"])
 def test_cuda_graph_replay_equals_eager(model, opt):
-    from fedrepro.engines.nn import DeviceData, LocalOptimizer, LocalTrainer
+    from fedrepro.nn import DeviceData, LocalOptimizer, LocalTrainer
 
     cpu = make_problem(model)
     data = DeviceData(*(t.cuda() for t in (cpu.data.images, cpu.data.labels, cpu.data.table)))

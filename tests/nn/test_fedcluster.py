@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from fedrepro.algorithms.fedcluster import CentralizedSGD, FedAvg, FedCluster, fedcluster_lr
-from fedrepro.engines.nn import LocalOptimizer, LocalTrainer
+from fedrepro.nn import LocalOptimizer, LocalTrainer
 
 from nn_testdata import N_DEVICES, make_problem, make_streams
 

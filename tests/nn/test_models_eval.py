@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from fedrepro.engines.nn import FlatModel, evaluate, pooled_train_set
+from fedrepro.nn import FlatModel, evaluate, pooled_train_set
 from fedrepro.models import build_model
 
 from nn_testdata import make_problem

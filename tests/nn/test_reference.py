@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from fedrepro.algorithms.fedcluster import FedAvg, FedCluster
-from fedrepro.engines.nn import BACKENDS, DeviceData, FlatModel, LocalOptimizer, LocalTrainer
-from fedrepro.engines.nn.gradients import client_grad, stacked_grad
+from fedrepro.nn import BACKENDS, DeviceData, FlatModel, LocalOptimizer, LocalTrainer
+from fedrepro.nn.gradients import client_grad, stacked_grad
 
 from nn_testdata import N_DEVICES, make_streams
 

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fedrepro.experiments.runtable import ConfigError, build_run_table, run_id_of
+from fedrepro.errors import ConfigError
+from fedrepro.experiments.runtable import build_run_table, run_id_of
 from fedrepro.experiments.validate import load_and_validate
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from fedrepro.engines.nn import LocalTrainer, Streams
+from fedrepro.nn import LocalTrainer, Streams
 
 CLUSTER_ORDERS = ("reshuffle", "fixed")
 

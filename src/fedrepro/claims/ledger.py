@@ -10,7 +10,7 @@ import yaml
 
 from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, NEEDS_TABLE, check_parameters
 from fedrepro.claims.summaries import curve_medians
-from fedrepro.experiments.runtable import ConfigError
+from fedrepro.errors import ConfigError
 from fedrepro.results.tables import read_figure_table
 from fedrepro.utils.atomic import atomic_path
 

@@ -2,7 +2,7 @@
 safe archive extraction (extract), and decoding them once into arrays (prepare)."""
 
 from fedrepro.data.download import MIRROR_ENV, fetch_dataset, resolve_mirror
-from fedrepro.data.errors import DataError
+from fedrepro.errors import DataError
 from fedrepro.data.extract import extract_tar
 from fedrepro.data.prepare import load_prepared, prepare_dataset
 from fedrepro.data.registry import REGISTRY, Checksum, Dataset, RemoteFile, get_dataset

@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from fedrepro.data.errors import DataError
+from fedrepro.errors import DataError
 from fedrepro.data.registry import Dataset, RemoteFile, get_dataset
 from fedrepro.utils.atomic import atomic_path, write_json
 

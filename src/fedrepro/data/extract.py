@@ -10,7 +10,7 @@ import tempfile
 import zlib
 from pathlib import Path
 
-from fedrepro.data.errors import DataError
+from fedrepro.errors import DataError
 
 
 def _strict_data_filter(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:

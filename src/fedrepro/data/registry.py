@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from fedrepro.data.errors import DataError
+from fedrepro.errors import DataError
 
 ChecksumAlgo = Literal["md5", "sha256"]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fedrepro.data.errors import DataError
+from fedrepro.errors import DataError
 from fedrepro.data.prepare import load_prepared
 from fedrepro.utils import atomic
 

@@ -36,7 +36,7 @@ import torch
 from fedrepro.algorithms.fedcluster import CentralizedSGD, FedAvg, FedCluster, fedcluster_lr
 from fedrepro.data.partitions import device_partition, random_clusters, rho_cluster_clusters
 from fedrepro.data.views import view_name
-from fedrepro.engines.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
+from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
 from fedrepro.experiments.context import RunContext, stream_key
 from fedrepro.experiments.seeding import derive_seed, numpy_rng, torch_generator
 from fedrepro.models import build_model

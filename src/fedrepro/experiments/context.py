@@ -31,10 +31,6 @@ def stream_key(spec: dict[str, Any]) -> str:
     return run_id_of({k: v for k, v in spec.items() if k not in NOT_IN_STREAM_KEY})
 
 
-class DivergedError(RuntimeError):
-    pass
-
-
 @dataclass
 class RunContext:
     run_id: str

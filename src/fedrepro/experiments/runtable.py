@@ -19,15 +19,12 @@ from typing import Any
 import yaml
 
 from fedrepro.data.views import view_name
+from fedrepro.errors import ConfigError
 
 # Keys that describe how a curve is shown, not what is computed: kept out of the run spec.
 PRESENTATION_KEYS = ("label",)
 # Keys that change how a run is executed but not its results: kept out of the run_id.
 OPERATIONAL_KEYS = ("checkpoint_every",)
-
-
-class ConfigError(ValueError):
-    """A configuration that cannot be resolved; the message names the key and allowed values."""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ import jsonschema
 import yaml
 
 from fedrepro.claims.ledger import load_claims
-from fedrepro.experiments.runtable import ConfigError, RunTable, build_run_table, load_paper_config
+from fedrepro.errors import ConfigError
+from fedrepro.experiments.runtable import RunTable, build_run_table, load_paper_config
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SCHEMA_DIR = REPO_ROOT / "workflow" / "schemas"

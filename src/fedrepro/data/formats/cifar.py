@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fedrepro.data.errors import DataError
+from fedrepro.errors import DataError
 from fedrepro.data.extract import extract_tar
 
 _BATCH_DIR = "cifar-10-batches-py"

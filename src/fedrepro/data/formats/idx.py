@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fedrepro.data.errors import DataError
+from fedrepro.errors import DataError
 
 _UBYTE = 0x08
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fedrepro.data.errors import DataError
+from fedrepro.errors import DataError
 
 HEADER = ("age", "sex", "bmi", "children", "smoker", "region", "charges")
 _SEX = {"male": 1, "female": 0}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fedrepro.data.errors import DataError
+from fedrepro.errors import DataError
 
 _LABELS = {b"+1": 1, b"1": 1, b"-1": -1}
 

@@ -21,9 +21,9 @@ from typing import Callable
 import torch
 from torch import Tensor, nn
 
-from fedrepro.engines.nn.flat import FlatModel
-from fedrepro.engines.nn.gradients import client_grad, stacked_grad
-from fedrepro.engines.nn.optim import LocalOptimizer
+from fedrepro.nn.flat import FlatModel
+from fedrepro.nn.gradients import client_grad, stacked_grad
+from fedrepro.nn.optim import LocalOptimizer
 
 BACKENDS = ("loop", "vectorized")
 Streams = Callable[..., torch.Generator]  # streams(purpose, rnd, client=None) -> a fresh generator

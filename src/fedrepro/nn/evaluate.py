@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from fedrepro.engines.nn.flat import FlatModel
+from fedrepro.nn.flat import FlatModel
 
 
 @torch.no_grad()

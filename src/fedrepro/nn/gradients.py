@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 from torch.func import grad, vmap
 
-from fedrepro.engines.nn.flat import FlatModel
+from fedrepro.nn.flat import FlatModel
 from fedrepro.models import MLP
 
 StackedGrad = Callable[[Tensor, Tensor, Tensor], Tensor]  # (w (D*P,), x (D,B,...), y (D,B)) -> (D*P,)

@@ -1,0 +1,12 @@
+"""The errors a user can fix, in one place: the CLI and the pipeline steps print their message
+without a stack trace (cli.USER_ERRORS), so the message alone must say what is wrong and what to do."""
+
+from __future__ import annotations
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be resolved; the message names the key and the allowed values."""
+
+
+class DataError(Exception):
+    """A dataset could not be fetched, verified or decoded."""
