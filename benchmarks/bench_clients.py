@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from fedrepro.nn import DeviceData, LocalOptimizer, LocalTrainer
-from fedrepro.experiments.seeding import torch_generator
+from fedrepro.seeding import torch_generator
 from fedrepro.models import build_model
 
 # (model, input shape, batch B, local steps E): spec §6.2 (quick: CIFAR-10 at 14x14, the larger MLP)

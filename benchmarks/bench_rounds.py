@@ -16,7 +16,7 @@ import torch
 
 from fedrepro.algorithms.fedcluster import CentralizedSGD, FedAvg, FedCluster, fedcluster_lr
 from fedrepro.nn import DeviceData, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
-from fedrepro.experiments.seeding import torch_generator
+from fedrepro.seeding import torch_generator
 from fedrepro.models import build_model
 
 # spec §3.0 (paper, CIFAR-10) and §6.2 (quick): devices, samples/device, E, B, model, input, M, csgd steps

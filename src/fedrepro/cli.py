@@ -69,7 +69,8 @@ def run_one(args: argparse.Namespace) -> None:
 
     from fedrepro.experiments.execute import execute_run
     from fedrepro.experiments.runtable import RunTable, run_id_of
-    from fedrepro.experiments.validate import RUN_SCHEMAS, check, load_and_validate
+    from fedrepro.engines import ENGINES
+    from fedrepro.experiments.validate import check, load_and_validate
     from fedrepro.results.store import read_record, run_files
 
     _, table = load_and_validate({"scale": args.scale}, Path("config"))
@@ -82,7 +83,7 @@ def run_one(args: argparse.Namespace) -> None:
     for item in args.set:
         key, _, value = item.partition("=")
         spec[key] = yaml.safe_load(value)
-    check(spec, RUN_SCHEMAS[spec["engine"]], "fedrepro run --set")
+    check(spec, ENGINES[spec["engine"]].schema, "fedrepro run --set")
     run_id = run_id_of(spec)
     files = run_files(args.out, run_id)
     log_path = args.out / f"{run_id}.log"

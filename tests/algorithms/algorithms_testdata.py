@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedrepro.experiments.seeding import torch_generator
+from fedrepro.seeding import torch_generator
 
 N_CLIENTS, M, DIM = 40, 10, 15
 

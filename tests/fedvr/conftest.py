@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedrepro.experiments.seeding import torch_generator
+from fedrepro.seeding import torch_generator
 from fedrepro.objectives.least_squares import LeastSquaresProblem
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 import torch
 
-from fedrepro.experiments.context import RunContext
+from fedrepro.engines.context import RunContext
 from fedrepro.experiments.execute import execute_run
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import run_id_of
 from fedrepro.experiments.validate import check, load_and_validate
-from fedrepro.engines.monte_carlo import environment_context
+from fedrepro.engines.monte_carlo import environment_keys
 from fedrepro.objectives.least_squares import make_insurance_problem
 from fedrepro.results.store import RunFiles
 
@@ -84,8 +84,8 @@ def test_a_monte_carlo_run_does_not_depend_on_how_many_runs_or_rounds(tmp_path, 
 
 def test_methods_of_one_environment_share_activation_draws(tmp_path):
     def activation(spec: dict, mc: int, k: int) -> torch.Tensor:
-        ctx = environment_context(RunContext("x", spec, "cpu", tmp_path / "c.pt", None))
-        return torch.rand(18, generator=ctx.streams(mc)("activation", k))
+        ctx = RunContext("x", spec, "cpu", tmp_path / "c.pt", None)
+        return torch.rand(18, generator=ctx.streams(mc, environment_keys(spec))("activation", k))
 
     ours, theirs = spec_of(), spec_of(**BASELINE, S=5)
     assert torch.equal(activation(ours, 2, 7), activation(theirs, 2, 7))  # paired runs
@@ -118,3 +118,27 @@ def test_fedvr_config_resolves_every_figure_at_every_scale():
         assert {(r["algorithm"], r["S"], r["M"]) for r in runs} == {
             ("fedavg_svrg", 5, 2), ("fedavg_prob", 5, 2), ("fedavg_svrg", 10, 5), ("fedavg_prob", 10, 5),
             ("fedavg_uniform", 5, 2)}
+
+
+class Killed(Exception):
+    pass
+
+
+def test_a_killed_monte_carlo_run_resumes_and_ends_with_the_same_metrics(tmp_path, inputs, monkeypatch):
+    spec = spec_of(rounds=9, seeds=4, checkpoint_every=4)
+    _, _, reference = run(tmp_path, "reference", spec, inputs)
+    save = RunContext.save_checkpoint
+
+    def save_then_die(self, state):
+        save(self, state)
+        if state["round"] == 8:
+            raise Killed
+
+    monkeypatch.setattr(RunContext, "save_checkpoint", save_then_die)
+    with pytest.raises(Killed):
+        run(tmp_path, "killed", spec, inputs)
+    monkeypatch.undo()
+    _, _, files = run(tmp_path, "killed", spec, inputs)
+    assert "resuming from checkpoint: seed 0,1,2,3, round 8" in (tmp_path / "killed.log").read_text()
+    assert files.metrics.read_bytes() == reference.metrics.read_bytes()
+    assert not files.checkpoint.exists()

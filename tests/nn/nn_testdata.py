@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer
-from fedrepro.experiments.seeding import torch_generator
+from fedrepro.seeding import torch_generator
 from fedrepro.models import build_model
 
 N_POOL, N_DEVICES, PER_DEVICE = 120, 24, 12

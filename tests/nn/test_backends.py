@@ -68,7 +68,7 @@ def test_cuda_backends_match_cpu(model):
     """Data and parameters on the GPU give the CPU's result when the streams are the same (CPU)
     generators; with CUDA generators the two backends still agree with each other."""
     from fedrepro.nn import DeviceData
-    from fedrepro.experiments.seeding import torch_generator
+    from fedrepro.seeding import torch_generator
 
     cpu = make_problem(model)
     gpu = make_problem(model)

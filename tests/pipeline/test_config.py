@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fedrepro.engines import ENGINES
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import build_run_table, run_id_of
 from fedrepro.experiments.validate import load_and_validate
@@ -121,3 +122,11 @@ def test_fig1_step_sizes_and_client_settings_follow_the_paper():
     got = {(c.panel, c.label): table.runs[c.run_id] for c in table.figure("fedpage", "fig1a").curves}
     spec = got[("N=325, M=100, S=1", "FedPAGE-20")]
     assert (spec["n_clients"], spec["samples_per_client"], spec["S"], spec["K"], spec["eta_tilde"]) == (325, 100, 1, 20, 0.5)
+
+
+def test_an_unknown_engine_names_the_registered_ones(tmp_path):
+    config_dir = _paper_config_dir(tmp_path, lambda cfg: cfg.update(engine="finite_summ"))
+    with pytest.raises(ConfigError) as info:
+        load_and_validate({}, config_dir)
+    assert "'finite_summ' is not allowed" in str(info.value)
+    assert all(name in str(info.value) for name in ENGINES)

@@ -62,7 +62,7 @@ def test_a_diverging_run_is_recorded_not_raised(tmp_path, synthetic_inputs, spec
 KILLER = textwrap.dedent('''
     import json, os, sys
     from pathlib import Path
-    from fedrepro.experiments import context
+    from fedrepro.engines import context
     from fedrepro.experiments.execute import execute_run
     from fedrepro.results.store import RunFiles
 

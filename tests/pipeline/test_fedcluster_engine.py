@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from fedrepro.engines.federated_nn import COLUMNS
-from fedrepro.experiments import context
+from fedrepro.engines import context
 from fedrepro.experiments.execute import execute_run
 from fedrepro.experiments.runtable import run_id_of
 from fedrepro.experiments.validate import check

@@ -1,6 +1,7 @@
 # Helpers shared by the rules: everything is looked up in the run table RUNS (Snakefile).
 from fedrepro.data import REGISTRY
 from fedrepro.data.views import VIEWS
+from fedrepro.engines import ENGINES
 
 
 wildcard_constraints:
@@ -30,19 +31,12 @@ def train_inputs(wildcards):
     return RUNS.input_files(wildcards.run_id)
 
 
-# generous CPU milliseconds per round and seed, by engine, for cluster schedulers' runtime limits
-# (federated_nn: the paper scale's AlexNet on a GPU, ~3 s a round; the quick MLP takes ~0.1 s)
-MS_PER_ROUND = {"finite_sum": 30, "monte_carlo": 100, "federated_nn": 5000}
-
-
-# engines that train a network: at paper scale their jobs ask a cluster for one GPU
-NETWORK_ENGINES = ("federated_nn",)
-
-
 def train_gpus(wildcards):
-    return int(RUNS.scale == "paper" and RUNS.runs[wildcards.run_id]["engine"] in NETWORK_ENGINES)
+    """At paper scale, a job of an engine that trains networks asks a cluster for one GPU."""
+    spec = RUNS.runs[wildcards.run_id]
+    return int(RUNS.scale == "paper" and ENGINES[spec["engine"]].trains_networks)
 
 
 def train_runtime(wildcards):
     spec = RUNS.runs[wildcards.run_id]
-    return 10 + int(spec["seeds"] * spec["rounds"] * MS_PER_ROUND[spec["engine"]] / 60_000)  # minutes
+    return 10 + int(spec["seeds"] * spec["rounds"] * ENGINES[spec["engine"]].ms_per_round / 60_000)  # minutes

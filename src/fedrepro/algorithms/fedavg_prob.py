@@ -1,10 +1,12 @@
 """FedAvg baselines of the `fedvr` paper (Rostami & Kia), plus the pieces they share
 with FedAvg-SVRG (probabilistic activation, inverse-probability aggregation, the round loop).
+Each method is a round step `step(theta (R, d), k) -> theta'`, so a run can be advanced, saved
+and resumed round by round (engines/monte_carlo.py) or simulated in one call (`simulate`).
 
-- `run_fedavg_prob`: FedAvg of the paper's ref. [15] (Perazzone et al., INFOCOM 2022).
+- `fedavg_prob_step`: FedAvg of the paper's ref. [15] (Perazzone et al., INFOCOM 2022).
   Agent n is active in round k with its own probability p_n^k; active agents run local
   SGD from θ^k; the server adds (1/N) Σ_n (1_n^k / p_n^k)(w_n − θ^k).
-- `run_fedavg_uniform`: FedAvg of ref. [4] (McMahan et al.): m agents drawn uniformly
+- `fedavg_uniform_step`: FedAvg of ref. [4] (McMahan et al.): m agents drawn uniformly
   without replacement each round, same local SGD, plain average of their models.
 
 Every function is vectorized over a leading Monte Carlo dimension R and computes all N
@@ -120,11 +122,9 @@ def sample_indices(
     raise ValueError(f"unknown sampling {sampling!r}")
 
 
-def simulate(
-    problem: LeastSquaresProblem, theta0: torch.Tensor, n_mc: int, rounds: int, step: RoundStep
-) -> dict[str, np.ndarray]:
-    """Run `step(theta (R, d), k)` for k < rounds; log θ_k and f(θ_k) for k = 0..rounds."""
-    theta = theta0.to(problem.Q).expand(n_mc, problem.dim)
+def simulate(problem: LeastSquaresProblem, theta0: torch.Tensor, rounds: int, step: RoundStep) -> dict[str, np.ndarray]:
+    """Run `step(theta (R, d), k)` from theta0 (R, d) for k < rounds; log θ_k and f(θ_k) for k = 0..rounds."""
+    theta = theta0
     trajectory = [theta]
     for k in range(rounds):
         theta = step(theta, k)
@@ -133,19 +133,17 @@ def simulate(
     return {"theta": thetas.cpu().numpy(), "cost": problem.cost(thetas).cpu().numpy()}
 
 
-def run_fedavg_prob(
+def fedavg_prob_step(
     problem: LeastSquaresProblem,
     *,
     p: torch.Tensor,
-    theta0: torch.Tensor,
     etas: Sequence[float],
     local_steps: int,
     batch_size: int,
     sampling: Sampling,
     n_mc: int,
-    rounds: int,
     streams: Streams,
-) -> dict[str, np.ndarray]:
+) -> RoundStep:
     """FedAvg of [15]: Bernoulli(p_n^k) activation, local SGD with step etas[k], 1/p weighting."""
     p = p.to(problem.Q)
 
@@ -157,22 +155,20 @@ def run_fedavg_prob(
         idx = per_run(streams, "samples", n_mc, k, draw_samples)
         return aggregate_inverse_prob(theta, local_sgd(problem, theta, idx, etas[k]), active, p[k])
 
-    return simulate(problem, theta0, n_mc, rounds, step)
+    return step
 
 
-def run_fedavg_uniform(
+def fedavg_uniform_step(
     problem: LeastSquaresProblem,
     *,
     agents_per_round: int,
-    theta0: torch.Tensor,
     etas: Sequence[float],
     local_steps: int,
     batch_size: int,
     sampling: Sampling,
     n_mc: int,
-    rounds: int,
     streams: Streams,
-) -> dict[str, np.ndarray]:
+) -> RoundStep:
     """FedAvg of [4]: `agents_per_round` distinct agents uniformly at random, plain average.
 
     Equal L_n for every agent, so McMahan's sample-count weights are all equal.
@@ -193,4 +189,4 @@ def run_fedavg_uniform(
         idx = per_run(streams, "samples", n_mc, k, draw_samples)
         return local_sgd(problem, theta, idx, etas[k])[runs, chosen].mean(dim=-2)
 
-    return simulate(problem, theta0, n_mc, rounds, step)
+    return step

@@ -1,5 +1,5 @@
 """FedAvg-SVRG with probabilistically activated agents (Rostami & Kia, Algorithm 1),
-and `run_fedvr_method`, the entry point that runs it or one of its two baselines.
+and `fedvr_step`/`run_fedvr_method`, the entry points for it and its two baselines.
 
 Per round k: agent n is active with probability p_n^k; each active agent starts from θ^k
 and runs S SVRG snapshots, each one full local gradient μ̃ at the snapshot w̃ followed by
@@ -22,8 +22,9 @@ from fedrepro.algorithms.fedavg_prob import (
     aggregate_inverse_prob,
     draw_active,
     per_run,
-    run_fedavg_prob,
-    run_fedavg_uniform,
+    RoundStep,
+    fedavg_prob_step,
+    fedavg_uniform_step,
     simulate,
 )
 from fedrepro.objectives.least_squares import LeastSquaresProblem
@@ -71,18 +72,16 @@ def svrg_local(
     return w_snap
 
 
-def run_fedavg_svrg(
+def fedavg_svrg_step(
     problem: LeastSquaresProblem,
     *,
     p: torch.Tensor,
-    theta0: torch.Tensor,
     S: int,
     M: int,
     delta: float,
     n_mc: int,
-    rounds: int,
     streams: Streams,
-) -> dict[str, np.ndarray]:
+) -> RoundStep:
     """Algorithm 1 for n_mc independent runs at once."""
     p = p.to(problem.Q)
     n, length, device = problem.n_agents, problem.samples_per_agent, problem.Q.device
@@ -97,7 +96,7 @@ def run_fedavg_svrg(
         idx = per_run(streams, "samples", n_mc, k, draw_samples)
         return aggregate_inverse_prob(theta, svrg_local(problem, theta, idx, delta), active, p[k])
 
-    return simulate(problem, theta0, n_mc, rounds, step)
+    return step
 
 
 def resolve_hp(hp: Mapping[str, Any]) -> dict[str, Any]:
@@ -121,6 +120,44 @@ def step_sizes(hp: Mapping[str, Any], rounds: int) -> list[float]:
     raise ValueError(f"unknown eta_schedule {schedule!r}")
 
 
+def fedvr_step(
+    method: str,
+    problem: LeastSquaresProblem,
+    hp: Mapping[str, Any],
+    *,
+    n_mc: int,
+    rounds: int,
+    streams: Streams,
+) -> tuple[torch.Tensor, RoundStep]:
+    """θ^0 of n_mc Monte Carlo runs (n_mc, d) and the round step of `method` for them.
+
+    streams(purpose, mc, round) must return a fresh torch.Generator on the problem's
+    device. Purposes used: "activation", "samples", "selection", "activation_probs"; the
+    SVRG and [15] runs share "activation" draws, so with the same streams they are paired.
+    `rounds` is the horizon of the activation probabilities and step-size schedules.
+    """
+    hp = resolve_hp(hp)
+    p = activation_probabilities(hp["activation"], problem.n_agents, rounds, streams)
+    theta0 = torch.as_tensor(hp["theta0"], dtype=torch.float64).expand(problem.dim).to(problem.Q).expand(n_mc, -1)
+    common = {"n_mc": n_mc, "streams": streams}
+    if method == "fedavg_svrg":
+        return theta0, fedavg_svrg_step(problem, p=p, S=hp["S"], M=hp["M"], delta=hp["delta"], **common)
+    local = {
+        "etas": step_sizes(hp, rounds),
+        "local_steps": hp["S"] * hp["M"] if hp["local_steps"] is None else hp["local_steps"],
+        "batch_size": hp["batch_size"],
+        "sampling": hp["sampling"],
+    }
+    if method == "fedavg_prob":
+        return theta0, fedavg_prob_step(problem, p=p, **local, **common)
+    if method == "fedavg_uniform":
+        m = hp["agents_per_round"]
+        if m == "expected":
+            m = round(float(p.sum(dim=-1).mean()))
+        return theta0, fedavg_uniform_step(problem, agents_per_round=m, **local, **common)
+    raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
+
+
 def run_fedvr_method(
     method: str,
     problem: LeastSquaresProblem,
@@ -130,30 +167,7 @@ def run_fedvr_method(
     rounds: int,
     streams: Streams,
 ) -> dict[str, np.ndarray]:
-    """Run `method` for n_mc Monte Carlo runs of `rounds` rounds.
-
-    streams(purpose, mc, round) must return a fresh torch.Generator on the problem's
-    device. Purposes used: "activation", "samples", "selection", "activation_probs"; the
-    SVRG and [15] runs share "activation" draws, so with the same streams they are paired.
-    Returns {"theta": (n_mc, rounds+1, d), "cost": (n_mc, rounds+1)}, float64, round 0 = θ^0.
-    """
-    hp = resolve_hp(hp)
-    p = activation_probabilities(hp["activation"], problem.n_agents, rounds, streams)
-    theta0 = torch.as_tensor(hp["theta0"], dtype=torch.float64).expand(problem.dim)
-    common = {"theta0": theta0, "n_mc": n_mc, "rounds": rounds, "streams": streams}
-    if method == "fedavg_svrg":
-        return run_fedavg_svrg(problem, p=p, S=hp["S"], M=hp["M"], delta=hp["delta"], **common)
-    local = {
-        "etas": step_sizes(hp, rounds),
-        "local_steps": hp["S"] * hp["M"] if hp["local_steps"] is None else hp["local_steps"],
-        "batch_size": hp["batch_size"],
-        "sampling": hp["sampling"],
-    }
-    if method == "fedavg_prob":
-        return run_fedavg_prob(problem, p=p, **local, **common)
-    if method == "fedavg_uniform":
-        m = hp["agents_per_round"]
-        if m == "expected":
-            m = round(float(p.sum(dim=-1).mean()))
-        return run_fedavg_uniform(problem, agents_per_round=m, **local, **common)
-    raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
+    """Run `method` for n_mc Monte Carlo runs of `rounds` rounds (fedvr_step, simulated at once).
+    Returns {"theta": (n_mc, rounds+1, d), "cost": (n_mc, rounds+1)}, float64, round 0 = θ^0."""
+    theta0, step = fedvr_step(method, problem, hp, n_mc=n_mc, rounds=rounds, streams=streams)
+    return simulate(problem, theta0, rounds, step)

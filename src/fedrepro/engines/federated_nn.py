@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import math
 from typing import Any
 
 import numpy as np
@@ -37,8 +36,9 @@ from fedrepro.algorithms.fedcluster import CentralizedSGD, FedAvg, FedCluster, f
 from fedrepro.data.partitions import device_partition, random_clusters, rho_cluster_clusters
 from fedrepro.data.views import view_name
 from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
-from fedrepro.experiments.context import RunContext, stream_key
-from fedrepro.experiments.seeding import derive_seed, numpy_rng, torch_generator
+from fedrepro.engines.context import RunContext
+from fedrepro.engines.contract import Engine, Row, Setup, Trainer
+from fedrepro.seeding import derive_seed, numpy_rng, stream_key, torch_generator
 from fedrepro.models import build_model
 
 COLUMNS = ["seed", "round", "train_loss", "train_accuracy", "test_loss", "test_accuracy", "samples", "updates",
@@ -151,69 +151,65 @@ def build_algorithm(spec: dict[str, Any], module: torch.nn.Module, data: DeviceD
     return FedCluster(trainer, clusters, streams, spec["frac"], spec["cluster_order"])
 
 
-def _evaluate(flat: FlatModel, W: torch.Tensor, env: Environment, seeded: Seeded) -> dict[str, float]:
-    train = evaluate(flat, W, env.images, env.labels, seeded.eval_index, seeded.eval_weights)
-    test = evaluate(flat, W, env.test_images, env.test_labels)
-    return {"train_loss": train["loss"], "train_accuracy": train["accuracy"], "test_loss": test["loss"],
-            "test_accuracy": test["accuracy"]}
+class NetworkTrainer(Trainer):
+    """One seed: its devices, clusters and W0, the algorithm and the server model W."""
 
-
-def train(spec: dict[str, Any], data: dict[str, dict[str, np.ndarray]], ctx: RunContext) -> tuple[list[dict], dict]:
-    env = Environment(spec, data[view_name(spec["dataset"], spec["view"])], ctx.device)
-    backend = resolve_backend(spec, ctx.device)
-    rounds, every = spec["rounds"], spec["eval_every"]
-    checkpoint_every = spec.get("checkpoint_every", rounds)
-    streams_of = dataclasses.replace(ctx, spec={k: spec[k] for k in ENVIRONMENT_KEYS}).streams
-
-    saved = ctx.load_checkpoint()
-    rows: list[dict] = saved["rows"] if saved else []
-    summary: dict[str, Any] = saved["summary"] if saved else {"backend": backend, "lr": algorithm_lr(spec),
-                                                               "seeds": {}}
-    first_seed = saved["seed"] if saved else 0
-    if saved:
-        ctx.log.info("resuming from checkpoint: seed %d, round %d", saved["seed"], saved["round"])
-    ctx.log.info("backend %s, lr %g, %d training images of shape %s", backend, summary["lr"], len(env.labels),
-                 tuple(env.images.shape[1:]))
-
-    bar = ctx.progress(total=spec["seeds"] * rounds, desc=f"{spec['method']} {ctx.run_id[:8]}")
-    bar.update(first_seed * rounds + (saved["round"] if saved else 0))
-    for seed in range(first_seed, spec["seeds"]):
+    def __init__(self, setup: NetworkSetup, seed: int) -> None:
+        super().__init__([seed])
+        spec, env = setup.spec, setup.env
         module, W0 = env.model(seed)
-        seeded = env.seeded(seed, W0)
-        algo = build_algorithm(spec, module, seeded.data, seeded.clusters, streams_of(seed), backend)
-        flat = algo.trainer.flat
-        summary["n_params"] = flat.n_params
-        W, start = W0, 0
-        counters = {"samples": 0, "updates": 0, "clients": 0}
-        seed_info: dict[str, Any] = {"diverged_at": None, **seeded.record}
-        if saved and saved["seed"] == seed:
-            W, start = saved["W"].to(ctx.device), saved["round"]
-            counters, seed_info = saved["counters"], saved["seed_info"]
-        for r in range(start, rounds + 1):
-            if r % every == 0 or r == rounds:
-                metrics = _evaluate(flat, W, env, seeded)
-                rows.append({"seed": seed, "round": r, **metrics, **counters})
-                bar.set_postfix(seed=seed, loss=f"{metrics['train_loss']:.4f}", refresh=False)
-                if not math.isfinite(metrics["train_loss"]):
-                    seed_info["diverged_at"] = r
-                    ctx.log.warning("seed %d diverged at round %d (train loss %s)", seed, r, metrics["train_loss"])
-                    bar.update(rounds - r)
-                    break
-                if r % max(1, rounds // 10) < every or r == rounds:
-                    ctx.log.info("seed %d round %d/%d train loss %.4f test accuracy %.4f", seed, r, rounds,
-                                 metrics["train_loss"], metrics["test_accuracy"])
-            if r == rounds:
-                break
-            W, info = algo.round(W, r)
-            for key in counters:
-                counters[key] += int(info[key])
-            bar.update(1)
-            if (r + 1) % checkpoint_every == 0 and r + 1 < rounds:
-                ctx.save_checkpoint({
-                    "run_id": ctx.run_id, "seed": seed, "round": r + 1, "rows": rows, "summary": summary,
-                    "counters": counters, "seed_info": seed_info, "W": W,
-                })
-        summary["seeds"][str(seed)] = seed_info
-        saved = None
-    bar.close()
-    return rows, summary
+        self.env, self.seeded = env, env.seeded(seed, W0)
+        streams = setup.ctx.streams(seed, ENVIRONMENT_KEYS)
+        self.algo = build_algorithm(spec, module, self.seeded.data, self.seeded.clusters, streams, setup.backend)
+        setup.summary["n_params"] = self.algo.trainer.flat.n_params
+        self.W = W0
+        self.counters = {"samples": 0, "updates": 0, "clients": 0}
+        self.info[seed].update(self.seeded.record)
+
+    def advance(self, r: int) -> None:
+        self.W, info = self.algo.round(self.W, r)
+        for key in self.counters:
+            self.counters[key] += int(info[key])
+
+    def evaluate(self, r: int) -> list[Row]:
+        flat, env, seeded = self.algo.trainer.flat, self.env, self.seeded
+        train = evaluate(flat, self.W, env.images, env.labels, seeded.eval_index, seeded.eval_weights)
+        test = evaluate(flat, self.W, env.test_images, env.test_labels)
+        return [{"seed": self.seeds[0], "round": r, "train_loss": train["loss"], "train_accuracy": train["accuracy"],
+                 "test_loss": test["loss"], "test_accuracy": test["accuracy"], **self.counters}]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"W": self.W, "counters": dict(self.counters)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.W, self.counters = state["W"].to(self.W.device), dict(state["counters"])
+
+
+class NetworkSetup(Setup):
+    columns = COLUMNS
+
+    def __init__(self, spec: dict[str, Any], arrays: dict[str, np.ndarray], ctx: RunContext) -> None:
+        self.spec, self.ctx = spec, ctx
+        self.env = Environment(spec, arrays, ctx.device)
+        self.backend = resolve_backend(spec, ctx.device)
+        self.summary = {"backend": self.backend, "lr": algorithm_lr(spec)}
+        ctx.log.info("backend %s, lr %g, %d training images of shape %s", self.backend, self.summary["lr"],
+                     len(self.env.labels), tuple(self.env.images.shape[1:]))
+
+    def start(self, seeds: list[int]) -> Trainer:
+        (seed,) = seeds
+        return NetworkTrainer(self, seed)
+
+
+class NetworkEngine(Engine):
+    name = "federated_nn"
+    schema = "federated_nn_run.schema.yaml"
+    watch = "train_loss"
+    trains_networks = True
+    ms_per_round = 5000  # the paper scale's AlexNet on a GPU, ~3 s a round; the quick MLP takes ~0.1 s
+
+    def setup(self, spec, data, ctx) -> Setup:
+        return NetworkSetup(spec, data[view_name(spec["dataset"], spec["view"])], ctx)
+
+    def describe(self, row: Row) -> str:
+        return f"train loss {row['train_loss']:.4f}, test accuracy {row['test_accuracy']:.4f}"

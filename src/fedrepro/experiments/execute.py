@@ -7,27 +7,21 @@ results are in place.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from fedrepro.data import load_prepared
-from fedrepro.experiments.context import RunContext, resolve_device
+from fedrepro.engines import ENGINES
+from fedrepro.engines.context import RunContext, resolve_device
+from fedrepro.engines.driver import run_seeds
 from fedrepro.results import provenance
 from fedrepro.results.store import RunFiles, write_metrics
 from fedrepro.utils import atomic
-
-# engine name (config/papers/<paper>.yaml `engine`) -> module with COLUMNS and train();
-# an engine whose columns depend on the run (one per model coordinate) defines columns(rows)
-ENGINES = {"finite_sum": "fedrepro.engines.finite_sum", "monte_carlo": "fedrepro.engines.monte_carlo",
-           "federated_nn": "fedrepro.engines.federated_nn"}
-
 
 def _logger(log_path: Path | None) -> logging.Logger:
     log = logging.getLogger(f"fedrepro.run.{log_path}")
@@ -56,14 +50,15 @@ def execute_run(
     torch.set_num_threads(max(1, threads))
     device = resolve_device(device)
     log = _logger(log_path)
-    engine = importlib.import_module(ENGINES[spec["engine"]])
+    engine = ENGINES[spec["engine"]]
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     log.info("run %s on %s: %s", run_id, device, spec)
 
     data = {name: load_prepared(path) for name, path in prepared.items()}
     ctx = RunContext(run_id, spec, device, files.checkpoint, log)
-    rows, summary = engine.train(spec, data, ctx)
+    setup = engine.setup(spec, data, ctx)
+    rows, summary = run_seeds(engine, setup, spec, ctx)
 
     diverged = any(info.get("diverged_at") is not None for info in summary["seeds"].values())
     record = {
@@ -80,8 +75,7 @@ def execute_run(
         "diverged": diverged,
         "summary": summary,
     }
-    columns = engine.columns(rows) if hasattr(engine, "columns") else engine.COLUMNS
-    write_metrics(files.metrics, rows, columns)
+    write_metrics(files.metrics, rows, setup.columns)
     atomic.write_json(files.record, record)
     files.checkpoint.unlink(missing_ok=True)
     log.info("done in %.1f s%s", record["wall_seconds"], " (diverged)" if diverged else "")

@@ -10,16 +10,12 @@ import jsonschema
 import yaml
 
 from fedrepro.claims.ledger import load_claims
+from fedrepro.engines import ENGINES
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import RunTable, build_run_table, load_paper_config
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SCHEMA_DIR = REPO_ROOT / "workflow" / "schemas"
-# Which schema checks a resolved run, by the paper's engine.
-RUN_SCHEMAS = {"finite_sum": "finite_sum_run.schema.yaml", "monte_carlo": "monte_carlo_run.schema.yaml",
-               "federated_nn": "federated_nn_run.schema.yaml"}
-
-
 def _schema(name: str, schema_dir: Path = SCHEMA_DIR) -> dict[str, Any]:
     with open(schema_dir / name) as fh:
         return yaml.safe_load(fh)
@@ -79,6 +75,9 @@ def load_and_validate(
         check(paper_cfg, "paper.schema.yaml", str(path), schema_dir)
         if paper_cfg["key"] != paper:
             raise ConfigError(f"{path}: key is {paper_cfg['key']!r}, expected {paper!r}")
+        if paper_cfg["engine"] not in ENGINES:
+            raise ConfigError(f"{path}: engine: {paper_cfg['engine']!r} is not allowed; allowed values: "
+                              f"{', '.join(ENGINES)}")
         engines[paper] = paper_cfg["engine"]
         claims_path = config_dir / "claims" / f"{paper}.yaml"
         if not claims_path.exists():
@@ -86,6 +85,6 @@ def load_and_validate(
         load_claims(claims_path, set(paper_cfg["figures"]))
     table = build_run_table({**config, "papers": papers}, config_dir)
     for run_id, spec in table.runs.items():
-        check(spec, RUN_SCHEMAS[engines[spec["paper"]]], f"run {run_id} of config/papers/{spec['paper']}.yaml",
+        check(spec, ENGINES[engines[spec["paper"]]].schema, f"run {run_id} of config/papers/{spec['paper']}.yaml",
               schema_dir)
     return config, table

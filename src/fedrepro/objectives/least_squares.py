@@ -17,7 +17,7 @@ from typing import Literal, Sequence
 import numpy as np
 import torch
 
-from fedrepro.experiments.seeding import numpy_rng
+from fedrepro.seeding import numpy_rng
 
 Scaling = Literal["minmax", "maxabs", "none"]
 

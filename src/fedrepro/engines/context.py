@@ -1,4 +1,4 @@
-"""What a running experiment may touch: its random streams, checkpoints and progress."""
+"""What a running experiment may touch: its device, random streams, checkpoint file and log."""
 
 from __future__ import annotations
 
@@ -10,13 +10,11 @@ from typing import Any
 
 import torch
 
-from fedrepro.experiments.runtable import run_id_of
-from fedrepro.experiments.seeding import torch_generator
+from fedrepro.seeding import stream_key, torch_generator
 from fedrepro.utils.atomic import atomic_path
 
-# Keys that do not change any random draw: a 5-seed run's seed 0 is then the same
-# trajectory as a 2-seed run's seed 0, and evaluating more often changes nothing.
-NOT_IN_STREAM_KEY = ("seeds", "eval_every", "checkpoint_every")
+# bumped when the checkpoint layout changes: an older checkpoint is then ignored, not misread
+CHECKPOINT_FORMAT = 2
 
 
 def resolve_device(requested: str) -> str:
@@ -25,10 +23,6 @@ def resolve_device(requested: str) -> str:
     if requested == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("device: cuda was requested but torch finds no CUDA device; use device: auto or cpu")
     return requested
-
-
-def stream_key(spec: dict[str, Any]) -> str:
-    return run_id_of({k: v for k, v in spec.items() if k not in NOT_IN_STREAM_KEY})
 
 
 @dataclass
@@ -40,9 +34,11 @@ class RunContext:
     log: logging.Logger
     show_progress: bool = field(default_factory=lambda: sys.stderr.isatty())
 
-    def streams(self, seed: int):
-        """streams(purpose, round) for one seed: a generator per (run, seed, purpose, round)."""
-        key = stream_key(self.spec)
+    def streams(self, seed: int, keys: tuple[str, ...] | None = None):
+        """streams(purpose, round, client=None) for one seed: a generator per (run, seed, purpose, round,
+        client). With `keys`, only those settings key the streams, so runs that differ elsewhere (e.g. in
+        the method) draw the same devices, activations and minibatches: their comparisons are paired."""
+        key = stream_key(self.spec if keys is None else {k: self.spec[k] for k in keys})
 
         def make(purpose: str, rnd: int, client: int | None = None) -> torch.Generator:
             return torch_generator(key, seed, purpose, rnd, client, device=self.device)
@@ -51,14 +47,14 @@ class RunContext:
 
     def save_checkpoint(self, state: dict[str, Any]) -> None:
         with atomic_path(self.checkpoint_path, suffix=".pt") as tmp:
-            torch.save(state, tmp)
+            torch.save({**state, "run_id": self.run_id, "format": CHECKPOINT_FORMAT}, tmp)
 
     def load_checkpoint(self) -> dict[str, Any] | None:
         if not self.checkpoint_path.exists():
             return None
         state = torch.load(self.checkpoint_path, map_location=self.device, weights_only=True)
-        if state.get("run_id") != self.run_id:
-            self.log.warning("ignoring checkpoint of another run (%s)", state.get("run_id"))
+        if state.get("run_id") != self.run_id or state.get("format") != CHECKPOINT_FORMAT:
+            self.log.warning("ignoring checkpoint %s: another run's or an older layout", self.checkpoint_path)
             return None
         return state
 

@@ -7,6 +7,8 @@ those parts, so a draw does not depend on job order, batching or parallelism.
 from __future__ import annotations
 
 import hashlib
+import json
+from typing import Any
 
 import numpy as np
 import torch
@@ -26,3 +28,16 @@ def torch_generator(*parts: object, device: str | torch.device = "cpu") -> torch
 
 def numpy_rng(*parts: object) -> np.random.Generator:
     return np.random.default_rng(derive_seed(*parts))
+
+
+# Spec keys that change no random draw: a 5-seed run's seed 0 is then the same trajectory as a 2-seed
+# run's seed 0, evaluating more often changes nothing, and a resumed run draws what it would have.
+NOT_IN_STREAM_KEY = ("seeds", "eval_every", "checkpoint_every")
+
+
+def stream_key(spec: dict[str, Any]) -> str:
+    """The part of a run's identity that keys its random streams (the same hash as its run_id when it
+    has none of NOT_IN_STREAM_KEY)."""
+    kept = {k: v for k, v in spec.items() if k not in NOT_IN_STREAM_KEY}
+    canonical = json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]

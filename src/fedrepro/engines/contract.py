@@ -1,0 +1,88 @@
+"""The contract between an engine and the rest of fedrepro.
+
+An engine says only what is its own; the driver (engines/driver.py) owns what every run has: the seed
+loop, the evaluation cadence (in rounds or in simulated time), divergence, checkpoints and resume,
+progress and the log. Execution, validation, the Snakemake rules and the schemas read engines from
+one registry (engines/__init__.py ENGINES).
+
+    Engine                  one per kind of experiment
+      name, schema          its key in config/papers/<paper>.yaml `engine`; the JSON schema of its runs
+      x                     the x columns its metrics.csv logs; figures and claims name the one they use
+      watch                 the metric that decides divergence and shows in the progress bar and log
+      setup(spec, data, ctx) -> Setup: the run-level part (data on the device, the problem)
+    Setup
+      columns, summary      the metrics.csv columns in order; run-level facts for run.json
+      seed_groups(seeds)    which seeds advance together (one at a time, or all at once when the
+                            numerics are batched over seeds, like the Monte Carlo runs)
+      start(seeds)          -> Trainer for one group, at round 0
+    Trainer                 the state of one group of seeds
+      advance(r)            round r -> r + 1
+      evaluate(r)           one metrics row per seed of the group, at the current state
+      clock()               the simulated time now (engines on a virtual clock); None otherwise
+      state_dict(), load_state_dict(state)   everything a bit-exact resume needs
+      info                  per-seed facts for run.json (hashes of partitions, ...)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from fedrepro.engines.context import RunContext
+
+Row = dict[str, Any]
+
+
+class Trainer:
+    def __init__(self, seeds: list[int]) -> None:
+        self.seeds = seeds
+        self.info: dict[int, dict[str, Any]] = {s: {} for s in seeds}
+
+    def advance(self, r: int) -> None:
+        raise NotImplementedError
+
+    def evaluate(self, r: int) -> list[Row]:
+        raise NotImplementedError
+
+    def clock(self) -> float | None:
+        return None
+
+    def state_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+
+class Setup:
+    columns: list[str]
+    summary: dict[str, Any]
+
+    def seed_groups(self, seeds: list[int]) -> list[list[int]]:
+        return [[s] for s in seeds]
+
+    def start(self, seeds: list[int]) -> Trainer:
+        raise NotImplementedError
+
+
+class Engine:
+    name: str = ""
+    schema: str = ""
+    x: tuple[str, ...] = ("round",)
+    watch: str = ""
+    trains_networks: bool = False  # paper-scale jobs then ask a cluster for a GPU
+    ms_per_round: int = 100  # generous CPU milliseconds per round and seed, for cluster runtime limits
+
+    def setup(self, spec: dict[str, Any], data: dict[str, dict[str, np.ndarray]], ctx: RunContext) -> Setup:
+        raise NotImplementedError
+
+    def diverged(self, spec: dict[str, Any], row: Row) -> bool:
+        """The watched metric is not finite, or above the spec's `divergence_threshold` if it has one."""
+        value = float(row[self.watch])
+        return not math.isfinite(value) or value > float(spec.get("divergence_threshold", math.inf))
+
+    def describe(self, row: Row) -> str:
+        """The metrics of a row worth a log line."""
+        return f"{self.watch} = {row[self.watch]:.4e}"

@@ -1,0 +1,118 @@
+"""The run loop every engine shares (engines/driver.py), on a toy engine whose answers are known:
+evaluation cadence in rounds and in simulated time, divergence of single and batched seeds, resume."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+
+import pytest
+
+from fedrepro.engines.context import RunContext
+from fedrepro.engines.contract import Engine, Setup, Trainer
+from fedrepro.engines.driver import run_seeds
+
+
+class Toy(Trainer):
+    """x_{r+1} = growth * x_r for every seed of the group; each round takes `dt` simulated seconds."""
+
+    def __init__(self, seeds, growth, dt):
+        super().__init__(seeds)
+        self.x = {s: 1.0 + s for s in seeds}
+        self.growth, self.dt, self.rounds_done = growth, dt, 0
+
+    def advance(self, r):
+        assert r == self.rounds_done
+        self.x = {s: v * self.growth for s, v in self.x.items()}
+        self.rounds_done += 1
+
+    def evaluate(self, r):
+        return [{"seed": s, "round": r, "time": self.clock(), "x": v} for s, v in self.x.items()]
+
+    def clock(self):
+        return None if self.dt is None else self.rounds_done * self.dt
+
+    def state_dict(self):
+        return {"x": dict(self.x), "rounds_done": self.rounds_done}
+
+    def load_state_dict(self, state):
+        self.x, self.rounds_done = dict(state["x"]), state["rounds_done"]
+
+
+class ToySetup(Setup):
+    columns = ["seed", "round", "time", "x"]
+
+    def __init__(self, growth=2.0, dt=None, batched=False):
+        self.growth, self.dt, self.batched, self.summary = growth, dt, batched, {"toy": True}
+
+    def seed_groups(self, seeds):
+        return [seeds] if self.batched else super().seed_groups(seeds)
+
+    def start(self, seeds):
+        return Toy(seeds, self.growth, self.dt)
+
+
+class ToyEngine(Engine):
+    name, watch = "toy", "x"
+
+
+def run(tmp_path, setup, **spec):
+    spec = {"rounds": 10, "seeds": 2, **spec}
+    ctx = RunContext("toy", spec, "cpu", tmp_path / "checkpoint.pt", logging.getLogger("toy"), show_progress=False)
+    return run_seeds(ToyEngine(), setup, spec, ctx)
+
+
+def test_rounds_cadence_logs_first_last_and_every_k(tmp_path):
+    rows, summary = run(tmp_path, ToySetup(), eval_every=4)
+    assert [r["round"] for r in rows if r["seed"] == 0] == [0, 4, 8, 10]
+    assert rows[3]["x"] == 2.0**10 and [r["seed"] for r in rows] == [0] * 4 + [1] * 4
+    assert summary == {"toy": True, "seeds": {"0": {"diverged_at": None}, "1": {"diverged_at": None}}}
+
+
+def test_time_cadence_evaluates_at_the_first_round_past_each_multiple(tmp_path):
+    rows, _ = run(tmp_path, ToySetup(dt=0.7), eval_every_time=2.0, seeds=1)
+    # clock after r rounds = 0.7 r: multiples of 2 are first passed at r = 3 (2.1), 6 (4.2), 9 (6.3)
+    assert [r["round"] for r in rows] == [0, 3, 6, 9, 10]
+    assert [r["time"] for r in rows] == pytest.approx([0.0, 2.1, 4.2, 6.3, 7.0])
+
+
+def test_time_cadence_skips_multiples_a_long_round_jumps_over(tmp_path):
+    rows, _ = run(tmp_path, ToySetup(dt=5.0), eval_every_time=2.0, seeds=1, rounds=3)
+    assert [r["round"] for r in rows] == [0, 1, 2, 3]
+
+
+def test_a_single_seed_stops_where_it_diverges(tmp_path):
+    rows, summary = run(tmp_path, ToySetup(growth=10.0), eval_every=1, divergence_threshold=500.0)
+    # seed 0: 1, 10, 100, 1000 -> diverged at round 3; seed 1: 2, 20, 200, 2000 -> round 3 too
+    assert [r["round"] for r in rows if r["seed"] == 0] == [0, 1, 2, 3]
+    assert summary["seeds"]["0"]["diverged_at"] == 3
+
+
+def test_batched_seeds_carry_on_until_all_diverged(tmp_path):
+    rows, summary = run(tmp_path, ToySetup(growth=10.0, batched=True), eval_every=1, seeds=3,
+                        divergence_threshold=2500.0)
+    # seed 0 passes 2500 at round 4 (10000), seeds 1 and 2 at round 3 (2000 < 2500 <= 3000)
+    assert {s: v["diverged_at"] for s, v in summary["seeds"].items()} == {"0": 4, "1": 4, "2": 3}
+    assert [r["round"] for r in rows if r["seed"] == 2] == [0, 1, 2, 3, 4]  # logged with the others
+    assert [r["seed"] for r in rows] == sorted(r["seed"] for r in rows)  # seed-major, as single seeds
+
+
+def test_non_finite_values_diverge_without_a_threshold(tmp_path):
+    _, summary = run(tmp_path, ToySetup(growth=math.inf), eval_every=5)
+    assert summary["seeds"]["0"]["diverged_at"] == 5
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_resume_from_every_checkpoint_gives_the_same_rows(tmp_path, batched, monkeypatch):
+    spec = dict(eval_every=3, seeds=2, checkpoint_every=2)
+    reference, _ = run(tmp_path / "ref", ToySetup(dt=0.5, batched=batched), **spec, eval_every_time=1.2)
+    saves = []
+    monkeypatch.setattr(RunContext, "save_checkpoint", lambda self, state: saves.append(copy.deepcopy(state)))
+    run(tmp_path / "collect", ToySetup(dt=0.5, batched=batched), **spec, eval_every_time=1.2)
+    monkeypatch.undo()
+    assert len(saves) == (4 if batched else 8)
+    for state in saves:  # resume from each checkpoint as if the run had been killed right after it
+        monkeypatch.setattr(RunContext, "load_checkpoint", lambda self, s=state: s)
+        resumed, _ = run(tmp_path / "resume", ToySetup(dt=0.5, batched=batched), **spec, eval_every_time=1.2)
+        assert resumed == reference
