@@ -28,10 +28,10 @@ class Toy(Trainer):
         self.rounds_done += 1
 
     def evaluate(self, r):
-        return [{"seed": s, "round": r, "time": self.clock(), "x": v} for s, v in self.x.items()]
+        return [{"seed": s, "round": r, "x": v} for s, v in self.x.items()]
 
-    def clock(self):
-        return None if self.dt is None else self.rounds_done * self.dt
+    def clock(self, r):
+        return None if self.dt is None else r * self.dt
 
     def state_dict(self):
         return {"x": dict(self.x), "rounds_done": self.rounds_done}
@@ -41,7 +41,7 @@ class Toy(Trainer):
 
 
 class ToySetup(Setup):
-    columns = ["seed", "round", "time", "x"]
+    columns = ["seed", "round", "virtual_time", "x"]
 
     def __init__(self, growth=2.0, dt=None, batched=False):
         self.growth, self.dt, self.batched, self.summary = growth, dt, batched, {"toy": True}
@@ -70,16 +70,25 @@ def test_rounds_cadence_logs_first_last_and_every_k(tmp_path):
     assert summary == {"toy": True, "seeds": {"0": {"diverged_at": None}, "1": {"diverged_at": None}}}
 
 
-def test_time_cadence_evaluates_at_the_first_round_past_each_multiple(tmp_path):
-    rows, _ = run(tmp_path, ToySetup(dt=0.7), eval_every_time=2.0, seeds=1)
-    # clock after r rounds = 0.7 r: multiples of 2 are first passed at r = 3 (2.1), 6 (4.2), 9 (6.3)
-    assert [r["round"] for r in rows] == [0, 3, 6, 9, 10]
-    assert [r["time"] for r in rows] == pytest.approx([0.0, 2.1, 4.2, 6.3, 7.0])
+def test_time_cadence_evaluates_the_model_current_at_each_checkpoint_time(tmp_path):
+    rows, _ = run(tmp_path, ToySetup(dt=0.7), eval_every_time=2.0, time_horizon=6.0, seeds=1)
+    # round r's model is current on [0.7 r, 0.7 (r + 1)): t = 0 -> r = 0, 2 -> 2, 4 -> 5, 6 -> 8
+    assert [(r["virtual_time"], r["round"]) for r in rows] == [(0.0, 0), (2.0, 2), (4.0, 5), (6.0, 8)]
+    assert [r["x"] for r in rows] == [2.0**r for r in (0, 2, 5, 8)]
 
 
-def test_time_cadence_skips_multiples_a_long_round_jumps_over(tmp_path):
-    rows, _ = run(tmp_path, ToySetup(dt=5.0), eval_every_time=2.0, seeds=1, rounds=3)
-    assert [r["round"] for r in rows] == [0, 1, 2, 3]
+def test_a_round_spanning_several_checkpoints_is_evaluated_once_per_checkpoint(tmp_path, monkeypatch):
+    evaluations = []
+    monkeypatch.setattr(Toy, "evaluate", lambda self, r: evaluations.append(r) or [{"seed": 0, "round": r, "x": 1.0}])
+    rows, _ = run(tmp_path, ToySetup(dt=5.0), eval_every_time=2.0, time_horizon=9.0, seeds=1)
+    assert [(r["virtual_time"], r["round"]) for r in rows] == [(0.0, 0), (2.0, 0), (4.0, 0), (6.0, 1), (8.0, 1)]
+    assert evaluations == [0, 1]
+
+
+def test_checkpoint_times_are_exact_multiples(tmp_path):
+    rows, _ = run(tmp_path, ToySetup(dt=0.1), eval_every_time=0.1, time_horizon=0.3, seeds=1)
+    assert [r["round"] for r in rows] == [0, 1, 2, 3]  # H = 0.3 = 3 x 0.1 up to rounding, whichever way
+    assert [r["virtual_time"] for r in rows] == pytest.approx([0.0, 0.1, 0.2, 0.3])
 
 
 def test_a_single_seed_stops_where_it_diverges(tmp_path):
@@ -105,14 +114,14 @@ def test_non_finite_values_diverge_without_a_threshold(tmp_path):
 
 @pytest.mark.parametrize("batched", [False, True])
 def test_resume_from_every_checkpoint_gives_the_same_rows(tmp_path, batched, monkeypatch):
-    spec = dict(eval_every=3, seeds=2, checkpoint_every=2)
-    reference, _ = run(tmp_path / "ref", ToySetup(dt=0.5, batched=batched), **spec, eval_every_time=1.2)
+    spec = dict(seeds=2, checkpoint_every=2, eval_every_time=1.2, time_horizon=5.0)
+    reference, _ = run(tmp_path / "ref", ToySetup(dt=0.5, batched=batched), **spec)
     saves = []
     monkeypatch.setattr(RunContext, "save_checkpoint", lambda self, state: saves.append(copy.deepcopy(state)))
-    run(tmp_path / "collect", ToySetup(dt=0.5, batched=batched), **spec, eval_every_time=1.2)
+    run(tmp_path / "collect", ToySetup(dt=0.5, batched=batched), **spec)
     monkeypatch.undo()
-    assert len(saves) == (4 if batched else 8)
+    assert len(saves) == (4 if batched else 8)  # rounds 2, 4, 6, 8; round 10, current at t = H, is the last
     for state in saves:  # resume from each checkpoint as if the run had been killed right after it
         monkeypatch.setattr(RunContext, "load_checkpoint", lambda self, s=state: s)
-        resumed, _ = run(tmp_path / "resume", ToySetup(dt=0.5, batched=batched), **spec, eval_every_time=1.2)
+        resumed, _ = run(tmp_path / "resume", ToySetup(dt=0.5, batched=batched), **spec)
         assert resumed == reference

@@ -18,7 +18,8 @@ one registry (engines/__init__.py ENGINES).
     Trainer                 the state of one group of seeds
       advance(r)            round r -> r + 1
       evaluate(r)           one metrics row per seed of the group, at the current state
-      clock()               the simulated time now (engines on a virtual clock); None otherwise
+      clock(r)              engines on a virtual clock: the simulated time from which the model after
+                            r rounds is the server's (clock(0) = 0; inf when no round r closes)
       state_dict(), load_state_dict(state)   everything a bit-exact resume needs
       info                  per-seed facts for run.json (hashes of partitions, ...)
 """
@@ -46,7 +47,7 @@ class Trainer:
     def evaluate(self, r: int) -> list[Row]:
         raise NotImplementedError
 
-    def clock(self) -> float | None:
+    def clock(self, r: int) -> float | None:
         return None
 
     def state_dict(self) -> dict[str, Any]:

@@ -1,9 +1,13 @@
 """The one run loop every engine shares: seeds, evaluation cadence, divergence, checkpoints, progress.
 
-For each group of seeds (engines/contract.py), rounds r = 0..R: evaluate when due, then advance.
-Evaluation is due at r = 0, at r = R, every `eval_every` rounds and, for an engine on a virtual clock
-with `eval_every_time` in its spec, at the first round that ends at or past each multiple of it. A
-seed diverges when its watched metric is not finite or above `divergence_threshold`; a group stops
+For each group of seeds (engines/contract.py), rounds r = 0, 1, ...: evaluate when due, then advance.
+The cadence is either
+- in rounds (`rounds`, `eval_every`): evaluate at r = 0, every `eval_every` rounds and at r = rounds;
+- in simulated time (`time_horizon` H, `eval_every_time` D), for engines on a virtual clock: the model
+  after round r is the server's from clock(r) until clock(r + 1), so it is evaluated once for the
+  checkpoint times t = kD <= H in that interval, and each of those rows gets `virtual_time` = t (a round
+  spanning several checkpoints gives several rows); the run ends with the round current at the last.
+A seed diverges when its watched metric is not finite or above `divergence_threshold`; a group stops
 when all its seeds have (seeds batched together cannot stop one by one). Every `checkpoint_every`
 rounds the whole state is saved atomically; a killed run resumes from it and ends with the same rows.
 """
@@ -16,35 +20,65 @@ from typing import Any
 import numpy as np
 
 from fedrepro.engines.context import RunContext
-from fedrepro.engines.contract import Engine, Row, Trainer
+from fedrepro.engines.contract import Engine, Row, Setup, Trainer
 
 
-class Cadence:
-    """When a group of seeds is evaluated: in rounds, in simulated time, or both."""
-
+class RoundCadence:
     def __init__(self, spec: dict[str, Any]) -> None:
-        self.rounds = spec["rounds"]
-        self.every_time = spec.get("eval_every_time")
-        self.every = spec.get("eval_every", None if self.every_time else 1)
-        self.next_time = 0.0
+        self.rounds, self.every = spec["rounds"], spec.get("eval_every", 1)
+        self.unit, self.total = "round", self.rounds
 
-    def due(self, r: int, trainer: Trainer) -> bool:
-        due = r in (0, self.rounds) or bool(self.every and r % self.every == 0)
-        now = trainer.clock()
-        if self.every_time and now is not None and now >= self.next_time:
-            self.next_time = (math.floor(now / self.every_time) + 1) * self.every_time
-            due = True
-        return due
+    def points(self, r: int, trainer: Trainer) -> list[Row]:
+        """The extra columns of each evaluation due at round r (none: not due)."""
+        return [{}] if r % self.every == 0 or r == self.rounds else []
+
+    def last(self, r: int, trainer: Trainer) -> bool:
+        return r == self.rounds
+
+    def progress(self, r: int, trainer: Trainer) -> float:
+        return r
 
     def log_due(self, r: int) -> bool:
         """About ten log lines per seed."""
-        return r == self.rounds or r % max(1, self.rounds // 10) < (self.every or 1)
+        return r == self.rounds or r % max(1, self.rounds // 10) < self.every
 
 
-def run_seeds(engine: Engine, setup, spec: dict[str, Any], ctx: RunContext) -> tuple[list[Row], dict[str, Any]]:
+class TimeCadence:
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.every = float(spec["eval_every_time"])
+        # checkpoints t_k = k D for k = 0..n; the tolerance keeps H = 0.3, D = 0.1 at n = 3
+        self.n = math.floor(float(spec["time_horizon"]) / self.every + 1e-9)
+        self.unit, self.total = "simulated second", self.n * self.every
+
+    def points(self, r: int, trainer: Trainer) -> list[Row]:
+        start, end = trainer.clock(r), trainer.clock(r + 1)
+        k = max(0, math.ceil(start / self.every) - 1)  # one below, then up: ceil of a rounded quotient
+        while k * self.every < start:
+            k += 1
+        times = []
+        while k <= self.n and k * self.every < end:
+            times.append({"virtual_time": k * self.every})
+            k += 1
+        return times
+
+    def last(self, r: int, trainer: Trainer) -> bool:
+        return trainer.clock(r + 1) > self.total
+
+    def progress(self, r: int, trainer: Trainer) -> float:
+        return min(trainer.clock(r), self.total)
+
+    def log_due(self, r: int) -> bool:
+        return True  # evaluations are already sparse in rounds
+
+
+def cadence_of(spec: dict[str, Any]) -> RoundCadence | TimeCadence:
+    return TimeCadence(spec) if "eval_every_time" in spec else RoundCadence(spec)
+
+
+def run_seeds(engine: Engine, setup: Setup, spec: dict[str, Any], ctx: RunContext) -> tuple[list[Row], dict[str, Any]]:
     """Train every seed of `spec`; returns the metrics rows (seed-major) and the run summary."""
-    rounds, seeds = spec["rounds"], list(range(spec["seeds"]))
-    checkpoint_every = spec.get("checkpoint_every", rounds)
+    seeds = list(range(spec["seeds"]))
+    cadence, checkpoint_every = cadence_of(spec), spec.get("checkpoint_every")
     groups = setup.seed_groups(seeds)
 
     saved = ctx.load_checkpoint()
@@ -55,34 +89,36 @@ def run_seeds(engine: Engine, setup, spec: dict[str, Any], ctx: RunContext) -> t
         ctx.log.info("resuming from checkpoint: seed %s, round %d", ",".join(map(str, groups[first_group])),
                      saved["round"])
 
-    bar = ctx.progress(total=len(seeds) * rounds, desc=f"{spec.get('method', engine.name)} {ctx.run_id[:8]}")
-    bar.update(sum(len(g) for g in groups[:first_group]) * rounds + (saved["round"] * len(groups[first_group])
-                                                                      if saved else 0))
+    bar = ctx.progress(total=len(seeds) * cadence.total, desc=f"{spec.get('method', engine.name)} {ctx.run_id[:8]}")
+    bar.update(sum(len(g) for g in groups[:first_group]) * cadence.total)
     for g in range(first_group, len(groups)):
         group = groups[g]
-        trainer = setup.start(group)
-        cadence, start = Cadence(spec), 0
+        trainer, r = setup.start(group), 0
         diverged_at: dict[int, int | None] = dict.fromkeys(group)
         if saved and saved["group"] == g:
             trainer.load_state_dict(saved["state"])
-            trainer.info = saved["info"]
-            cadence.next_time, start, diverged_at = saved["next_time"], saved["round"], saved["diverged_at"]
-        for r in range(start, rounds + 1):
-            if cadence.due(r, trainer):
+            trainer.info, r, diverged_at = saved["info"], saved["round"], saved["diverged_at"]
+        shown = cadence.progress(r, trainer)
+        bar.update(shown * len(group))
+        while True:
+            points = cadence.points(r, trainer)
+            if points:
                 evaluated = trainer.evaluate(r)
-                rows.extend(evaluated)
+                rows.extend({**row, **point} for point in points for row in evaluated)
                 _watch(engine, spec, evaluated, diverged_at, r, ctx, cadence.log_due(r), bar, trainer)
                 if all(at is not None for at in diverged_at.values()):
-                    bar.update((rounds - r) * len(group))
                     break
-            if r == rounds:
+            if cadence.last(r, trainer):
                 break
             trainer.advance(r)
-            bar.update(len(group))
-            if (r + 1) % checkpoint_every == 0 and r + 1 < rounds:
-                ctx.save_checkpoint({"group": g, "round": r + 1, "rows": rows, "per_seed": per_seed,
-                                     "state": trainer.state_dict(), "info": trainer.info,
-                                     "next_time": cadence.next_time, "diverged_at": diverged_at})
+            r += 1
+            now = cadence.progress(r, trainer)
+            bar.update((now - shown) * len(group))
+            shown = now
+            if checkpoint_every and r % checkpoint_every == 0 and not cadence.last(r, trainer):
+                ctx.save_checkpoint({"group": g, "round": r, "rows": rows, "per_seed": per_seed,
+                                     "state": trainer.state_dict(), "info": trainer.info, "diverged_at": diverged_at})
+        bar.update((cadence.total - shown) * len(group))
         for s in group:
             per_seed[str(s)] = {**trainer.info[s], "diverged_at": diverged_at[s]}
         saved = None
@@ -99,8 +135,8 @@ def _watch(engine: Engine, spec: dict[str, Any], evaluated: list[Row], diverged_
         if diverged_at[seed] is None and engine.diverged(spec, row):
             diverged_at[seed] = r
             ctx.log.warning("seed %d diverged at round %d (%s)", seed, r, engine.describe(row))
-    now = trainer.clock()
-    when = f"round {r}/{spec['rounds']}" + (f", t = {now:.4g} s simulated" if now is not None else "")
+    now = trainer.clock(r)
+    when = f"round {r}" + (f", t = {now:.4g} s simulated" if now is not None else "")
     first = evaluated[0]
     bar.set_postfix_str(f"seed {first['seed']}, {when}, {engine.describe(first)}", refresh=False)
     if log:
