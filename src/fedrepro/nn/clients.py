@@ -17,6 +17,7 @@ the GPU (see benchmarks/bench_clients.py).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Callable
@@ -25,7 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from fedrepro.nn.flat import FlatModel
-from fedrepro.nn.gradients import client_grad, stacked_grad
+from fedrepro.nn.gradients import client_grad, fused_sgd, stacked_grad
 from fedrepro.nn.losses import CROSS_ENTROPY, Loss
 from fedrepro.nn.optim import LocalOptimizer
 
@@ -74,9 +75,10 @@ class LocalTrainer:
         self.data, self.opt, self.steps, self.batch, self.backend = data, opt, steps, batch, backend
         self.loss = loss
         self._stacked_grad = stacked_grad(self.flat, loss)
+        self._fused_sgd = fused_sgd(self.flat, loss, opt.lr) if opt.name == "sgd" else None
         self.cuda_graphs = cuda_graphs
         self._graphs: dict[tuple, tuple] = {}
-        self._buffers: Tensor | None = None
+        self._buffers: dict[str, Tensor] = {}
 
     def draw(self, streams: Streams, rnd: int, clients: Tensor) -> Tensor:
         """Pool indices (D, steps, batch) of the activated clients' minibatches in round `rnd`.
@@ -108,7 +110,7 @@ class LocalTrainer:
             return self._loop(W, idx, extra)
         if self.cuda_graphs and W.is_cuda:
             return self._graphed(W, idx, extra)
-        return self._vectorized(W, idx, extra, self._workspace(D, W))
+        return self._vectorized(W, idx, extra)
 
     def _loop(self, W: Tensor, idx: Tensor, extra: tuple[Tensor, ...]) -> Tensor:
         finals = []
@@ -122,45 +124,56 @@ class LocalTrainer:
             finals.append(w)
         return torch.stack(finals)
 
-    def _vectorized(self, W: Tensor, idx: Tensor, extra: tuple[Tensor, ...], buffers: list[Tensor]) -> Tensor:
-        D = idx.shape[0]
-        w, g, *state = buffers
+    def _vectorized(self, W: Tensor, idx: Tensor, extra: tuple[Tensor, ...], fresh: bool = False) -> Tensor:
+        D, _, B = idx.shape
+        images = self.data.images
+        w, g, *state = self._buffer("stacks", W, fresh, 2 + self.opt.n_state + self._fedprox, D * self.flat.n_params)
+        x = self._buffer("images", images, fresh, D * B, *images.shape[1:])
         self.flat.stack(W, D, out=w)
-        anchor = state.pop().copy_(w) if self.opt.name == "fedprox" else None  # the starts, in the stack's layout
+        anchor = state.pop().copy_(w) if self._fedprox else None  # the starts, in the stack's layout
         state = self.opt.init(w, state)
-        for t, (x, y) in enumerate(zip(*self._gather(idx.transpose(0, 1)))):  # step-major: x (D, B, ...)
-            self._stacked_grad(w, g, x, y, tuple(e[:, t] for e in extra))
-            self.opt.step(w, g, state, t, anchor)
+        steps = idx.transpose(0, 1).contiguous()  # step-major (E, D, B)
+        labels = self.data.labels[steps]
+        for t, b in enumerate(steps):
+            torch.index_select(images, 0, b.view(-1), out=x)  # ~2x faster than images[b]
+            xt, e = x.view(D, B, *images.shape[1:]), tuple(a[:, t] for a in extra)
+            if self._fused_sgd is not None:
+                self._fused_sgd(w, xt, labels[t], e)
+            else:
+                self._stacked_grad(w, g, xt, labels[t], e)
+                self.opt.step(w, g, state, t, anchor)
         return self.flat.clients(w, D)
 
-    def _workspace(self, D: int, like: Tensor) -> list[Tensor]:
-        """Stacks (D*P,) for parameters, gradients, optimizer state and FedProx's anchor, reused across
-        runs: rows of one buffer sized for the largest D so far (a smaller D uses their prefixes)."""
-        n = D * self.flat.n_params
-        buf = self._buffers
-        if buf is None or buf.shape[1] < n or (buf.dtype, buf.device) != (like.dtype, like.device):
-            buf = self._buffers = self._new_workspace(D, like)
-        return [row[:n] for row in buf]
+    @property
+    def _fedprox(self) -> bool:
+        return self.opt.name == "fedprox"
 
-    def _new_workspace(self, D: int, like: Tensor) -> Tensor:
-        roles = 2 + self.opt.n_state + (self.opt.name == "fedprox")
-        return like.new_empty(roles, D * self.flat.n_params)
+    def _buffer(self, name: str, like: Tensor, fresh: bool, *shape: int) -> Tensor:
+        """A tensor of `shape` reused across steps and runs: the prefix of one buffer per name, sized for
+        the largest shape so far (a fresh one, not kept, for a CUDA graph, which owns its memory).
+        A new D*P tensor per step costs as much time as the arithmetic (page faults)."""
+        numel = math.prod(shape)
+        buf = self._buffers.get(name)
+        if fresh or buf is None or buf.numel() < numel or (buf.dtype, buf.device) != (like.dtype, like.device):
+            buf = like.new_empty(numel)
+            if not fresh:
+                self._buffers[name] = buf
+        return buf[:numel].view(shape)
 
     def _graphed(self, W: Tensor, idx: Tensor, extra: tuple[Tensor, ...]) -> Tensor:
         """_vectorized replayed from a CUDA graph recorded for these shapes and dtype; the graph owns its
         inputs (copied in before each replay, starts included) and its workspace."""
         key = (tuple(W.shape), tuple(idx.shape), tuple(tuple(e.shape) for e in extra), W.dtype)
         if key not in self._graphs:
-            D = idx.shape[0]
             static = (W.clone(), idx.clone(), tuple(e.clone() for e in extra))
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):  # warm-up outside the capture: lazy cuBLAS/cuDNN setup
-                self._vectorized(*static, list(self._new_workspace(D, W)))
+                self._vectorized(*static, fresh=True)
             torch.cuda.current_stream().wait_stream(side)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
-                out = self._vectorized(*static, list(self._new_workspace(D, W)))
+                out = self._vectorized(*static, fresh=True)
             self._graphs[key] = (graph, static, out)
         graph, (static_W, static_idx, static_extra), out = self._graphs[key]
         static_W.copy_(W)
@@ -171,8 +184,7 @@ class LocalTrainer:
         return out.clone()
 
     def _gather(self, b: Tensor) -> tuple[Tensor, Tensor]:
-        """Images and labels at pool indices b (any shape), for all steps of a run at once (one op, not
-        one per step); index_select is ~2x faster than images[b]."""
+        """Images and labels at pool indices b (any shape), all steps of a client at once."""
         images, labels = self.data.images, self.data.labels
         flat = b.reshape(-1)
         x = images.index_select(0, flat).view(*b.shape, *images.shape[1:])
