@@ -128,10 +128,10 @@ def main() -> None:
         w = WORKLOADS[name]
         for D in args.clients or w.clients:
             r = bench(w, D, args)
-            cells = " ".join(f"{k} {D * w.steps / r[k][0]:.1f} ({r[k][1]:.0%})" for k in ("vectorized", "loop", "ceiling"))
+            cells = " ".join(f"{k} {D * w.steps / s:.1f} ({spread:.0%})" for k, (s, spread) in r.items())
             vec = r["vectorized"][0]
-            print(f"{name} clients={D} E={w.steps} B={w.batch} | {cells} | "
-                  f"vectorized/ceiling={vec / r['ceiling'][0]:.2f} vectorized/loop={vec / r['loop'][0]:.2f}", flush=True)
+            ratios = f"vectorized/ceiling={vec / r['ceiling'][0]:.2f} vectorized/loop={vec / r['loop'][0]:.2f}"
+            print(f"{name} clients={D} E={w.steps} B={w.batch} | {cells} | {ratios}", flush=True)
 
 
 if __name__ == "__main__":

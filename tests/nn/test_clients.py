@@ -63,10 +63,11 @@ def test_fedprox_anchor_is_each_clients_own_start(problem, backend):
     for d in range(len(CLIENTS)):
         module = copy.deepcopy(problem.model)
         nn.utils.vector_to_parameters(W[d].clone(), module.parameters())
+        start = FlatModel(module).unflatten(W[d]).values()
         sgd = torch.optim.SGD(module.parameters(), lr=opt.lr)
         for b in idx[d]:
             sgd.zero_grad()
-            prox = sum(((p - s) ** 2).sum() for p, s in zip(module.parameters(), FlatModel(module).unflatten(W[d]).values()))
+            prox = sum(((p - s) ** 2).sum() for p, s in zip(module.parameters(), start))
             (F.cross_entropy(module(problem.data.images[b]), problem.data.labels[b]) + opt.mu / 2 * prox).backward()
             sgd.step()
         torch.testing.assert_close(got[d], nn.utils.parameters_to_vector(module.parameters()).detach(),
@@ -186,7 +187,8 @@ def test_reused_buffers_leak_no_state_between_runs(problem, opt):
     """Runs of different D and starts through one trainer give what a fresh trainer gives."""
     trainer = problem.trainer(opt, lr=lr_of(opt), backend="vectorized")
     streams = make_streams("reuse")
-    calls = [(starts(problem, 4, seed=1), CLIENTS), (problem.W0, CLIENTS[:2]), (starts(problem, 3, seed=2), CLIENTS[1:])]
+    calls = [(starts(problem, 4, seed=1), CLIENTS), (problem.W0, CLIENTS[:2]),
+             (starts(problem, 3, seed=2), CLIENTS[1:])]
     for W, clients in calls + calls:
         idx = trainer.draw(streams, 0, clients)
         fresh = problem.trainer(opt, lr=lr_of(opt), backend="vectorized")

@@ -69,7 +69,8 @@ def test_fedavg_one_full_batch_step_with_everyone_is_gradient_descent(problem, b
     W1, info = FedAvg(trainer, make_streams("gd"), frac=1.0).round(problem.W0, 0)
     assert info["clients"] == N_DEVICES
     slots = problem.data.table.flatten()  # the pooled objective (P): every device slot once
-    pooled_grad = client_grad(problem.flat, CROSS_ENTROPY, problem.W0, problem.data.images[slots], problem.data.labels[slots])
+    images, labels = problem.data.images[slots], problem.data.labels[slots]
+    pooled_grad = client_grad(problem.flat, CROSS_ENTROPY, problem.W0, images, labels)
     torch.testing.assert_close(W1, problem.W0 - lr * pooled_grad, rtol=1e-10, atol=1e-12)
 
 

@@ -100,7 +100,7 @@ class LocalTrainer:
         indices, from W (P,) (a common start) or W (D, P) (client d from W[d]; FedProx's anchor is
         each client's own start). `extra`: per-sample inputs of the loss, each (D, E, B, ...) aligned
         with idx (an expanded view is fine, e.g. inputs fixed over the E steps)."""
-        D, E, B = idx.shape
+        D = idx.shape[0]
         if W.dim() == 2 and W.shape[0] != D:
             raise ValueError(f"W has {W.shape[0]} starts for {D} clients")
         extra = tuple(extra)
