@@ -1,17 +1,23 @@
-"""Client-steps per second of local training: vectorized backend vs loop backend vs a ceiling.
+"""Local training speed: vectorized backend vs loop backend vs a ceiling, from one process, interleaved.
 
-A client-step is one local minibatch step of one client. For D clients running E steps from a common
-start (one FedCluster cycle or FedAvg round) it reports, from the same process and interleaved:
+For D clients running E local steps (one FedCluster cycle, FedAvg round, or a batch of asynchronous
+trainings) each repetition times, in turn:
 - vectorized: LocalTrainer(backend="vectorized"), all D clients in lockstep (on CUDA replayed from a
   CUDA graph unless --eager);
 - loop: LocalTrainer(backend="loop"), one client at a time;
-- ceiling: one centralized SGD step of the plain nn.Module + torch.optim.SGD on the D x B samples
+- ceiling: E SGD steps of one plain nn.Module + torch.optim.SGD, each on the D x B samples of a step
   stacked as one batch (no per-client weights: the most a lockstep step could hope for).
-Each timing is the median of --repeats interleaved repetitions; "spread" is (max - min) / median.
+Each timing is the median of --repeats repetitions; "spread" is (max - min) / median. The ratios are
+TIME ratios, e.g. vectorized/ceiling = median time of vectorized / median time of ceiling (lower is
+better: 1.0 = as fast as the ceiling; vectorized/loop < 1 = faster than the loop).
 
-    .venv/bin/python benchmarks/bench_clients.py                       # both workloads, CPU
-    .venv/bin/python benchmarks/bench_clients.py --workload quick --threads 1
-    python3 benchmarks/bench_clients.py --device cuda --paper-clients 10 100   # on a GPU machine
+Workloads: quick (spec fedcluster §6.2: CIFAR-10 at 14x14, MLP 588-64-10), paper (§3.0: small
+AlexNet on 3x28x28, a few of its 20 local steps), and w1 (100 devices x 320 MNIST-shaped samples,
+MLP 784-200-200-10, 10 steps of batch 32, lr 0.05).
+
+    .venv/bin/python benchmarks/bench_clients.py                        # quick and w1, CPU, 1 thread
+    .venv/bin/python benchmarks/bench_clients.py --workload w1 --clients 10 100
+    python3 benchmarks/bench_clients.py --workload paper --device cuda --clients 10 100   # on a GPU machine
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -27,9 +34,24 @@ from fedrepro.nn import DeviceData, LocalOptimizer, LocalTrainer
 from fedrepro.seeding import torch_generator
 from fedrepro.models import build_model
 
-# (model, input shape, batch B, local steps E): spec §6.2 (quick: CIFAR-10 at 14x14, the larger MLP)
-# and §3.0 (paper: small AlexNet on 3x28x28).
-WORKLOADS = {"quick": ("mlp", (3, 14, 14), 10, 12), "paper": ("alexnet", (3, 28, 28), 30, 20)}
+
+@dataclass(frozen=True)
+class Workload:
+    model: str
+    shape: tuple[int, ...]
+    batch: int
+    steps: int
+    lr: float
+    n_devices: int | None  # None: each of D devices holds `per_device` draws from a pool of 5000 images
+    per_device: int
+    clients: tuple[int, ...]  # default client counts
+
+
+WORKLOADS = {
+    "quick": Workload("mlp", (3, 14, 14), 10, 12, 0.01, None, 100, (2, 4, 8, 40)),  # FC20, FC10, FC5, FedAvg
+    "paper": Workload("alexnet", (3, 28, 28), 30, 2, 0.01, None, 100, (10,)),  # E = 20 in the paper
+    "w1": Workload("mlp2", (1, 28, 28), 32, 10, 0.05, 100, 320, (10, 50, 100)),
+}
 
 
 def sync(device: str) -> None:
@@ -45,27 +67,32 @@ def timed(fn, device: str) -> float:
     return time.perf_counter() - start
 
 
-def bench(workload: str, D: int, steps: int, args) -> dict[str, tuple[float, float]]:
-    name, shape, B, _ = WORKLOADS[workload]
+def bench(w: Workload, D: int, args) -> dict[str, tuple[float, float]]:
+    """Median seconds and spread per contender."""
     dev = args.device
     torch.manual_seed(0)
-    model = build_model(name, shape, 10).to(dev)
-    n_pool, per_device = 5000, 100
-    images = torch.randn(n_pool, *shape, device=dev)
+    model = build_model(w.model, w.shape, 10).to(dev)
+    if w.n_devices is None:
+        n_pool, n_devices = 5000, D
+        table = torch.randint(0, n_pool, (D, w.per_device), device=dev)
+    else:  # disjoint devices, D of them active
+        n_pool, n_devices = w.n_devices * w.per_device, w.n_devices
+        table = torch.arange(n_pool, device=dev).view(n_devices, w.per_device)
+    images = torch.randn(n_pool, *w.shape, device=dev)
     labels = torch.randint(0, 10, (n_pool,), device=dev)
-    table = torch.randint(0, n_pool, (D, per_device), device=dev)
     data = DeviceData(images, labels, table)
-    opt = LocalOptimizer(args.opt, 0.01)
+    opt = LocalOptimizer(args.opt, w.lr)
     trainers = {
-        be: LocalTrainer(model, data, opt, steps, B, be, cuda_graphs=not args.eager) for be in ("vectorized", "loop")
+        be: LocalTrainer(model, data, opt, w.steps, w.batch, be, cuda_graphs=not args.eager)
+        for be in ("vectorized", "loop")
     }
     W = trainers["loop"].flat.flatten()
     streams = lambda purpose, rnd, client=None: torch_generator("bench", purpose, rnd, client, device=dev)  # noqa: E731
-    idx = trainers["loop"].draw(streams, 0, torch.arange(D))
-    sgd = torch.optim.SGD(model.parameters(), lr=0.01)
+    idx = trainers["loop"].draw(streams, 0, torch.randperm(n_devices, generator=torch.Generator().manual_seed(0))[:D])
+    sgd = torch.optim.SGD(model.parameters(), lr=w.lr)
 
     def ceiling() -> None:
-        for t in range(steps):
+        for t in range(w.steps):
             b = idx[:, t].reshape(-1)
             sgd.zero_grad()
             F.cross_entropy(model(images[b]), labels[b]).backward()
@@ -73,44 +100,38 @@ def bench(workload: str, D: int, steps: int, args) -> dict[str, tuple[float, flo
 
     runs = {"vectorized": lambda: trainers["vectorized"].run(W, idx), "loop": lambda: trainers["loop"].run(W, idx),
             "ceiling": ceiling}
-    for fn in runs.values():  # warm-up: allocator, kernels, vmap tracing
+    for fn in runs.values():  # warm-up: allocator, kernels, vmap tracing, reused buffers
         fn()
     times: dict[str, list[float]] = {k: [] for k in runs}
     for _ in range(args.repeats):
         for k, fn in runs.items():
             times[k].append(timed(fn, dev))
-    out = {}
-    for k, ts in times.items():
-        med = statistics.median(ts)
-        out[k] = (D * steps / med, (max(ts) - min(ts)) / med)
-    return out
+    return {k: (statistics.median(ts), (max(ts) - min(ts)) / statistics.median(ts)) for k, ts in times.items()}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--workload", choices=["quick", "paper", "all"], default="all")
+    p.add_argument("--workload", choices=[*WORKLOADS, "all"], default="all", help="all: quick and w1")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1, help="1: a busy 2-core CPU makes threaded tiny ops stall")
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--opt", default="sgd", help="local optimizer (sgd, sgdm, adam, fedprox)")
     p.add_argument("--eager", action="store_true", help="CUDA: no graph replay for the vectorized backend")
-    p.add_argument("--quick-clients", type=int, nargs="+", default=[2, 4, 8, 40], help="quick: FC20, FC10, FC5, FedAvg")
-    p.add_argument("--paper-clients", type=int, nargs="+", default=[10], help="paper: 10 = FC10 cycle, 100 = FedAvg")
-    p.add_argument("--paper-steps", type=int, default=2, help="local steps timed at paper scale (E = 20 in the paper)")
+    p.add_argument("--clients", type=int, nargs="+", help="client counts D (default: per workload)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, device {args.device}, threads {torch.get_num_threads()}, opt {args.opt}, "
-          f"repeats {args.repeats}, cuda graphs {not args.eager}")
-    print(f"client-steps/s (spread); D clients x E local steps per timing\n"
-          f"{'workload':8} {'D':>4} {'E':>3} | {'vectorized':>16} {'loop':>16} {'ceiling':>16} | vec/loop vec/ceiling")
-    for workload in ("quick", "paper") if args.workload == "all" else (args.workload,):
-        clients = args.quick_clients if workload == "quick" else args.paper_clients
-        steps = WORKLOADS[workload][3] if workload == "quick" else args.paper_steps
-        for D in clients:
-            r = bench(workload, D, steps, args)
-            cells = " ".join(f"{r[k][0]:>9.1f} ({r[k][1]:4.0%})" for k in ("vectorized", "loop", "ceiling"))
-            vec, loop, ceil = (r[k][0] for k in ("vectorized", "loop", "ceiling"))
-            print(f"{workload:8} {D:>4} {steps:>3} | {cells} | {vec / loop:8.2f} {vec / ceil:11.2f}", flush=True)
+          f"median of {args.repeats} interleaved repeats, cuda graphs {not args.eager}\n"
+          "per contender: client-steps/s (spread); ratios are time ratios, e.g. vectorized/ceiling = "
+          "time(vectorized) / time(ceiling), lower is better", flush=True)
+    for name in ("quick", "w1") if args.workload == "all" else (args.workload,):
+        w = WORKLOADS[name]
+        for D in args.clients or w.clients:
+            r = bench(w, D, args)
+            cells = " ".join(f"{k} {D * w.steps / s:.1f} ({spread:.0%})" for k, (s, spread) in r.items())
+            vec = r["vectorized"][0]
+            ratios = f"vectorized/ceiling={vec / r['ceiling'][0]:.2f} vectorized/loop={vec / r['loop'][0]:.2f}"
+            print(f"{name} clients={D} E={w.steps} B={w.batch} | {cells} | {ratios}", flush=True)
 
 
 if __name__ == "__main__":

@@ -20,12 +20,22 @@ from nn_testdata import make_problem
         ("alexnet", (3, 32, 32), 1_756_426),  # uncropped CIFAR
         ("mlp", (1, 14, 14), 196 * 64 + 64 + 64 * 10 + 10),
         ("mlp", (3, 14, 14), 588 * 64 + 64 + 64 * 10 + 10),
+        ("mlp2", (1, 28, 28), 784 * 200 + 200 + 200 * 200 + 200 + 200 * 10 + 10),
     ],
 )
 def test_model_sizes(name, shape, n_params):
     model = build_model(name, shape, 10)
     assert sum(p.numel() for p in model.parameters()) == n_params
     assert model(torch.zeros(2, *shape)).shape == (2, 10)
+
+
+def test_mlp_is_the_one_hidden_layer_module_it_always_was():
+    """Same modules, same parameter order: a seeded init (W0) does not change."""
+    torch.manual_seed(5)
+    got = FlatModel(build_model("mlp", (1, 6, 6), 10)).flatten()
+    torch.manual_seed(5)
+    want = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(36, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    assert torch.equal(got, FlatModel(want).flatten())
 
 
 def test_unknown_model():

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from fedrepro.algorithms.fedcluster import FedAvg, FedCluster
-from fedrepro.nn import BACKENDS, DeviceData, FlatModel, LocalOptimizer, LocalTrainer
+from fedrepro.nn import BACKENDS, CROSS_ENTROPY, DeviceData, FlatModel, LocalOptimizer, LocalTrainer
 from fedrepro.nn.gradients import client_grad, stacked_grad
 
 from nn_testdata import N_DEVICES, make_streams
@@ -54,8 +54,10 @@ def test_stacked_gradient_matches_per_client_autograd(problem):
     x, y = problem.data.images[idx], problem.data.labels[idx]
     flat = problem.flat
     w = torch.cat([p.reshape(-1) for p in torch.split(stack, flat.numels, dim=1)])  # parameter-major stack
-    got = flat.clients(stacked_grad(flat)(w, x, y), D)
-    want = torch.stack([client_grad(flat, stack[d], x[d], y[d]) for d in range(D)])
+    g = torch.full_like(w, float("nan"))
+    stacked_grad(flat, CROSS_ENTROPY)(w, g, x, y, ())
+    got = flat.clients(g, D)
+    want = torch.stack([client_grad(flat, CROSS_ENTROPY, stack[d], x[d], y[d]) for d in range(D)])
     torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
 
 
@@ -67,7 +69,8 @@ def test_fedavg_one_full_batch_step_with_everyone_is_gradient_descent(problem, b
     W1, info = FedAvg(trainer, make_streams("gd"), frac=1.0).round(problem.W0, 0)
     assert info["clients"] == N_DEVICES
     slots = problem.data.table.flatten()  # the pooled objective (P): every device slot once
-    pooled_grad = client_grad(problem.flat, problem.W0, problem.data.images[slots], problem.data.labels[slots])
+    images, labels = problem.data.images[slots], problem.data.labels[slots]
+    pooled_grad = client_grad(problem.flat, CROSS_ENTROPY, problem.W0, images, labels)
     torch.testing.assert_close(W1, problem.W0 - lr * pooled_grad, rtol=1e-10, atol=1e-12)
 
 

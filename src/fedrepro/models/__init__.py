@@ -13,6 +13,7 @@ from fedrepro.models.mlp import MLP
 MODELS: dict[str, Callable[..., nn.Module]] = {
     "alexnet": SmallAlexNet,  # paper scale (spec §3.0)
     "mlp": MLP,  # quick scale (spec §6.2)
+    "mlp2": partial(MLP, hidden=(200, 200)),  # two hidden layers, 784-200-200-10 on MNIST
     "cnn_tiny": partial(SmallAlexNet, channels=(8, 16), hidden=(64, 32)),  # spec §6.2 option for a GPU
 }
 

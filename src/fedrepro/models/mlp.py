@@ -1,4 +1,8 @@
-"""One-hidden-layer MLP, the reduced-scale model of the FedCluster spec (§6.2: d -> 64 -> 10, ReLU)."""
+"""Plain MLPs: Flatten -> Linear (-> ReLU -> Linear)*.
+
+The default is the reduced-scale model of the FedCluster spec (§6.2: d -> 64 -> 10, ReLU); hidden=(200, 200)
+is the two-hidden-layer MNIST MLP (784 -> 200 -> 200 -> 10, the "2NN" of McMahan et al.).
+"""
 
 from __future__ import annotations
 
@@ -8,5 +12,9 @@ from torch import nn
 
 
 class MLP(nn.Sequential):
-    def __init__(self, in_shape: tuple[int, ...], n_classes: int, hidden: int = 64) -> None:
-        super().__init__(nn.Flatten(), nn.Linear(math.prod(in_shape), hidden), nn.ReLU(), nn.Linear(hidden, n_classes))
+    def __init__(self, in_shape: tuple[int, ...], n_classes: int, hidden: int | tuple[int, ...] = 64) -> None:
+        widths = [math.prod(in_shape), *((hidden,) if isinstance(hidden, int) else hidden), n_classes]
+        layers: list[nn.Module] = [nn.Flatten(), nn.Linear(widths[0], widths[1])]
+        for a, b in zip(widths[1:-1], widths[2:]):
+            layers += [nn.ReLU(), nn.Linear(a, b)]
+        super().__init__(*layers)

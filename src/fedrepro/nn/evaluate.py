@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from fedrepro.nn.flat import FlatModel
+from fedrepro.nn.losses import CROSS_ENTROPY, Loss
 
 
 @torch.no_grad()
@@ -18,26 +20,30 @@ def evaluate(
     index: Tensor | None = None,
     weights: Tensor | None = None,
     batch_size: int = 2048,
+    loss: Loss = CROSS_ENTROPY,
+    extra: Sequence[Tensor] = (),
 ) -> dict[str, float]:
-    """Weighted mean cross-entropy and accuracy of W over images[index] (default: all), weights
-    default to 1. Gathers one batch at a time, so a large index never copies the whole set; without
-    an index, batches are slices (no copy at all). Evaluation is a large share of a reduced-scale run."""
+    """Weighted mean loss (per-sample `loss.samples`, cross-entropy by default) and accuracy of W over
+    images[index] (default: all), weights default to 1; `extra` are the loss's per-sample inputs, each
+    aligned with images. Gathers one batch at a time, so a large index never copies the whole set;
+    without an index, batches are slices (no copy at all). Evaluation is a large share of a
+    reduced-scale run."""
     n = len(labels) if index is None else len(index)
     weights = torch.ones(n, device=W.device) if weights is None else weights
     weights = weights.to(W.dtype)
-    loss = correct = torch.zeros((), dtype=W.dtype, device=W.device)
+    total_loss = correct = torch.zeros((), dtype=W.dtype, device=W.device)
     for s in range(0, n, batch_size):
         c = weights[s : s + batch_size]
         if index is None:
-            x, y = images[s : s + batch_size], labels[s : s + batch_size]
+            x, y, e = images[s : s + batch_size], labels[s : s + batch_size], [a[s : s + batch_size] for a in extra]
         else:
-            i = index[s : s + batch_size]
-            x, y = images.index_select(0, i), labels.index_select(0, i)  # ~2x faster than images[i]
-        logits = flat.forward(W, x)
-        loss = loss + F.cross_entropy(logits, y, reduction="none") @ c
-        correct = correct + (logits.argmax(1) == y).to(c.dtype) @ c
+            i = index[s : s + batch_size]  # index_select: ~2x faster than images[i]
+            x, y, e = images.index_select(0, i), labels.index_select(0, i), [a.index_select(0, i) for a in extra]
+        out = flat.forward(W, x)
+        total_loss = total_loss + loss.samples(out, y, *e) @ c
+        correct = correct + (loss.predictions(out, *e) == y).to(c.dtype) @ c
     total = weights.sum()
-    return {"loss": float(loss / total), "accuracy": float(correct / total)}
+    return {"loss": float(total_loss / total), "accuracy": float(correct / total)}
 
 
 def pooled_train_set(

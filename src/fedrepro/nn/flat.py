@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call
 
@@ -36,9 +35,14 @@ class FlatModel:
         """Views of one client's w (P,), one per parameter; no copy."""
         return {n: p.view(s) for n, p, s in zip(self.names, torch.split(w, self.numels), self.shapes)}
 
-    def stack(self, W: Tensor, D: int) -> Tensor:
-        """D copies of W (P,) as a parameter-major stack (D*P,)."""
-        return torch.cat([p.expand(D, -1).reshape(-1) for p in torch.split(W.unsqueeze(0), self.numels, dim=1)])
+    def stack(self, W: Tensor, D: int, out: Tensor | None = None) -> Tensor:
+        """W as a parameter-major stack (D*P,), in `out` if given: W (P,) gives D copies (a common
+        start), W (D, P) one row per client."""
+        out = W.new_empty(D * self.n_params) if out is None else out
+        blocks = torch.split(out, [D * n for n in self.numels])
+        for block, part in zip(blocks, torch.split(W.reshape(-1, self.n_params), self.numels, dim=1)):
+            block.view(D, -1).copy_(part)  # a (1, n) part broadcasts
+        return out
 
     def unstack(self, w: Tensor, D: int) -> dict[str, Tensor]:
         """Contiguous views (D, *shape) of a stack w (D*P,); no copy."""
@@ -51,10 +55,3 @@ class FlatModel:
 
     def forward(self, w: Tensor, x: Tensor) -> Tensor:
         return functional_call(self.module, self.unflatten(w), (x,))
-
-    def loss(self, w: Tensor, x: Tensor, y: Tensor) -> Tensor:
-        """Mean cross-entropy of one client's minibatch: w (P,), x (B, ...), y (B,)."""
-        return self.params_loss(self.unflatten(w), x, y)
-
-    def params_loss(self, params: dict[str, Tensor], x: Tensor, y: Tensor) -> Tensor:
-        return F.cross_entropy(functional_call(self.module, params, (x,)), y)

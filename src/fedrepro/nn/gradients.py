@@ -1,57 +1,126 @@
-"""Minibatch gradients of the mean cross-entropy w.r.t. flat parameters, per backend.
+"""Minibatch gradients of an injected loss (nn/losses.py) w.r.t. flat parameters, per backend.
 
 - `client_grad`: one client (P,), plain autograd through the module (the loop backend, the reference);
-- `stacked_grad(flat)`: D clients at once, on a parameter-major stack (D*P,). Any module goes
-  through torch.func (vmap of grad of the same loss; convolutions become grouped convolutions).
-  The MLP of the reduced scale has a closed form in batched matmuls: there the model is so small
-  that per-op overhead of vmap/autograd, not arithmetic, sets the speed (benchmarks/bench_clients.py).
+- `stacked_grad(flat, loss)`: D clients at once, on a parameter-major stack (D*P,), written into a
+  caller's buffer (reused across steps: a fresh D*P tensor per step costs as much as the arithmetic).
+  A plain MLP (Flatten? Linear (ReLU Linear)*, any depth) has a closed form in batched matmuls:
+  at these sizes the per-op overhead of vmap/autograd, not arithmetic, sets the speed
+  (benchmarks/bench_clients.py). Any other module goes through torch.func (vmap of grad of the
+  same loss; convolutions become grouped convolutions).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 import torch
-from torch import Tensor
-from torch.func import grad, vmap
+from torch import Tensor, nn
+from torch.func import functional_call, grad, vmap
 
 from fedrepro.nn.flat import FlatModel
-from fedrepro.models import MLP
+from fedrepro.nn.losses import Loss
 
-StackedGrad = Callable[[Tensor, Tensor, Tensor], Tensor]  # (w (D*P,), x (D,B,...), y (D,B)) -> (D*P,)
+# (w (D*P,), g (D*P,) written, x (D, B, ...), y (D, B), extra: per-sample loss inputs (D, B, ...))
+StackedGrad = Callable[[Tensor, Tensor, Tensor, Tensor, tuple[Tensor, ...]], None]
+FusedSGD = Callable[[Tensor, Tensor, Tensor, tuple[Tensor, ...]], None]  # (w updated, x, y, extra)
 
 
-def client_grad(flat: FlatModel, w: Tensor, x: Tensor, y: Tensor) -> Tensor:
+def client_grad(flat: FlatModel, loss: Loss, w: Tensor, x: Tensor, y: Tensor, extra: tuple[Tensor, ...] = ()) -> Tensor:
     leaf = w.detach().requires_grad_(True)
-    (g,) = torch.autograd.grad(flat.loss(leaf, x, y), leaf)
+    (g,) = torch.autograd.grad(loss.value(flat.forward(leaf, x), y, *extra), leaf)
     return g
 
 
-def stacked_grad(flat: FlatModel) -> StackedGrad:
-    if type(flat.module) is MLP:
-        return lambda w, x, y: _mlp_grad(flat, w, x, y)
-    per_client = vmap(grad(flat.params_loss))
+def fused_sgd(flat: FlatModel, loss: Loss, lr: float) -> FusedSGD | None:
+    """A plain SGD step that applies each layer's gradient as soon as it is known, in place
+    (w -= lr * grad as one baddbmm per weight: no gradient stack is written or read back, which
+    halves the memory traffic over D*P); None where there is no closed form."""
+    flatten = plain_mlp(flat.module)
+    return None if flatten is None else partial(_mlp_sgd_step, flat, loss, flatten, lr)
 
-    def vmapped(w: Tensor, x: Tensor, y: Tensor) -> Tensor:
-        grads = per_client(flat.unstack(w, len(y)), x, y)
-        return torch.cat([g.reshape(-1) for g in grads.values()])
+
+def stacked_grad(flat: FlatModel, loss: Loss) -> StackedGrad:
+    flatten = plain_mlp(flat.module)
+    if flatten is not None:
+        return partial(_mlp_grad, flat, loss, flatten)
+
+    def client_loss(params: dict[str, Tensor], x: Tensor, y: Tensor, *extra: Tensor) -> Tensor:
+        return loss.value(functional_call(flat.module, params, (x,)), y, *extra)
+
+    per_client = vmap(grad(client_loss))
+
+    def vmapped(w: Tensor, g: Tensor, x: Tensor, y: Tensor, extra: tuple[Tensor, ...]) -> None:
+        grads = per_client(flat.unstack(w, len(y)), x, y, *extra)
+        torch.cat([p.reshape(-1) for p in grads.values()], out=g)
 
     return vmapped
 
 
-def _mlp_grad(flat: FlatModel, w: Tensor, x: Tensor, y: Tensor) -> Tensor:
-    """Backpropagation through Linear -> ReLU -> Linear -> mean CE, written into a new stack."""
-    D, B = y.shape
-    W1, b1, W2, b2 = flat.unstack(w, D).values()
-    g = torch.empty_like(w)
-    gW1, gb1, gW2, gb2 = flat.unstack(g, D).values()
-    x = x.reshape(D, B, -1)
-    h = torch.baddbmm(b1.unsqueeze(1), x, W1.transpose(1, 2)).relu_()
-    dz = torch.baddbmm(b2.unsqueeze(1), h, W2.transpose(1, 2)).softmax(-1)
-    dz.scatter_add_(2, y.unsqueeze(2), torch.full_like(dz[..., :1], -1.0)).div_(B)  # (softmax - onehot) / B
-    torch.bmm(dz.transpose(1, 2), h, out=gW2)
-    torch.sum(dz, 1, out=gb2)
-    dh = torch.ops.aten.threshold_backward(torch.bmm(dz, W2), h, 0)  # ReLU's own backward: one fused op
-    torch.bmm(dh.transpose(1, 2), x, out=gW1)
-    torch.sum(dh, 1, out=gb1)
-    return g
+def plain_mlp(module: nn.Module) -> bool | None:
+    """None unless the module is Flatten? Linear (ReLU Linear)* with biases (checked on its structure,
+    not its class); else whether it starts with Flatten (inputs to flatten per sample)."""
+    if not isinstance(module, nn.Sequential) or type(module).forward is not nn.Sequential.forward:
+        return None
+    layers = list(module)
+    flatten = bool(layers) and type(layers[0]) is nn.Flatten and (layers[0].start_dim, layers[0].end_dim) == (1, -1)
+    layers = layers[flatten:]
+    linear = all(type(m) is nn.Linear and m.bias is not None for m in layers[0::2])
+    relu = all(type(m) is nn.ReLU for m in layers[1::2])
+    return flatten if len(layers) % 2 == 1 and linear and relu else None
+
+
+def _mlp_grad(
+    flat: FlatModel, loss: Loss, flatten: bool, w: Tensor, g: Tensor, x: Tensor, y: Tensor, extra: tuple[Tensor, ...]
+) -> None:
+    grads = list(flat.unstack(g, len(y)).values())
+
+    def write(layer: int, dz: Tensor, act: Tensor) -> None:
+        torch.bmm(dz.transpose(1, 2), act, out=grads[2 * layer])
+        torch.sum(dz, 1, out=grads[2 * layer + 1])
+
+    _mlp_backprop(flat, loss, flatten, w, x, y, extra, write)
+
+
+def _mlp_sgd_step(
+    flat: FlatModel, loss: Loss, flatten: bool, lr: float, w: Tensor, x: Tensor, y: Tensor, extra: tuple[Tensor, ...]
+) -> None:
+    params = list(flat.unstack(w, len(y)).values())
+
+    def update(layer: int, dz: Tensor, act: Tensor) -> None:
+        params[2 * layer].baddbmm_(dz.transpose(1, 2), act, alpha=-lr)
+        params[2 * layer + 1].add_(dz.sum(1), alpha=-lr)
+
+    _mlp_backprop(flat, loss, flatten, w, x, y, extra, update)
+
+
+def _mlp_backprop(
+    flat: FlatModel, loss: Loss, flatten: bool, w: Tensor, x: Tensor, y: Tensor, extra: tuple[Tensor, ...],
+    consume: Callable[[int, Tensor, Tensor], None],
+) -> None:
+    """Backpropagation through the layers (weight, bias pairs in parameter order): each layer's
+    gradient, as its output gradient dz (D, B, out) and input act (D, B, in), goes to
+    consume(layer, dz, act) once the layer's weights are no longer needed (so it may update them)."""
+    params = list(flat.unstack(w, len(y)).values())
+    acts = [x.flatten(2) if flatten else x]  # each layer's input: x, then the hidden ReLU outputs
+    for weight, bias in zip(params[0:-2:2], params[1:-2:2]):
+        acts.append(torch.baddbmm(bias.unsqueeze(1), acts[-1], weight.transpose(1, 2)).relu_())
+    dz = _output_grad(loss, torch.baddbmm(params[-1].unsqueeze(1), acts[-1], params[-2].transpose(1, 2)), y, extra)
+    for layer in reversed(range(len(acts))):
+        below = None
+        if layer:  # ReLU's own backward: one fused op
+            below = torch.ops.aten.threshold_backward(torch.bmm(dz, params[2 * layer]), acts[layer], 0)
+        consume(layer, dz, acts[layer])
+        dz = below
+
+
+def _output_grad(loss: Loss, out: Tensor, y: Tensor, extra: tuple[Tensor, ...]) -> Tensor:
+    """d (each client's minibatch loss) / d out (D, B, K): the loss's closed form, else autograd from
+    the output only (clients' losses are independent, so the gradient of their sum)."""
+    closed = loss.output_grad(out, y, *extra)
+    if closed is not None:
+        return closed
+    with torch.enable_grad():
+        out.requires_grad_(True)
+        (dz,) = torch.autograd.grad(loss.value(out, y, *extra).sum(), out)
+    return dz

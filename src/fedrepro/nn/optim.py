@@ -2,13 +2,14 @@
 
 One definition serves both backends: w, g, the state and the anchor W_start (FedProx) are flat
 tensors of one layout, (P,) for one client or a stack (D*P,) of D clients. State starts fresh at every
-activation. Updates are in place on tensors owned by one local run, which spares an allocation of the
-whole stack per op.
+activation. Updates are in place on tensors owned by one local run (the gradient included, as scratch),
+so a step allocates nothing of the stack's size.
 The formulas follow torch.optim.SGD/Adam op for op, so a single client matches them to rounding.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -32,9 +33,16 @@ class LocalOptimizer:
         if not self.lr > 0:
             raise ValueError(f"lr = {self.lr} must be > 0")
 
-    def init(self, w: Tensor) -> tuple[Tensor, ...]:
-        n_state = {"sgd": 0, "fedprox": 0, "sgdm": 1, "adam": 2}[self.name]
-        return tuple(torch.zeros_like(w) for _ in range(n_state))
+    @property
+    def n_state(self) -> int:
+        """State tensors of w's shape: SGDm's momentum, Adam's two moments."""
+        return {"sgd": 0, "fedprox": 0, "sgdm": 1, "adam": 2}[self.name]
+
+    def init(self, w: Tensor, out: Sequence[Tensor] = ()) -> tuple[Tensor, ...]:
+        """Fresh (zero) state for w: the buffers `out` zeroed (reused, w's shape) or new tensors."""
+        if out:
+            return tuple(b.zero_() for b in out[: self.n_state])
+        return tuple(torch.zeros_like(w) for _ in range(self.n_state))
 
     def step(self, w: Tensor, g: Tensor, state: tuple[Tensor, ...], t: int, anchor: Tensor | None) -> None:
         """Local step t = 0, 1, ... : updates w and state in place (g may be overwritten); the anchor is
@@ -42,7 +50,7 @@ class LocalOptimizer:
         if self.name == "sgd":
             w.add_(g, alpha=-self.lr)
         elif self.name == "fedprox":
-            w.add_(g.add_(w - anchor, alpha=self.mu), alpha=-self.lr)
+            w.add_(g.add_(w, alpha=self.mu).sub_(anchor, alpha=self.mu), alpha=-self.lr)  # no w - anchor temporary
         elif self.name == "sgdm":
             (buf,) = state
             w.add_(buf.mul_(self.momentum).add_(g), alpha=-self.lr)  # buf = g at t = 0 since buf starts at 0
@@ -51,5 +59,5 @@ class LocalOptimizer:
             b1, b2 = self.betas
             m.lerp_(g, 1 - b1)
             v.mul_(b2).addcmul_(g, g, value=1 - b2)
-            denom = (v.sqrt() / (1 - b2 ** (t + 1)) ** 0.5).add_(self.eps)
+            denom = torch.sqrt(v, out=g).div_((1 - b2 ** (t + 1)) ** 0.5).add_(self.eps)  # g is spent: scratch
             w.addcdiv_(m, denom, value=-self.lr / (1 - b1 ** (t + 1)))
