@@ -39,7 +39,7 @@ from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, eva
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Row, Setup, Trainer
 from fedrepro.seeding import derive_seed, numpy_rng, stream_key, torch_generator
-from fedrepro.models import build_model
+from fedrepro.models import build_model, is_mlp
 
 COLUMNS = ["seed", "round", "train_loss", "train_accuracy", "test_loss", "test_accuracy", "samples", "updates",
            "clients"]
@@ -50,12 +50,12 @@ ENVIRONMENT_KEYS = ("dataset", "view", "n_devices", "samples_per_device", "rho_d
 
 
 def resolve_backend(spec: dict[str, Any], device: str) -> str:
-    """`auto`: the vectorized backend on CUDA and for the MLP (closed-form batched gradients), the
+    """`auto`: the vectorized backend on CUDA and for plain MLPs (closed-form batched gradients), the
     loop backend for conv nets on the CPU, where vmap's grouped convolutions are slower than a loop
     (benchmarks/bench_clients.py)."""
     if spec["backend"] != "auto":
         return spec["backend"]
-    return "vectorized" if device.startswith("cuda") or spec["model"] == "mlp" else "loop"
+    return "vectorized" if device.startswith("cuda") or is_mlp(spec["model"]) else "loop"
 
 
 def algorithm_lr(spec: dict[str, Any]) -> float:

@@ -25,4 +25,9 @@ def build_model(name: str, in_shape: tuple[int, ...], n_classes: int) -> nn.Modu
     return MODELS[name](tuple(in_shape), n_classes)
 
 
-__all__ = ["MLP", "MODELS", "SmallAlexNet", "build_model"]
+def is_mlp(name: str) -> bool:
+    """Whether model `name` is a plain MLP (the client layer's closed-form path)."""
+    return getattr(MODELS[name], "func", MODELS[name]) is MLP
+
+
+__all__ = ["MLP", "MODELS", "SmallAlexNet", "build_model", "is_mlp"]
