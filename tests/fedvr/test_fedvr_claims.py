@@ -10,7 +10,7 @@ import yaml
 from fedrepro.claims.checks import CHECKS, NEEDS_TABLE
 from fedrepro.claims.checks.monte_carlo import compare_mc, compare_with_paper, mc_stat_within, series_ratio, series_trend
 from fedrepro.claims.ledger import evaluate_claims
-from fedrepro.claims.summaries import monte_carlo_summaries
+from fedrepro.results.summaries import monte_carlo_summaries
 
 K, R, F_STAR = 20, 6, 0.01
 STAR = np.array([0.2, -0.1, 0.3])

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from matplotlib.patches import Circle
 
-from fedrepro.claims.cep import cep_radius
+from fedrepro.results.cep import cep_radius
 from fedrepro.experiments.runtable import Figure
 from fedrepro.plots import KINDS, draw_figure
 from fedrepro.results.monte_carlo import curves_of

@@ -6,7 +6,7 @@ import yaml
 
 from fedrepro.claims.checks.final_values import compare_final, log_ratio_within, monotone_time_to_target, participation_rate
 from fedrepro.claims.ledger import evaluate_claims
-from fedrepro.claims.summaries import curve_medians
+from fedrepro.results.summaries import curve_medians
 
 ROUNDS = np.arange(0, 101, 10)
 

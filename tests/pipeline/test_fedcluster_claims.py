@@ -6,7 +6,7 @@ import yaml
 
 from fedrepro.claims.checks.learning_curves import comparable, faster, gain_by_group, less_sensitive, ordered, slight
 from fedrepro.claims.ledger import evaluate_claims
-from fedrepro.claims.summaries import auc_fin_per_seed
+from fedrepro.results.summaries import auc_fin_per_seed
 
 ROUNDS = np.arange(0, 31)
 

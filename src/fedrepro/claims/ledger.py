@@ -9,7 +9,7 @@ import pandas as pd
 import yaml
 
 from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, NEEDS_TABLE, check_parameters
-from fedrepro.claims.summaries import curve_medians
+from fedrepro.results.summaries import curve_medians
 from fedrepro.errors import ConfigError
 from fedrepro.results.tables import read_figure_table
 from fedrepro.utils.atomic import atomic_path

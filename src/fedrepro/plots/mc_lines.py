@@ -1,7 +1,7 @@
 """Monte Carlo runs against rounds: a thin line per run and a thick mean, one axes per curve
 side by side (same y axis), optionally one more axes with every curve's thick line overlaid.
 
-Two kinds share this drawing and differ only in the series (claims/cep.py cost_curves):
+Two kinds share this drawing and differ only in the series (results/cep.py cost_curves):
   mc_error    : thin f(θ_k^r) − f*,                 thick their mean            (Figs 3, 6, 9)
   mc_variance : thin (f(θ_k^r) − mean_r f(θ_k^r))², thick their mean = variance (Figs 4, 7)
 """

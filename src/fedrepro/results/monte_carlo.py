@@ -13,7 +13,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from fedrepro.claims.cep import cep_metrics, cost_curves
+from fedrepro.results.cep import cep_metrics, cost_curves
 from fedrepro.results.tables import label_columns
 
 
@@ -31,7 +31,7 @@ class MonteCarloRuns:
         return self.cost.shape[0]
 
     def curves(self) -> dict[str, np.ndarray]:
-        """err, mean_err, sqdev, var (claims/cep.py cost_curves), each over rounds."""
+        """err, mean_err, sqdev, var (results/cep.py cost_curves), each over rounds."""
         return cost_curves(self.cost, self.f_star)
 
     def cep(self, coords: tuple[int, int]) -> dict[str, float]:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from fedrepro.claims.checks.common import FAIL, INCONCLUSIVE, PASS, Result, cells_of, fmt, rows_matching, verdict
-from fedrepro.claims.summaries import auc_fin_per_seed
+from fedrepro.results.summaries import auc_fin_per_seed
 
 
 def _gain(auc_a, auc_b, higher: bool, relative: bool = True):

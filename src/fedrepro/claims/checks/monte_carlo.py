@@ -16,7 +16,7 @@ from fedrepro.claims.checks.common import (
     verdict,
 )
 from fedrepro.claims.checks.final_values import compare_final
-from fedrepro.claims.summaries import monte_carlo_summaries
+from fedrepro.results.summaries import monte_carlo_summaries
 from fedrepro.results.monte_carlo import curves_of
 
 
@@ -78,7 +78,7 @@ def _window(s: dict[str, np.ndarray], name: str, window: list[int]) -> np.ndarra
 def series_ratio(curves: pd.DataFrame, table: pd.DataFrame, *, a: dict, b: dict, per: list[str], series: str = "var",
                  window: list[int] = (10, 100), agg: str = "gmean", max_ratio: float = 1.0) -> Result:
     """agg (gmean | median) over rounds in `window` of series_a[k] / series_b[k] <= max_ratio
-    (series: var, mean_err of claims/cep.py cost_curves)."""
+    (series: var, mean_err of results/cep.py cost_curves)."""
     if agg not in ("gmean", "median"):
         raise ValueError(f"series_ratio: agg {agg!r}; allowed: gmean, median")
     frame, data = _mc_series(table)
