@@ -161,6 +161,13 @@ def _scaled_figure(name: str, fig: dict[str, Any], override: dict[str, Any], whe
     return fig
 
 
+def _plot_options(paper_plot: dict[str, Any], figure_plot: dict[str, Any]) -> dict[str, Any]:
+    """The figure's plot options over the paper's, when both are of one kind; a figure of another kind
+    (e.g. a table among line plots) has only its own."""
+    same_kind = figure_plot.get("kind", paper_plot.get("kind")) == paper_plot.get("kind")
+    return _merge(paper_plot if same_kind else {}, figure_plot)
+
+
 def _deviations(paper_cfg: dict[str, Any], scale: str) -> list[str]:
     """Plain-text list of how this scale departs from the paper scale (for captions)."""
     if scale == "paper":
@@ -199,7 +206,7 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict
         override = fig_overrides.get(name, {})
         fig = _scaled_figure(name, fig, override, f"{where}: scales.{scale}.figures")
         extra = [f"{name} at this scale keeps {k} = {override[k]}" for k in ("panels", "grid", "methods") if k in override]
-        plot = _merge(paper_cfg.get("plot", {}), fig.get("plot", {}))
+        plot = _plot_options(paper_cfg.get("plot", {}), fig.get("plot", {}))
         figure = Figure(paper, name, fig["title"], fig.get("caption", ""), scale, deviations + extra, plot)
         for panel in fig["panels"]:
             base = _pick(panels, panel["use"], "panel", f"{where}: figures.{name}")
