@@ -6,6 +6,7 @@ from fedrepro.cli import run_step
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 run_step(
-    lambda: write_ledger(Path(sm.input.claims), [Path(p) for p in sm.input.tables], sm.params.scale, Path(sm.output[0])),
+    lambda: write_ledger(Path(sm.input.claims), [Path(p) for p in sm.input.tables], sm.params.figures,
+                         sm.params.scale, Path(sm.output[0])),
     sm.log[0],
 )

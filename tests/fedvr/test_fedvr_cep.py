@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedrepro.claims.cep import cep_metrics, cep_radius, cost_curves
+from fedrepro.results.cep import cep_metrics, cep_radius, cost_curves
 
 
 def test_points_on_a_circle_have_cep_equal_to_the_radius():

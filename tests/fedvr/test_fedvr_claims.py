@@ -7,10 +7,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from fedrepro.claims.checks import CHECKS, NEEDS_TABLE
+from fedrepro.claims.checks import CHECKS
 from fedrepro.claims.checks.monte_carlo import compare_mc, compare_with_paper, mc_stat_within, series_ratio, series_trend
+from fedrepro.claims.data import ClaimData
 from fedrepro.claims.ledger import evaluate_claims
-from fedrepro.claims.summaries import monte_carlo_summaries
+from fedrepro.experiments.runtable import LABEL_COLUMNS
+from fedrepro.results.summaries import monte_carlo_summaries
 
 K, R, F_STAR = 20, 6, 0.01
 STAR = np.array([0.2, -0.1, 0.3])
@@ -43,7 +45,7 @@ def table(mc_table):
 
 
 def test_summaries_compute_variance_cep_and_distance_from_the_table(table):
-    stats = monte_carlo_summaries(table).set_index("method")
+    stats = monte_carlo_summaries(table, LABEL_COLUMNS).set_index("method")
     cost = costs(0.1, 1e-5)
     assert stats.loc["ours", "var_final"] == pytest.approx(np.var(cost[:, -1]), rel=1e-12)
     assert stats.loc["ours", "mean_err_final"] == pytest.approx(np.mean(cost[:, -1]) - F_STAR, rel=1e-12)
@@ -52,57 +54,57 @@ def test_summaries_compute_variance_cep_and_distance_from_the_table(table):
     assert stats.loc["ours", "opt_dist"] == pytest.approx(0.0, abs=1e-12)
     assert stats.loc["theirs", "opt_dist"] == pytest.approx(0.05, rel=1e-9)
     assert stats.loc["ours", "f_star"] == pytest.approx(F_STAR, abs=1e-15)
-    assert (stats["runs"] == R).all() and (stats["last_round"] == K).all()
+    assert (stats["runs"] == R).all() and (stats["last_x"] == K).all()
 
 
 def test_a_run_shown_in_several_figures_counts_once(table):
     twice = pd.concat([table, table.assign(figure="g")], ignore_index=True)
-    pd.testing.assert_frame_equal(monte_carlo_summaries(twice), monte_carlo_summaries(table))
+    pd.testing.assert_frame_equal(monte_carlo_summaries(twice, LABEL_COLUMNS), monte_carlo_summaries(table, LABEL_COLUMNS))
 
 
 def test_compare_mc_pass_fail_and_every_stat_must_hold(table):
     ours, theirs = {"method": "ours"}, {"method": "theirs"}
-    status, measured, _ = compare_mc(None, table, a=ours, b=theirs, per=["panel"], stats=["mean_err_final", "var_final"])
+    status, measured, _ = compare_mc(ClaimData(table, LABEL_COLUMNS), a=ours, b=theirs, per=["panel"], stats=["mean_err_final", "var_final"])
     assert status == "PASS" and "mean_err_final: 1/1" in measured and "var_final: 1/1" in measured
-    assert compare_mc(None, table, a=theirs, b=ours, per=["panel"], stats=["cep_2d"])[0] == "FAIL"
-    assert compare_mc(None, table, a=ours, b=theirs, per=["panel"], stats=["cep_2d", "t_target"],
+    assert compare_mc(ClaimData(table, LABEL_COLUMNS), a=theirs, b=ours, per=["panel"], stats=["cep_2d"])[0] == "FAIL"
+    assert compare_mc(ClaimData(table, LABEL_COLUMNS), a=ours, b=theirs, per=["panel"], stats=["cep_2d", "t_target"],
                       target=1e-9)[0] == "FAIL"  # neither reaches 1e-9: inf < inf fails
-    assert compare_mc(None, table, a=ours, b={"method": "nobody"}, per=["panel"], stats=["cep_2d"])[0] == "INCONCLUSIVE"
+    assert compare_mc(ClaimData(table, LABEL_COLUMNS), a=ours, b={"method": "nobody"}, per=["panel"], stats=["cep_2d"])[0] == "INCONCLUSIVE"
 
 
 def test_compare_with_paper_reports_paper_numbers_and_ratio(table):
     args = dict(a={"method": "ours"}, b={"method": "theirs"}, per=["panel"], stat="cep_2d",
                 paper={"a": 0.0029, "b": 0.0059})
-    status, measured, _ = compare_with_paper(None, table, **args)
+    status, measured, _ = compare_with_paper(ClaimData(table, LABEL_COLUMNS), **args)
     assert status == "PASS"
     assert "OURS 0.003 (paper 0.0029, x1.03)" in measured and "THEIRS 0.006 (paper 0.0059, x1.02)" in measured
     assert "ratio 2 (paper 2.03)" in measured
-    assert compare_with_paper(None, table, **args, within=3.0, min_ratio=1.5)[0] == "PASS"
-    assert compare_with_paper(None, table, **args, min_ratio=2.5)[0] == "FAIL"
-    assert compare_with_paper(None, table, **{**args, "paper": {"a": 0.0001, "b": 0.0059}}, within=3.0)[0] == "FAIL"
-    assert compare_with_paper(None, table, **{**args, "a": {"method": "theirs"}, "b": {"method": "ours"}})[0] == "FAIL"
+    assert compare_with_paper(ClaimData(table, LABEL_COLUMNS), **args, within=3.0, min_ratio=1.5)[0] == "PASS"
+    assert compare_with_paper(ClaimData(table, LABEL_COLUMNS), **args, min_ratio=2.5)[0] == "FAIL"
+    assert compare_with_paper(ClaimData(table, LABEL_COLUMNS), **{**args, "paper": {"a": 0.0001, "b": 0.0059}}, within=3.0)[0] == "FAIL"
+    assert compare_with_paper(ClaimData(table, LABEL_COLUMNS), **{**args, "a": {"method": "theirs"}, "b": {"method": "ours"}})[0] == "FAIL"
 
 
 def test_series_ratio_and_trend(mc_table):
     table = mc_table(curve("ours", 0.1, 1e-5, 0.003, decay=0.1), curve("theirs", 1.0, 1e-3, 0.006, decay=-0.01))
     ours, theirs = {"method": "ours"}, {"method": "theirs"}
-    status, measured, _ = series_ratio(None, table, a=ours, b=theirs, per=["panel"], window=[2, 20], max_ratio=0.1)
+    status, measured, _ = series_ratio(ClaimData(table, LABEL_COLUMNS), a=ours, b=theirs, per=["panel"], window=[2, 20], max_ratio=0.1)
     assert status == "PASS" and "gmean var ratio" in measured
-    assert series_ratio(None, table, a=theirs, b=ours, per=["panel"], window=[2, 20], agg="median")[0] == "FAIL"
-    assert series_ratio(None, table, a=ours, b=theirs, per=["panel"], window=[50, 100])[0] == "INCONCLUSIVE"
+    assert series_ratio(ClaimData(table, LABEL_COLUMNS), a=theirs, b=ours, per=["panel"], window=[2, 20], agg="median")[0] == "FAIL"
+    assert series_ratio(ClaimData(table, LABEL_COLUMNS), a=ours, b=theirs, per=["panel"], window=[50, 100])[0] == "INCONCLUSIVE"
 
     trend = dict(early=[1, 5], late=[15, 20])
-    assert series_trend(None, table, select=ours, **trend)[0] == "PASS"  # decaying spread
-    assert series_trend(None, table, select=theirs, **trend)[0] == "FAIL"  # slowly growing: not below
-    assert series_trend(None, table, select=theirs, expect="above", factor=0.1, **trend)[0] == "PASS"
-    assert series_trend(None, table, select=ours, expect="above", factor=0.1, **trend)[0] == "FAIL"
-    assert series_trend(None, table, select=ours, early=[11, 30], late=[81, 100])[0] == "INCONCLUSIVE"
+    assert series_trend(ClaimData(table, LABEL_COLUMNS), select=ours, **trend)[0] == "PASS"  # decaying spread
+    assert series_trend(ClaimData(table, LABEL_COLUMNS), select=theirs, **trend)[0] == "FAIL"  # slowly growing: not below
+    assert series_trend(ClaimData(table, LABEL_COLUMNS), select=theirs, expect="above", factor=0.1, **trend)[0] == "PASS"
+    assert series_trend(ClaimData(table, LABEL_COLUMNS), select=ours, expect="above", factor=0.1, **trend)[0] == "FAIL"
+    assert series_trend(ClaimData(table, LABEL_COLUMNS), select=ours, early=[11, 30], late=[81, 100])[0] == "INCONCLUSIVE"
 
 
 def test_mc_stat_within_bounds_and_min_rounds(table):
-    assert mc_stat_within(None, table, select={"method": "ours"}, stat="f_star", low=0.008, high=0.012)[0] == "PASS"
-    assert mc_stat_within(None, table, select={}, stat="rel_err_final", high=1e-3)[0] == "FAIL"
-    status, _, note = mc_stat_within(None, table, select={}, stat="rel_err_final", high=1.0, min_rounds=100)
+    assert mc_stat_within(ClaimData(table, LABEL_COLUMNS), select={"method": "ours"}, stat="f_star", low=0.008, high=0.012)[0] == "PASS"
+    assert mc_stat_within(ClaimData(table, LABEL_COLUMNS), select={}, stat="rel_err_final", high=1e-3)[0] == "FAIL"
+    status, _, note = mc_stat_within(ClaimData(table, LABEL_COLUMNS), select={}, stat="rel_err_final", high=1.0, min_rounds=100)
     assert status == "INCONCLUSIVE" and "only 20 rounds" in note
 
 
@@ -111,15 +113,13 @@ def test_a_diverged_run_loses_every_comparison(mc_table):
     bad["cost"] = bad["cost"].copy()
     bad["cost"][2, 5:] = np.nan
     table = mc_table(bad, curve("theirs", 1.0, 1e-3, 0.006))
-    assert compare_mc(None, table, a={"method": "ours"}, b={"method": "theirs"}, per=["panel"],
+    assert compare_mc(ClaimData(table, LABEL_COLUMNS), a={"method": "ours"}, b={"method": "theirs"}, per=["panel"],
                       stats=["mean_err_final"])[0] == "FAIL"
 
 
 def test_ledger_runs_the_new_checks_and_gates_on_runs(table):
-    assert {"compare_mc", "compare_with_paper", "series_ratio", "series_trend", "mc_stat_within"} <= NEEDS_TABLE
-    assert NEEDS_TABLE <= set(CHECKS)
+    assert {"compare_mc", "compare_with_paper", "series_ratio", "series_trend", "mc_stat_within"} <= set(CHECKS)
     claims = yaml.safe_load("""
-    metric: cost_error
     claims:
       - {id: A, figures: [f], check: compare_mc, a: {method: ours}, b: {method: theirs}, per: [panel], stats: [var_final]}
       - {id: B, figures: [f], check: compare_mc, a: {method: ours}, b: {method: theirs}, per: [panel], stats: [var_final],
@@ -127,6 +127,6 @@ def test_ledger_runs_the_new_checks_and_gates_on_runs(table):
       - {id: C, figures: [f], check: compare_with_paper, a: {method: ours}, b: {method: theirs}, per: [panel],
          stat: cep_2d, paper: {a: 0.0029, b: 0.0059}}
     """)
-    ledger = evaluate_claims(claims, {"f": table}, "smoke").set_index("claim_id")
+    ledger = evaluate_claims(claims, {"f": table}, "smoke", {"f": LABEL_COLUMNS}).set_index("claim_id")
     assert list(ledger["status"]) == ["PASS", "INCONCLUSIVE", "PASS"]
     assert "only 6 seed(s)" in ledger.loc["B", "note"] and "paper 0.0029" in ledger.loc["C", "measured"]

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from matplotlib.patches import Circle
 
-from fedrepro.claims.cep import cep_radius
-from fedrepro.experiments.runtable import Figure
+from fedrepro.results.cep import cep_radius
+from fedrepro.experiments.runtable import LABEL_COLUMNS, Figure
 from fedrepro.plots import KINDS, draw_figure
 from fedrepro.results.monte_carlo import curves_of
 
@@ -39,11 +39,11 @@ def figure(kind: str, **options) -> Figure:
 
 
 def test_runs_read_back_from_the_table(table, curves):
-    got = list(curves_of(table))
+    got = list(curves_of(table, LABEL_COLUMNS))
     assert sorted(labels["method"] for labels, _ in got) == ["ours", "theirs"]
     for labels, mc in got:
         want = curves[0] if labels["method"] == "ours" else curves[1]
-        np.testing.assert_array_equal(mc.rounds, np.arange(K + 1))
+        np.testing.assert_array_equal(mc.x, np.arange(K + 1))
         np.testing.assert_allclose(mc.cost, want["cost"], rtol=0, atol=0)
         np.testing.assert_allclose(mc.theta_final, want["theta_final"], rtol=0, atol=0)
         np.testing.assert_allclose(mc.theta_star, STAR, rtol=0, atol=0)
@@ -64,7 +64,7 @@ def test_variance_plot_draws_the_variance_from_round_one_side_by_side(table):
     fig = KINDS["mc_variance"](table, figure("mc_variance"), ylim=[1e-14, 1.0], overlay="variance")
     axes = fig.axes
     assert len(axes) == 3  # one per curve + the overlay
-    mcs = {labels["method"]: mc for labels, mc in curves_of(table)}
+    mcs = {labels["method"]: mc for labels, mc in curves_of(table, LABEL_COLUMNS)}
     first = next(m for m in mcs if m.upper() in axes[0].get_title())
     np.testing.assert_allclose(_thick(axes[0]), mcs[first].curves()["var"][1:], rtol=1e-12)
     assert len(axes[0].get_lines()) == R + 1 and axes[0].get_yscale() == "log"
@@ -74,7 +74,7 @@ def test_variance_plot_draws_the_variance_from_round_one_side_by_side(table):
 
 def test_error_plot_with_variance_overlay(table):
     fig = KINDS["mc_error"](table, figure("mc_error"), ylim=[1e-6, 1.0], overlay="variance")
-    mcs = {labels["method"]: mc for labels, mc in curves_of(table)}
+    mcs = {labels["method"]: mc for labels, mc in curves_of(table, LABEL_COLUMNS)}
     first = next(m for m in mcs if m.upper() in fig.axes[0].get_title())
     np.testing.assert_allclose(_thick(fig.axes[0]), mcs[first].curves()["mean_err"], rtol=1e-12)
     overlay = fig.axes[-1].get_lines()
@@ -83,7 +83,7 @@ def test_error_plot_with_variance_overlay(table):
 
 def test_cep_plot_circle_is_the_cep_around_the_mean(table):
     fig = KINDS["cep"](table, figure("cep"), coords=[0, 1])
-    mcs = {labels["method"]: mc for labels, mc in curves_of(table)}
+    mcs = {labels["method"]: mc for labels, mc in curves_of(table, LABEL_COLUMNS)}
     for ax in fig.axes:
         method = next(m for m in mcs if m.upper() in ax.get_title())
         points = mcs[method].theta_final[:, :2]

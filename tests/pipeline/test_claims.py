@@ -5,10 +5,11 @@ import pandas as pd
 import yaml
 
 from fedrepro.claims.checks.final_values import compare_final, log_ratio_within, monotone_time_to_target, participation_rate
+from fedrepro.claims.data import ClaimData
 from fedrepro.claims.ledger import evaluate_claims
-from fedrepro.claims.summaries import curve_medians
 
 ROUNDS = np.arange(0, 101, 10)
+LABELS = ["figure", "panel", "curve", "method", "run_id", "eta_tilde"]
 
 
 def _curve(method: str, eta: float, rate: float, seeds: int = 3, panel: str = "p1", diverge: bool = False):
@@ -29,30 +30,31 @@ def _table(*curves) -> pd.DataFrame:
 
 
 def _medians(table):
-    return curve_medians(table, "grad_norm", 0.1, [0.1, 0.01])
+    """What the checks read: the table and its label columns (they ask for the seed medians)."""
+    return ClaimData(table, LABELS)
 
 
 def test_compare_final_pass_fail_and_margin():
     table = _table(_curve("fast", 0.1, 5), _curve("slow", 0.1, 1))
     curves = _medians(table)
-    assert compare_final(curves, a={"method": "fast"}, b={"method": "slow"}, per=["panel"])[0] == "PASS"
-    assert compare_final(curves, a={"method": "slow"}, b={"method": "fast"}, per=["panel"])[0] == "FAIL"
+    assert compare_final(curves, a={"method": "fast"}, b={"method": "slow"}, per=["panel"], metric="grad_norm")[0] == "PASS"
+    assert compare_final(curves, a={"method": "slow"}, b={"method": "fast"}, per=["panel"], metric="grad_norm")[0] == "FAIL"
     # exp(-5) vs exp(-1): fast wins by ~55x, not by 100x
-    assert compare_final(curves, a={"method": "fast"}, b={"method": "slow"}, per=["panel"], factor=0.01)[0] == "FAIL"
-    assert compare_final(curves, a={"method": "fast"}, b={"method": "absent"}, per=["panel"])[0] == "INCONCLUSIVE"
+    assert compare_final(curves, a={"method": "fast"}, b={"method": "slow"}, per=["panel"], metric="grad_norm", factor=0.01)[0] == "FAIL"
+    assert compare_final(curves, a={"method": "fast"}, b={"method": "absent"}, per=["panel"], metric="grad_norm")[0] == "INCONCLUSIVE"
 
 
 def test_a_diverged_run_never_wins():
     curves = _medians(_table(_curve("wild", 0.1, 5, diverge=True), _curve("slow", 0.1, 1)))
-    assert compare_final(curves, a={"method": "wild"}, b={"method": "slow"}, per=["panel"])[0] == "FAIL"
-    assert compare_final(curves, a={"method": "slow"}, b={"method": "wild"}, per=["panel"])[0] == "PASS"
+    assert compare_final(curves, a={"method": "wild"}, b={"method": "slow"}, per=["panel"], metric="grad_norm")[0] == "FAIL"
+    assert compare_final(curves, a={"method": "slow"}, b={"method": "wild"}, per=["panel"], metric="grad_norm")[0] == "PASS"
 
 
 def test_require_fraction_counts_cells():
     table = _table(_curve("a", 0.1, 5, panel="p1"), _curve("b", 0.1, 1, panel="p1"),
                    _curve("a", 0.1, 1, panel="p2"), _curve("b", 0.1, 5, panel="p2"))
     curves = _medians(table)
-    kwargs = dict(a={"method": "a"}, b={"method": "b"}, per=["panel"])
+    kwargs = dict(a={"method": "a"}, b={"method": "b"}, per=["panel"], metric="grad_norm")
     assert compare_final(curves, **kwargs)[0] == "FAIL"
     assert compare_final(curves, **kwargs, require="fraction", fraction=0.5)[0] == "PASS"
     assert compare_final(curves, **kwargs, require="most")[0] == "FAIL"  # 1 of 2 is not most
@@ -61,7 +63,7 @@ def test_require_fraction_counts_cells():
 def test_monotone_time_to_target():
     good = _table(_curve("m", 0.1, 6), _curve("m", 0.03, 3), _curve("m", 0.01, 1))
     bad = _table(_curve("m", 0.1, 1), _curve("m", 0.03, 3), _curve("m", 0.01, 6))
-    kwargs = dict(per=["panel", "method"], along="eta_tilde", eps=[0.1])
+    kwargs = dict(per=["panel", "method"], along="eta_tilde", eps=[0.1], metric="grad_norm")
     assert monotone_time_to_target(_medians(good), **kwargs)[0] == "PASS"
     assert monotone_time_to_target(_medians(bad), **kwargs)[0] == "FAIL"
 
@@ -69,7 +71,7 @@ def test_monotone_time_to_target():
 def test_log_ratio_within():
     close = _medians(_table(_curve("a", 0.1, 2.0), _curve("b", 0.1, 2.2)))
     far = _medians(_table(_curve("a", 0.1, 1.0), _curve("b", 0.1, 9.0)))
-    kwargs = dict(a={"method": "a"}, b={"method": "b"}, per=["panel"], max_abs_log10=0.5)
+    kwargs = dict(a={"method": "a"}, b={"method": "b"}, per=["panel"], max_abs_log10=0.5, metric="grad_norm")
     assert log_ratio_within(close, **kwargs)[0] == "PASS"
     assert log_ratio_within(far, **kwargs)[0] == "FAIL"
 
@@ -83,21 +85,27 @@ def _participation(full_rounds: int, rounds: int = 10_001, n: int = 1000, s: int
 
 def test_participation_rate_is_a_binomial_check():
     # p = 0.01 over 10,000 coin rounds: 100 +- 10 expected full rounds (plus round 0)
-    assert participation_rate(pd.DataFrame(), _participation(1 + 100), select={"method": "fedpage"})[0] == "PASS"
-    assert participation_rate(pd.DataFrame(), _participation(1 + 160), select={"method": "fedpage"})[0] == "FAIL"
-    assert participation_rate(pd.DataFrame(), _participation(1 + 40), select={"method": "fedpage"})[0] == "FAIL"
+    def check(full_rounds):
+        data = ClaimData(_participation(full_rounds), ["panel", "curve", "method", "run_id", "n_clients", "S", "p"])
+        return participation_rate(data, select={"method": "fedpage"}, population="n_clients", sampled="S",
+                                  probability="p")
+    assert check(1 + 100)[0] == "PASS"
+    assert check(1 + 160)[0] == "FAIL"
+    assert check(1 + 40)[0] == "FAIL"
 
 
 def test_ledger_marks_too_few_seeds_and_missing_figures_inconclusive():
     claims = yaml.safe_load("""
     claims:
       - {id: X1, figures: [f], check: compare_final, a: {method: fast}, b: {method: slow}, per: [panel],
-         expected: "fast wins"}
-      - {id: X2, figures: [f], check: compare_final, a: {method: fast}, b: {method: slow}, per: [panel], min_seeds: 5}
-      - {id: X3, figures: [g], check: compare_final, a: {method: fast}, b: {method: slow}, per: [panel]}
+         metric: grad_norm, expected: "fast wins"}
+      - {id: X2, figures: [f], check: compare_final, a: {method: fast}, b: {method: slow}, per: [panel], min_seeds: 5,
+         metric: grad_norm}
+      - {id: X3, figures: [g], check: compare_final, a: {method: fast}, b: {method: slow}, per: [panel],
+         metric: grad_norm}
     """)
     table = _table(_curve("fast", 0.1, 5), _curve("slow", 0.1, 1))
-    ledger = evaluate_claims(claims, {"f": table}, "quick").set_index("claim_id")
+    ledger = evaluate_claims(claims, {"f": table}, "quick", {"f": LABELS}).set_index("claim_id")
     assert ledger.loc["X1", "status"] == "PASS" and ledger.loc["X1", "expected"] == "fast wins"
     assert ledger.loc["X2", "status"] == "INCONCLUSIVE" and "only 3 seed(s)" in ledger.loc["X2", "note"]
     assert ledger.loc["X3", "status"] == "INCONCLUSIVE" and "not produced" in ledger.loc["X3", "note"]

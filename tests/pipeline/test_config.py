@@ -54,7 +54,7 @@ def _claim(cfg: dict, claim_id: str) -> dict:
         (lambda c: _claim(c, "C7").pop("b"), ["C7", "needs 'b'"]),
         (lambda c: _claim(c, "C7").update(figures=["fig2z"]), ["unknown figure 'fig2z'", "fig2a"]),
         (lambda c: c["claims"].append(dict(_claim(c, "C7"))), ["'C7' is used twice"]),
-        (lambda c: c.update(metrik="x"), ["unknown key 'metrik'", "metric"]),
+        (lambda c: c.update(metrik="x"), ["unknown key 'metrik'", "allowed keys", "claims"]),
     ],
 )
 def test_bad_claims_file_stops_at_start_up(tmp_path, edit, expected):

@@ -5,8 +5,9 @@ import pandas as pd
 import yaml
 
 from fedrepro.claims.checks.learning_curves import comparable, faster, gain_by_group, less_sensitive, ordered, slight
+from fedrepro.claims.data import ClaimData
 from fedrepro.claims.ledger import evaluate_claims
-from fedrepro.claims.summaries import auc_fin_per_seed
+from fedrepro.results.summaries import auc_fin_per_seed
 
 ROUNDS = np.arange(0, 31)
 
@@ -25,56 +26,63 @@ def _curve(label: str, method: str, rate: float, *, panel: str = "p", seeds: int
     return rows
 
 
+LABELS = ["figure", "panel", "curve", "method", "run_id", "algorithm", "dataset", "M", "rho_cluster", "rho_device"]
+
+
 def _table(*curves) -> pd.DataFrame:
     return pd.DataFrame([row for curve in curves for row in curve])
+
+
+def _data(table: pd.DataFrame) -> ClaimData:
+    return ClaimData(table, LABELS)
 
 
 FC, AVG = {"method": "fedcluster"}, {"method": "fedavg"}
 
 
 def test_auc_and_fin_follow_the_spec_definitions():
-    frame = auc_fin_per_seed(_table(_curve("FC", "fedcluster", 1.0, seeds=1)), "train_loss")
+    frame = auc_fin_per_seed(_table(_curve("FC", "fedcluster", 1.0, seeds=1)), LABELS, "train_loss")
     loss = np.exp(-ROUNDS / 30)
     assert frame["auc"].iloc[0] == np.mean(loss)
     assert frame["fin"].iloc[0] == np.mean(loss[-3:])  # last ceil(30 / 10) rounds
-    wild = auc_fin_per_seed(_table(_curve("W", "fedavg", 1.0, seeds=1, diverge=True)), "train_loss")
+    wild = auc_fin_per_seed(_table(_curve("W", "fedavg", 1.0, seeds=1, diverge=True)), LABELS, "train_loss")
     assert np.isinf(wild["auc"].iloc[0]) and bool(wild["diverged"].iloc[0])
 
 
 def test_faster_passes_fails_and_needs_a_seed_majority():
     table = _table(_curve("FC", "fedcluster", 3.0), _curve("FedAvg", "fedavg", 1.0))
-    assert faster(None, table, a=FC, b=AVG, per=["panel"], fin_rel_tol=0.01)[0] == "PASS"
-    assert faster(None, table, a=AVG, b=FC, per=["panel"])[0] == "FAIL"
-    status, measured, _ = faster(None, table, a=FC, b=AVG, per=["panel"], min_gain=0.9)
+    assert faster(_data(table), a=FC, b=AVG, per=["panel"], fin_rel_tol=0.01)[0] == "PASS"
+    assert faster(_data(table), a=AVG, b=FC, per=["panel"])[0] == "FAIL"
+    status, measured, _ = faster(_data(table), a=FC, b=AVG, per=["panel"], min_gain=0.9)
     assert status == "FAIL" and "> 0 in 3/3" in measured  # wins, but not by 90%
-    assert faster(None, table, a=FC, b={"method": "absent"}, per=["panel"])[0] == "INCONCLUSIVE"
+    assert faster(_data(table), a=FC, b={"method": "absent"}, per=["panel"])[0] == "INCONCLUSIVE"
     # the mean wins but only 1 of 3 paired seeds does: not "faster" (spec §4)
     noisy = _table(_curve("FC", "fedcluster", 1.0, offsets=(-0.3, 0.02, 0.02)), _curve("FedAvg", "fedavg", 1.0))
-    assert float(faster(None, noisy, a=FC, b=AVG, per=["panel"])[1].split("G ")[1].split()[0]) > 0
-    assert faster(None, noisy, a=FC, b=AVG, per=["panel"])[0] == "FAIL"
-    assert faster(None, noisy, a=FC, b=AVG, per=["panel"], seed_share=0)[0] == "PASS"
+    assert float(faster(_data(noisy), a=FC, b=AVG, per=["panel"])[1].split("G ")[1].split()[0]) > 0
+    assert faster(_data(noisy), a=FC, b=AVG, per=["panel"])[0] == "FAIL"
+    assert faster(_data(noisy), a=FC, b=AVG, per=["panel"], seed_share=0)[0] == "PASS"
 
 
 def test_faster_on_accuracy_and_against_a_diverged_run():
     table = _table(_curve("FC", "fedcluster", 3.0), _curve("FedAvg", "fedavg", 1.0))
-    assert faster(None, table, a=FC, b=AVG, per=["panel"], metric="test_accuracy", higher=True,
+    assert faster(_data(table), a=FC, b=AVG, per=["panel"], metric="test_accuracy", higher=True,
                   fin_abs_tol=0.005)[0] == "PASS"
-    assert faster(None, table, a=AVG, b=FC, per=["panel"], metric="test_accuracy", higher=True)[0] == "FAIL"
+    assert faster(_data(table), a=AVG, b=FC, per=["panel"], metric="test_accuracy", higher=True)[0] == "FAIL"
     wild = _table(_curve("FC", "fedcluster", 1.0), _curve("FedAvg", "fedavg", 3.0, diverge=True))
-    assert faster(None, wild, a=AVG, b=FC, per=["panel"])[0] == "FAIL"
-    assert faster(None, wild, a=FC, b=AVG, per=["panel"], fin_rel_tol=0.01)[0] == "PASS"
+    assert faster(_data(wild), a=AVG, b=FC, per=["panel"])[0] == "FAIL"
+    assert faster(_data(wild), a=FC, b=AVG, per=["panel"], fin_rel_tol=0.01)[0] == "PASS"
 
 
 def test_one_selector_compares_every_curve_it_matches():
     table = _table(_curve("M=5", "fedcluster", 1.02, M=5), _curve("M=10", "fedcluster", 2.0, M=10),
                    _curve("FedAvg", "fedavg", 1.0))
-    status, measured, _ = faster(None, table, a={"method": "fedcluster"}, b=AVG, per=["panel"])
+    status, measured, _ = faster(_data(table), a={"method": "fedcluster"}, b=AVG, per=["panel"])
     assert status == "PASS" and measured.startswith("2/2") and "M=5" in measured
-    assert faster(None, table, a={"method": "fedcluster", "M": [10]}, b=AVG, per=["panel"], min_gain=0.1)[0] == "PASS"
-    assert faster(None, table, a={"method": "fedcluster"}, b=AVG, per=["panel"], min_gain=0.1)[0] == "FAIL"
+    assert faster(_data(table), a={"method": "fedcluster", "M": [10]}, b=AVG, per=["panel"], min_gain=0.1)[0] == "PASS"
+    assert faster(_data(table), a={"method": "fedcluster"}, b=AVG, per=["panel"], min_gain=0.1)[0] == "FAIL"
     # M = 5 is within 5% of FedAvg and clearly below M = 10's gain
-    assert comparable(None, table, a={"curve": "M=5"}, b=AVG, per=["panel"], reference={"curve": "M=10"})[0] == "PASS"
-    assert comparable(None, table, a={"curve": "M=10"}, b=AVG, per=["panel"])[0] == "FAIL"
+    assert comparable(_data(table), a={"curve": "M=5"}, b=AVG, per=["panel"], reference={"curve": "M=10"})[0] == "PASS"
+    assert comparable(_data(table), a={"curve": "M=10"}, b=AVG, per=["panel"])[0] == "FAIL"
 
 
 def test_ordered_and_slight():
@@ -82,14 +90,14 @@ def test_ordered_and_slight():
         return _table(_curve("FedAvg", "fedavg", 1.0, rho_cluster=float("nan")),
                       *(_curve(f"rc={rc}", "fedcluster", r, rho_cluster=rc) for rc, r in zip((0.1, 0.5, 0.9), rates)))
     kw = dict(select=FC, per=["panel"], along="rho_cluster", order=[0.9, 0.5, 0.1])
-    assert ordered(None, fig6((2.2, 2.1, 2.0)), **kw, strict=False)[0] == "PASS"
-    assert ordered(None, fig6((2.0, 2.1, 2.2)), **kw, strict=False)[0] == "FAIL"
-    assert ordered(None, fig6((2.0, 2.0, 2.0)), **kw, strict=False)[0] == "PASS"
-    assert ordered(None, fig6((2.0, 2.0, 2.0)), **kw, strict=True)[0] == "FAIL"
-    assert ordered(None, fig6((2.2, 2.1, 2.0)), **{**kw, "order": [0.9, 0.7]})[0] == "INCONCLUSIVE"
+    assert ordered(_data(fig6((2.2, 2.1, 2.0))), **kw, strict=False)[0] == "PASS"
+    assert ordered(_data(fig6((2.0, 2.1, 2.2))), **kw, strict=False)[0] == "FAIL"
+    assert ordered(_data(fig6((2.0, 2.0, 2.0))), **kw, strict=False)[0] == "PASS"
+    assert ordered(_data(fig6((2.0, 2.0, 2.0))), **kw, strict=True)[0] == "FAIL"
+    assert ordered(_data(fig6((2.2, 2.1, 2.0))), **{**kw, "order": [0.9, 0.7]})[0] == "INCONCLUSIVE"
     # "slightly": the spread over rho_cluster is small next to the gap to FedAvg
-    assert slight(None, fig6((2.2, 2.1, 2.0)), **kw, b=AVG)[0] == "PASS"
-    assert slight(None, fig6((5.0, 2.1, 1.1)), **kw, b=AVG)[0] == "FAIL"
+    assert slight(_data(fig6((2.2, 2.1, 2.0))), **kw, b=AVG)[0] == "PASS"
+    assert slight(_data(fig6((5.0, 2.1, 1.1))), **kw, b=AVG)[0] == "FAIL"
 
 
 def test_gain_by_group_and_less_sensitive():
@@ -100,13 +108,13 @@ def test_gain_by_group_and_less_sensitive():
             rows += _curve("FedAvg", "fedavg", avg * slow, panel=dataset, dataset=dataset, rho_device=rho)
     table = pd.DataFrame(rows)
     kw = dict(a=FC, b=AVG, per=["dataset", "rho_device"], group="dataset")
-    assert gain_by_group(None, table, **kw, greater="cifar10", than="mnist")[0] == "PASS"
-    assert gain_by_group(None, table, **kw, greater="mnist", than="cifar10")[0] == "FAIL"
-    assert gain_by_group(None, table, **kw, greater="cifar10", than="svhn")[0] == "INCONCLUSIVE"
+    assert gain_by_group(_data(table), **kw, greater="cifar10", than="mnist")[0] == "PASS"
+    assert gain_by_group(_data(table), **kw, greater="mnist", than="cifar10")[0] == "FAIL"
+    assert gain_by_group(_data(table), **kw, greater="cifar10", than="svhn")[0] == "INCONCLUSIVE"
     # FedAvg slows down at rho 0.9, FedCluster does not
     kw = dict(per=["dataset"], along="rho_device", low=0.1, high=0.9)
-    assert less_sensitive(None, table, a=FC, b=AVG, **kw)[0] == "PASS"
-    assert less_sensitive(None, table, a=AVG, b=FC, **kw)[0] == "FAIL"
+    assert less_sensitive(_data(table), a=FC, b=AVG, **kw)[0] == "PASS"
+    assert less_sensitive(_data(table), a=AVG, b=FC, **kw)[0] == "FAIL"
 
 
 def test_the_fedcluster_ledger_runs_on_a_figure_table():
@@ -115,7 +123,7 @@ def test_the_fedcluster_ledger_runs_on_a_figure_table():
     table = _table(_curve("FedCluster", "fedcluster", 3.0, algorithm="fedcluster", dataset="cifar10",
                           rho_device=0.1), _curve("FedAvg", "fedavg", 1.0, algorithm="fedavg", dataset="cifar10",
                                                   rho_device=0.1))
-    ledger = evaluate_claims(claims, {"fig2": table}, "quick").set_index("claim_id")
+    ledger = evaluate_claims(claims, {"fig2": table}, "quick", {"fig2": LABELS}).set_index("claim_id")
     assert ledger.loc["C1", "status"] == "PASS" and ledger.loc["C2", "status"] == "PASS"
     assert ledger.loc["C3", "status"] == "INCONCLUSIVE"  # fig3 not produced
     assert set(ledger["status"]) <= {"PASS", "FAIL", "INCONCLUSIVE"}

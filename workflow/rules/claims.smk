@@ -16,6 +16,7 @@ rule claims:
         ),
     params:
         scale=config["scale"],
+        figures=lambda wildcards: RUNS.paper_figures(wildcards.paper),
     log:
         "logs/claims/{paper}.log",
     threads: 1

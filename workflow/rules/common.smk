@@ -21,8 +21,9 @@ def run_outputs(run_ids):
 
 
 def paper_targets(paper):
+    # a drawing is figures/<paper>/<name>.{pdf,png}, a table figure .{csv,md,tex} (Figure.formats)
     figures = RUNS.paper_figures(paper)
-    return [f"figures/{paper}/{f.name}.{ext}" for f in figures for ext in ("pdf", "png")] + [
+    return [f"figures/{paper}/{f.name}.{ext}" for f in figures for ext in f.formats] + [
         f"results/claims/{paper}.csv"
     ]
 

@@ -1,4 +1,5 @@
-# Tidy table behind each figure, then the figure itself (PDF + PNG for the report).
+# Tidy table behind each figure, then the figure itself: PDF + PNG for a drawing, CSV + Markdown + LaTeX
+# for a figure of kind `table` (common.smk paper_targets asks for the files of each figure's kind).
 
 
 rule aggregate:
@@ -39,3 +40,27 @@ rule plot:
         runtime=10,
     script:
         "../../scripts/plot.py"
+
+
+rule table:
+    input:
+        "results/{paper}/{figure}.csv",
+    output:
+        csv=report(
+            "figures/{paper}/{figure}.csv",
+            caption="../report/figure.rst",
+            category="{paper}",
+            labels={"figure": "{figure}"},
+        ),
+        md="figures/{paper}/{figure}.md",
+        tex="figures/{paper}/{figure}.tex",
+    params:
+        figure=figure_of,
+    log:
+        "logs/table/{paper}/{figure}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../../scripts/table.py"

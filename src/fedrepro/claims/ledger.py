@@ -8,17 +8,18 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, NEEDS_TABLE, check_parameters
-from fedrepro.claims.summaries import curve_medians
+from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, check_choices, check_parameters
+from fedrepro.claims.data import ClaimData
 from fedrepro.errors import ConfigError
-from fedrepro.results.tables import read_figure_table
+from fedrepro.experiments.runtable import Figure
+from fedrepro.results.tables import merged_labels, read_figure_table
 from fedrepro.utils.atomic import atomic_path
 
 COLUMNS = ["claim_id", "figure", "scale", "status", "measured", "expected", "note", "quote"]
 # keys of a claim entry that are not parameters of its check
 CLAIM_FIELDS = {"id", "quote", "figures", "check", "expected", "note", "min_seeds"}
-# top-level keys of a claims file: settings shared by its claims
-LEDGER_FIELDS = {"paper", "metric", "final_window", "eps", "claims"}
+# top-level keys of a claims file (each check names its own metric, x column and window)
+LEDGER_FIELDS = {"paper", "claims"}
 
 
 def validate_claims(claims_cfg: Any, source: str, figures: set[str] | None = None) -> None:
@@ -48,6 +49,10 @@ def validate_claims(claims_cfg: Any, source: str, figures: set[str] | None = Non
                             f"{', '.join(sorted(required | optional | CLAIM_FIELDS))}")
         for key in sorted(required - given):
             problems.append(f"{where}: check {claim['check']!r} needs {key!r}")
+        for key, allowed in check_choices(claim["check"]).items():
+            if key in claim and claim[key] not in allowed:
+                problems.append(f"{where}: {key} {claim[key]!r} is not allowed; allowed values: "
+                                f"{', '.join(map(str, allowed))}")
         if figures is not None:
             for figure in sorted(set(claim.get("figures", [])) - figures):
                 problems.append(f"{where}: unknown figure {figure!r}; figures of this paper: {', '.join(sorted(figures))}")
@@ -55,19 +60,19 @@ def validate_claims(claims_cfg: Any, source: str, figures: set[str] | None = Non
         raise ConfigError(f"invalid claims in {source}:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
-def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame], scale: str) -> pd.DataFrame:
-    metric = claims_cfg.get("metric", "grad_norm")
-    window = claims_cfg.get("final_window", 0.1)
-    eps = claims_cfg.get("eps", [0.1, 0.01, 0.001])
+def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame], scale: str,
+                    labels: dict[str, list[str]]) -> pd.DataFrame:
+    """The ledger of the claims on the figure `tables`, whose label columns are `labels` (by figure
+    name, Figure.label_columns)."""
     rows = []
-    # many claims read the same figures: build each set's table and per-run medians once
-    merged: dict[tuple[str, ...], tuple[pd.DataFrame, pd.DataFrame]] = {}
+    # many claims read the same figures: one ClaimData per set, whose summaries are computed once
+    merged: dict[tuple[str, ...], ClaimData] = {}
 
-    def table_and_curves(figures: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    def data_of(figures: list[str]) -> ClaimData:
         key = tuple(figures)
         if key not in merged:
             table = pd.concat([tables[f] for f in figures], ignore_index=True) if figures else pd.DataFrame()
-            merged[key] = table, (curve_medians(table, metric, window, eps) if figures else pd.DataFrame())
+            merged[key] = ClaimData(table, merged_labels(*(labels[f] for f in figures)))
         return merged[key]
 
     for claim in claims_cfg["claims"]:
@@ -77,11 +82,9 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
         if claim.get("figures") and not figures:
             status, measured, extra = INCONCLUSIVE, "", f"figures {claim['figures']} not produced at scale {scale}"
         else:
-            table, curves = table_and_curves(figures)
-            if claim["check"] in NEEDS_TABLE:
-                params["table"] = table
-            status, measured, extra = CHECKS[claim["check"]](curves, **params)
-            seeds = int(curves["seeds"].min()) if len(curves) else 0
+            data = data_of(figures)
+            status, measured, extra = CHECKS[claim["check"]](data, **params)
+            seeds = data.seeds()
             if status != INCONCLUSIVE and seeds < claim.get("min_seeds", 1):
                 status, extra = INCONCLUSIVE, (
                     f"only {seeds} seed(s) at this scale; the claim needs >= {claim['min_seeds']} to be judged "
@@ -103,10 +106,14 @@ def load_claims(path: Path, figures: set[str] | None = None) -> dict[str, Any]:
     return claims_cfg
 
 
-def write_ledger(claims_path: Path, table_paths: list[Path], scale: str, out: Path) -> pd.DataFrame:
+def write_ledger(claims_path: Path, table_paths: list[Path], figures: list[Figure], scale: str,
+                 out: Path) -> pd.DataFrame:
+    """The ledger of one paper: its claims file, its figure tables and the figures they belong to
+    (for their label columns)."""
     claims_cfg = load_claims(claims_path)
     tables = {p.stem: read_figure_table(p) for p in table_paths}
-    ledger = evaluate_claims(claims_cfg, tables, scale)
+    labels = {f.name: f.label_columns for f in figures}
+    ledger = evaluate_claims(claims_cfg, tables, scale, labels)
     with atomic_path(out, suffix=".csv") as tmp:
         ledger.to_csv(tmp, index=False)
     return ledger

@@ -25,6 +25,11 @@ from fedrepro.errors import ConfigError
 PRESENTATION_KEYS = ("label",)
 # Keys that change how a run is executed but not its results: kept out of the run_id.
 OPERATIONAL_KEYS = ("checkpoint_every",)
+# Columns of a figure table that say which curve a row belongs to; the runs' settings follow them.
+LABEL_COLUMNS = ["figure", "panel", "curve", "method", "run_id"]
+# What a figure is written as, by its plot kind (a `table` figure is a table, not a drawing).
+FORMATS = {"table": ("csv", "md", "tex")}
+DRAWING_FORMATS = ("pdf", "png")
 
 
 @dataclass(frozen=True)
@@ -46,10 +51,28 @@ class Figure:
     deviations: list[str]
     plot: dict[str, Any]
     curves: list[Curve] = field(default_factory=list)
+    setting_keys: list[str] = field(default_factory=list)  # the runs' scalar settings, columns of its table
 
     @property
     def run_ids(self) -> list[str]:
         return sorted({c.run_id for c in self.curves})
+
+    @property
+    def label_columns(self) -> list[str]:
+        """The columns of this figure's table that identify a curve (not measured): declared here, so
+        that plots and claims never guess them from the column order."""
+        return LABEL_COLUMNS + self.setting_keys
+
+    @property
+    def formats(self) -> tuple[str, ...]:
+        """File extensions of figures/<paper>/<name>.*"""
+        return FORMATS.get(self.plot.get("kind"), DRAWING_FORMATS)
+
+
+def setting_keys(specs: list[dict[str, Any]]) -> list[str]:
+    """Every scalar setting of the runs, so that a figure table alone tells how each curve was made."""
+    keys = {k for s in specs for k, v in s.items() if isinstance(v, (int, float, str))}
+    return sorted(keys - set(LABEL_COLUMNS) - {"paper", "engine"})
 
 
 @dataclass
@@ -138,6 +161,13 @@ def _scaled_figure(name: str, fig: dict[str, Any], override: dict[str, Any], whe
     return fig
 
 
+def _plot_options(paper_plot: dict[str, Any], figure_plot: dict[str, Any]) -> dict[str, Any]:
+    """The figure's plot options over the paper's, when both are of one kind; a figure of another kind
+    (e.g. a table among line plots) has only its own."""
+    same_kind = figure_plot.get("kind", paper_plot.get("kind")) == paper_plot.get("kind")
+    return _merge(paper_plot if same_kind else {}, figure_plot)
+
+
 def _deviations(paper_cfg: dict[str, Any], scale: str) -> list[str]:
     """Plain-text list of how this scale departs from the paper scale (for captions)."""
     if scale == "paper":
@@ -176,7 +206,7 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict
         override = fig_overrides.get(name, {})
         fig = _scaled_figure(name, fig, override, f"{where}: scales.{scale}.figures")
         extra = [f"{name} at this scale keeps {k} = {override[k]}" for k in ("panels", "grid", "methods") if k in override]
-        plot = _merge(paper_cfg.get("plot", {}), fig.get("plot", {}))
+        plot = _plot_options(paper_cfg.get("plot", {}), fig.get("plot", {}))
         figure = Figure(paper, name, fig["title"], fig.get("caption", ""), scale, deviations + extra, plot)
         for panel in fig["panels"]:
             base = _pick(panels, panel["use"], "panel", f"{where}: figures.{name}")
@@ -195,6 +225,7 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict
                     rid = run_id_of(spec)
                     runs[rid] = spec
                     figure.curves.append(Curve(panel["name"], label, curve["method"], rid, point))
+        figure.setting_keys = setting_keys([runs[rid] for rid in figure.run_ids])
         figures[(paper, name)] = figure
     return runs, figures
 

@@ -1,4 +1,5 @@
-"""Figure builders: one function per plot kind, chosen by the figure's `plot.kind`."""
+"""Figure builders: one function per plot kind, chosen by the figure's `plot.kind`; the kind `table`
+is written as text tables instead (plots/table.py)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,22 @@ from fedrepro.plots.cep import cep
 from fedrepro.plots.convergence import convergence
 from fedrepro.plots.loss_accuracy import loss_accuracy
 from fedrepro.plots.mc_lines import mc_error, mc_variance
+from fedrepro.plots.table import write_table_figure
 from fedrepro.results.tables import read_figure_table
 
 KINDS = {"convergence": convergence, "mc_error": mc_error, "mc_variance": mc_variance, "cep": cep,
          "loss_accuracy": loss_accuracy}
 
 
+__all__ = ["KINDS", "draw_figure", "write_table_figure"]
+
+
 def draw_figure(figure: Figure, table_path: Path, pdf: Path, png: Path) -> None:
     table = read_figure_table(table_path)
     options = dict(figure.plot)
     kind = options.pop("kind")
+    if kind not in KINDS:
+        raise ValueError(f"figure {figure.name} of kind {kind!r} is not drawn: its files are "
+                         f".{' and .'.join(figure.formats)}")
     fig = KINDS[kind](table, figure, **options)
     save_figure(fig, figure, pdf, png)

@@ -28,7 +28,7 @@ def cep(table: pd.DataFrame, figure: Figure, *, coords: Sequence[int] = (0, 1),
         axis_labels: Sequence[str] | None = None) -> plt.Figure:
     theme()
     coords = tuple(coords)
-    curves = list(curves_of(table))
+    curves = list(curves_of(table, figure.label_columns))
     panels = list(dict.fromkeys(labels["panel"] for labels, _ in curves))
     ncols = max(sum(labels["panel"] == p for labels, _ in curves) for p in panels)
     fig, axes = plt.subplots(len(panels), ncols, figsize=(4.2 * ncols, 4.4 * len(panels)), squeeze=False)
@@ -60,6 +60,6 @@ def cep(table: pd.DataFrame, figure: Figure, *, coords: Sequence[int] = (0, 1),
             ax.set_aspect("equal", adjustable="box")
         for ax in axes[row, len(mine):]:
             ax.set_visible(False)
-    fig.suptitle(f"{figure.title}\n[{scale_note(figure)}; final round K = {curves[0][1].rounds[-1]}]", fontsize=9)
+    fig.suptitle(f"{figure.title}\n[{scale_note(figure)}; final round K = {curves[0][1].x[-1]}]", fontsize=9)
     fig.tight_layout()
     return fig

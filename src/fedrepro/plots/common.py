@@ -26,14 +26,14 @@ def scale_note(figure: Figure) -> str:
     return f"scale: {figure.scale}" + (" (reduced; see caption)" if reduced else "")
 
 
-def mark_diverged(ax: plt.Axes, sub: pd.DataFrame, y: str) -> None:
-    """An x at the last finite point of every diverged seed, so a reader sees it stopped."""
+def mark_diverged(ax: plt.Axes, sub: pd.DataFrame, y: str, x: str = "round") -> None:
+    """A cross at the last finite point of every diverged seed, so a reader sees it stopped."""
     for (_, seed), run in sub[sub["diverged"]].groupby(["run_id", "seed"]):
-        finite = run[np.isfinite(run[y])]
+        finite = run[np.isfinite(run[y])].sort_values(x)
         if len(finite):
             last = finite.iloc[-1]
-            ax.plot(last["round"], last[y], marker="x", color="crimson", markersize=8, mew=2, zorder=5)
-            ax.annotate("diverged", (last["round"], last[y]), textcoords="offset points", xytext=(4, 4),
+            ax.plot(last[x], last[y], marker="x", color="crimson", markersize=8, mew=2, zorder=5)
+            ax.annotate("diverged", (last[x], last[y]), textcoords="offset points", xytext=(4, 4),
                         fontsize=7, color="crimson")
 
 

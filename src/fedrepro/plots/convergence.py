@@ -1,4 +1,8 @@
-"""Metric versus communication rounds: one axes per panel, median over seeds, min-max band."""
+"""Metric against x (communication rounds by default): one axes per panel, median over seeds, min-max band.
+
+`style` names a label column (e.g. a step size) that sets the line style when one curve label is run
+at several of its values; `style_name` is its name in the legend.
+"""
 
 from __future__ import annotations
 
@@ -13,32 +17,27 @@ from fedrepro.experiments.runtable import Figure
 from fedrepro.plots.common import finish_figure, mark_diverged, theme
 
 
-# legend names of the columns that set the line style
-STYLE_NAMES = {"eta_tilde": "step size"}
+def _varies_within_curves(table: pd.DataFrame, column: str | None) -> bool:
+    """Whether one curve label of a panel is run at several values of `column` (then they need a style)."""
+    return column is not None and column in table and table.groupby(["panel", "curve"])[column].nunique().max() > 1
 
 
-def _style_key(table: pd.DataFrame) -> str | None:
-    """Line style encodes the step size when one curve label is run at several (Figs 2-6)."""
-    if "eta_tilde" in table and table.groupby(["panel", "curve"])["eta_tilde"].nunique().max() > 1:
-        return "eta_tilde"
-    return None
-
-
-def convergence(table: pd.DataFrame, figure: Figure, *, y: str = "grad_norm", ylabel: str | None = None,
-                logy: bool = True, x: str = "round", xlabel: str = "communication rounds") -> plt.Figure:
+def convergence(table: pd.DataFrame, figure: Figure, *, y: str, ylabel: str | None = None,
+                logy: bool = True, x: str = "round", xlabel: str = "communication rounds",
+                style: str | None = None, style_name: str | None = None) -> plt.Figure:
     theme()
     panels = list(dict.fromkeys(table["panel"]))
     ncols = min(3, len(panels))
     nrows = math.ceil(len(panels) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.6 * nrows), squeeze=False)
-    style = _style_key(table)
+    style = style if _varies_within_curves(table, style) else None
+    names = {style: style_name} if style and style_name else {}
     for ax, panel in zip(axes.flat, panels):
         sub = table[table["panel"] == panel]
         clean = sub[np.isfinite(sub[y]) & (sub[y] > 0 if logy else True)]
-        sns.lineplot(data=clean.rename(columns=STYLE_NAMES), x=x, y=y, hue="curve", style=STYLE_NAMES.get(style),
-                     estimator="median",
-                     errorbar=("pi", 100), ax=ax, linewidth=1.3)
-        mark_diverged(ax, sub, y)
+        sns.lineplot(data=clean.rename(columns=names), x=x, y=y, hue="curve", style=names.get(style, style),
+                     estimator="median", errorbar=("pi", 100), ax=ax, linewidth=1.3)
+        mark_diverged(ax, sub, y, x)
         if logy:
             ax.set_yscale("log")
         ax.set_title(panel)

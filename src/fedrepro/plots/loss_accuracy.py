@@ -59,7 +59,7 @@ def loss_accuracy(table: pd.DataFrame, figure: Figure, *, metrics: Sequence[str]
                     name = label if value is None else f"{label}, {NAMES.get(style, style)} = {value:g}"
                     ls = "--" if run["method"].iloc[0] in dashed else "-"
                     _line(ax, run, metric, x, color=color, ls=ls, label=name)
-            mark_diverged(ax, sub, metric)
+            mark_diverged(ax, sub, metric, x)
             ax.set_title(panel if len(metrics) == 1 else f"{panel}: {NAMES.get(metric, metric)}", fontsize=9)
             ax.set_xlabel(xlabel)
             ax.set_ylabel(NAMES.get(metric, metric))

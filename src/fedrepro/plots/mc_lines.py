@@ -1,7 +1,7 @@
-"""Monte Carlo runs against rounds: a thin line per run and a thick mean, one axes per curve
+"""Monte Carlo runs against x (rounds by default): a thin line per run and a thick mean, one axes per curve
 side by side (same y axis), optionally one more axes with every curve's thick line overlaid.
 
-Two kinds share this drawing and differ only in the series (claims/cep.py cost_curves):
+Two kinds share this drawing and differ only in the series (results/cep.py cost_curves):
   mc_error    : thin f(θ_k^r) − f*,                 thick their mean            (Figs 3, 6, 9)
   mc_variance : thin (f(θ_k^r) − mean_r f(θ_k^r))², thick their mean = variance (Figs 4, 7)
 """
@@ -29,11 +29,12 @@ def method_colors(table: pd.DataFrame) -> dict[str, tuple]:
 
 
 def _lines(table: pd.DataFrame, figure: Figure, *, series: str, ylabel: str, logy: bool,
-           ylim: Sequence[float] | None, start: int, overlay: str | None) -> plt.Figure:
-    """overlay: a series (error, variance) whose thick lines of all curves share one more axes."""
+           ylim: Sequence[float] | None, start: float, overlay: str | None, x: str, xlabel: str) -> plt.Figure:
+    """overlay: a series (error, variance) whose thick lines of all curves share one more axes;
+    start: the first x drawn."""
     theme()
     thin_key, thick_key, thick_name = SERIES[series]
-    curves = list(curves_of(table))
+    curves = list(curves_of(table, figure.label_columns, x))
     panels = list(dict.fromkeys(labels["panel"] for labels, _ in curves))
     per_row = max(sum(labels["panel"] == p for labels, _ in curves) for p in panels)
     ncols = per_row + int(bool(overlay))
@@ -41,26 +42,24 @@ def _lines(table: pd.DataFrame, figure: Figure, *, series: str, ylabel: str, log
     for ax in axes[:, :per_row].flat[1:]:
         ax.sharey(axes[0, 0])  # one y scale for the curves side by side
     o_key, o_name = SERIES[overlay][1:] if overlay else (None, None)
-    # the variance is 0 at k = 0 (every run starts at θ^0): nothing to show there on log axes
-    o_start = start if overlay == series else int(overlay == "variance")
     colors = method_colors(table)
     for row, panel in enumerate(panels):
         mine = [(labels, mc) for labels, mc in curves if labels["panel"] == panel]
         for col, (labels, mc) in enumerate(mine):
             ax, color = axes[row, col], colors[labels["method"]]
             lines = mc.curves()
-            keep = mc.rounds >= start
-            ax.plot(mc.rounds[keep], lines[thin_key][:, keep].T, color=color, lw=0.6, alpha=0.35)
-            ax.plot(mc.rounds[keep], lines[thick_key][keep], color=color, lw=2.4)
-            ax.set_title(f"{labels['curve']} ({panel})\n{thick_name} at k={mc.rounds[-1]}: "
+            keep = mc.x >= start
+            ax.plot(mc.x[keep], lines[thin_key][:, keep].T, color=color, lw=0.6, alpha=0.35)
+            ax.plot(mc.x[keep], lines[thick_key][keep], color=color, lw=2.4)
+            ax.set_title(f"{labels['curve']} ({panel})\n{thick_name} at {x} {mc.x[-1]}: "
                          f"{lines[thick_key][-1]:.2e}", fontsize=9)
-            _style(ax, logy, ylim, ylabel if col == 0 else None)
+            _style(ax, logy, ylim, ylabel if col == 0 else None, xlabel)
             if overlay:
-                o_keep = mc.rounds >= o_start
-                axes[row, -1].plot(mc.rounds[o_keep], lines[o_key][o_keep], color=color, lw=2.0,
+                o_keep = _overlay_points(mc.x, overlay, series, start)
+                axes[row, -1].plot(mc.x[o_keep], lines[o_key][o_keep], color=color, lw=2.0,
                                    label=labels["curve"])
         if overlay:
-            _style(axes[row, -1], logy, ylim if overlay == series else None, o_name)
+            _style(axes[row, -1], logy, ylim if overlay == series else None, o_name, xlabel)
             axes[row, -1].set_title(f"{o_name} of each algorithm ({panel})", fontsize=9)
             axes[row, -1].legend(fontsize=7)
         for ax in axes[row, len(mine):per_row]:
@@ -72,23 +71,33 @@ def _lines(table: pd.DataFrame, figure: Figure, *, series: str, ylabel: str, log
     return fig
 
 
-def _style(ax: plt.Axes, logy: bool, ylim: Sequence[float] | None, ylabel: str | None) -> None:
+def _overlay_points(xs, overlay: str, series: str, start: float):
+    """Which x the overlay draws: the drawn series' own from `start`; the variance without its first
+    point (0 there: every run starts at θ^0, nothing to show on log axes); the error everywhere."""
+    if overlay == series:
+        return xs >= start
+    return xs > xs[0] if overlay == "variance" else xs == xs
+
+
+def _style(ax: plt.Axes, logy: bool, ylim: Sequence[float] | None, ylabel: str | None, xlabel: str) -> None:
     if logy:
         ax.set_yscale("log")
     if ylim is not None:
         ax.set_ylim(*ylim)
-    ax.set_xlabel("round k")
+    ax.set_xlabel(xlabel)
     if ylabel:
         ax.set_ylabel(ylabel)
 
 
 def mc_error(table: pd.DataFrame, figure: Figure, *, ylabel: str = "f(θ_k) − f*", logy: bool = True,
-             ylim: Sequence[float] | None = None, start: int = 0, overlay: str | None = None) -> plt.Figure:
-    return _lines(table, figure, series="error", ylabel=ylabel, logy=logy, ylim=ylim, start=start, overlay=overlay)
+             ylim: Sequence[float] | None = None, start: float = 0, overlay: str | None = None, x: str = "round",
+             xlabel: str = "round k") -> plt.Figure:
+    return _lines(table, figure, series="error", ylabel=ylabel, logy=logy, ylim=ylim, start=start, overlay=overlay,
+                  x=x, xlabel=xlabel)
 
 
 def mc_variance(table: pd.DataFrame, figure: Figure, *, ylabel: str = "variance of f(θ_k) across runs",
-                logy: bool = True, ylim: Sequence[float] | None = None, start: int = 1,
-                overlay: str | None = None) -> plt.Figure:
+                logy: bool = True, ylim: Sequence[float] | None = None, start: float = 1,
+                overlay: str | None = None, x: str = "round", xlabel: str = "round k") -> plt.Figure:
     return _lines(table, figure, series="variance", ylabel=ylabel, logy=logy, ylim=ylim, start=start,
-                  overlay=overlay)
+                  overlay=overlay, x=x, xlabel=xlabel)

@@ -1,8 +1,9 @@
 """Monte Carlo runs read back from a figure table (engine `monte_carlo`, paper `fedvr`).
 
-The table has one row per (curve, Monte Carlo run `seed`, round) with cost, cost_error,
-theta_<i> and theta_star_<i>. Plots and claim checks both need the same arrays out of it:
-cost (R, K+1) and the final iterates (R, d); this module is the one place that reshapes them.
+The table has one row per (curve, Monte Carlo run `seed`, x) with cost, cost_error,
+theta_<i> and theta_star_<i>; x is a column named by the caller (`round` by default). Plots and
+claim checks both need the same arrays out of it: cost (R, K+1) and the final iterates (R, d);
+this module is the one place that reshapes them.
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from fedrepro.claims.cep import cep_metrics, cost_curves
-from fedrepro.results.tables import label_columns
+from fedrepro.results.cep import cep_metrics, cost_curves
 
 
 @dataclass(frozen=True)
 class MonteCarloRuns:
-    rounds: np.ndarray  # (K+1,)
+    x: np.ndarray  # (K+1,) the logged x (rounds by default)
     cost: np.ndarray  # (R, K+1)
     f_star: float
     theta_final: np.ndarray  # (R, d), the iterates at the last round
@@ -31,7 +31,7 @@ class MonteCarloRuns:
         return self.cost.shape[0]
 
     def curves(self) -> dict[str, np.ndarray]:
-        """err, mean_err, sqdev, var (claims/cep.py cost_curves), each over rounds."""
+        """err, mean_err, sqdev, var (results/cep.py cost_curves), each over x."""
         return cost_curves(self.cost, self.f_star)
 
     def cep(self, coords: tuple[int, int]) -> dict[str, float]:
@@ -43,15 +43,15 @@ def _coords(table: pd.DataFrame, prefix: str) -> list[str]:
     return sorted(names, key=lambda c: int(c[len(prefix):]))
 
 
-def monte_carlo_runs(run: pd.DataFrame) -> MonteCarloRuns:
-    """The arrays of one run (rows of a single run_id): every Monte Carlo run must log every round."""
-    cost = run.pivot(index="seed", columns="round", values="cost").sort_index(axis=0).sort_index(axis=1)
+def monte_carlo_runs(run: pd.DataFrame, x: str = "round") -> MonteCarloRuns:
+    """The arrays of one run (rows of a single run_id): every Monte Carlo run must log every x."""
+    cost = run.pivot(index="seed", columns=x, values="cost").sort_index(axis=0).sort_index(axis=1)
     if len(run) != cost.size:  # (a NaN cost is a diverged run, not a missing row)
-        raise ValueError(f"run {run['run_id'].iloc[0]}: Monte Carlo runs logged different rounds")
-    last = run[run["round"] == cost.columns.max()].sort_values("seed")
+        raise ValueError(f"run {run['run_id'].iloc[0]}: Monte Carlo runs logged different values of {x}")
+    last = run[run[x] == cost.columns.max()].sort_values("seed")
     first = run.iloc[0]
     return MonteCarloRuns(
-        rounds=cost.columns.to_numpy(),
+        x=cost.columns.to_numpy(),
         cost=cost.to_numpy(dtype=np.float64),
         f_star=float(first["cost"] - first["cost_error"]),
         theta_final=last[_coords(run, "theta_")].to_numpy(dtype=np.float64),
@@ -60,10 +60,11 @@ def monte_carlo_runs(run: pd.DataFrame) -> MonteCarloRuns:
     )
 
 
-def curves_of(table: pd.DataFrame) -> Iterator[tuple[dict, MonteCarloRuns]]:
-    """(labels, runs) per curve, in table order. A run that appears in several figures of a
-    claim (Figs 3-5 share theirs) is read once."""
-    labels = [c for c in label_columns(table) if c != "figure"]
-    table = table.drop_duplicates(subset=["run_id", "panel", "curve", "seed", "round"])
+def curves_of(table: pd.DataFrame, labels: list[str], x: str = "round") -> Iterator[tuple[dict, MonteCarloRuns]]:
+    """(labels, runs) per curve, in table order; `labels` are the table's label columns
+    (Figure.label_columns). A run that appears in several figures of a claim (Figs 3-5 share
+    theirs) is read once."""
+    labels = [c for c in labels if c != "figure" and c in table]
+    table = table.drop_duplicates(subset=["run_id", "panel", "curve", "seed", x])
     for _, run in table.groupby(["panel", "curve", "run_id"], sort=False):
-        yield run.iloc[0][labels].to_dict(), monte_carlo_runs(run)
+        yield run.iloc[0][labels].to_dict(), monte_carlo_runs(run, x)

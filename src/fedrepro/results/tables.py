@@ -10,19 +10,12 @@ from fedrepro.experiments.runtable import Figure
 from fedrepro.results.store import read_record, run_files
 from fedrepro.utils.atomic import atomic_path
 
-LABEL_COLUMNS = ["figure", "panel", "curve", "method", "run_id"]
-
-
-def _setting_keys(specs: dict[str, dict]) -> list[str]:
-    """Every scalar setting of the runs, so the table alone tells how each curve was made."""
-    keys = {k for s in specs.values() for k, v in s.items() if isinstance(v, (int, float, str))}
-    return sorted(keys - set(LABEL_COLUMNS) - {"paper", "engine"})
-
 
 def figure_table(figure: Figure, results_dir: Path) -> pd.DataFrame:
+    """Every run's metrics, after the figure's label columns (Figure.label_columns)."""
     records = {rid: read_record(run_files(results_dir, rid).record) for rid in figure.run_ids}
     specs = {rid: rec["spec"] for rid, rec in records.items()}
-    keys = _setting_keys(specs)
+    keys = figure.setting_keys
     frames = []
     for curve in figure.curves:
         metrics = pd.read_csv(run_files(results_dir, curve.run_id).metrics)
@@ -33,7 +26,7 @@ def figure_table(figure: Figure, results_dir: Path) -> pd.DataFrame:
         labels.update({k: specs[curve.run_id].get(k) for k in keys})
         frames.append(metrics.assign(**labels))
     table = pd.concat(frames, ignore_index=True)
-    front = LABEL_COLUMNS + keys
+    front = figure.label_columns
     return table[front + [c for c in table.columns if c not in front]]
 
 
@@ -50,6 +43,6 @@ def read_figure_table(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, low_memory=False)
 
 
-def label_columns(table: pd.DataFrame) -> list[str]:
-    """The columns that identify a curve: everything before the metrics, which start at `seed`."""
-    return list(table.columns[: table.columns.get_loc("seed")])
+def merged_labels(*label_lists: list[str]) -> list[str]:
+    """The label columns of several figures' tables read as one (claims that span figures)."""
+    return list(dict.fromkeys(c for labels in label_lists for c in labels))

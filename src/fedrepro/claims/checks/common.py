@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
 Result = tuple[str, str, str]  # (status, measured, note)
+Require = Literal["all", "most", "fraction"]  # how many cells must hold (verdict)
 
 
 def rows_matching(frame: pd.DataFrame, selector: dict[str, Any]) -> pd.DataFrame:
@@ -46,6 +47,17 @@ def stat_pairs(curves: pd.DataFrame, a: dict, b: dict, per: list[str], stat: str
     """(cell name, stat of a, stat of b) for every cell holding exactly one curve of each."""
     for name, ra, rb in pair_rows(curves, a, b, per):
         yield name, float(ra[stat]), float(rb[stat])
+
+
+def compare_stat(frame: pd.DataFrame, a: dict, b: dict, per: list[str], stat: str, factor: float = 1.0,
+                 require: str = "all", fraction: float | None = None) -> Result:
+    """Holds in a cell when stat(a) < stat(b) * factor (factor < 1: a wins by a margin; > 1: a tolerance)."""
+    pairs = list(stat_pairs(frame, a, b, per, stat)) if len(frame) else []
+    holds = [va < vb * factor for _, va, vb in pairs]
+    name_a, name_b = selector_name(a), selector_name(b)
+    detail = "; ".join(f"[{n}] {name_a} {fmt(va)} vs {name_b} {fmt(vb)}" for n, va, vb in pairs)
+    measured = f"{sum(holds)}/{len(holds)} cells hold: {detail}" if pairs else "no cell has both curves"
+    return verdict(holds, require, fraction), measured, ""
 
 
 def verdict(holds: list[bool], require: str, fraction: float | None) -> str:

@@ -1,4 +1,5 @@
-"""Learning curves compared on means over seeds (FedCluster spec §4): AUC and FIN of a per-round metric."""
+"""Learning curves compared on means over seeds (FedCluster spec §4): AUC and FIN of a metric against
+the x column `x` (results.summaries.auc_fin_per_seed)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedrepro.claims.checks.common import FAIL, INCONCLUSIVE, PASS, Result, cells_of, fmt, rows_matching, verdict
-from fedrepro.claims.summaries import auc_fin_per_seed
+from fedrepro.claims.checks.common import FAIL, INCONCLUSIVE, PASS, Require, Result, cells_of, fmt, rows_matching, verdict
+from fedrepro.claims.data import ClaimData
 
 
 def _gain(auc_a, auc_b, higher: bool, relative: bool = True):
@@ -30,10 +31,10 @@ def _pm(values) -> str:
     return f"{fmt(float(np.mean(values)))} ± {fmt(spread)}"
 
 
-def _seed_pairs(table: pd.DataFrame, a: dict, b: dict, per: list[str], metric: str, higher: bool):
+def _seed_pairs(data: ClaimData, a: dict, b: dict, per: list[str], metric: str, higher: bool, x: str):
     """(name, cell name, per-seed summaries of A, of B, seeds aligned) for every cell holding one run of
     B, once per run of A there: "FedCluster with M = 5, 10 and 20 each beat FedAvg" is one selector."""
-    frame = auc_fin_per_seed(table, metric, higher) if len(table) else pd.DataFrame()
+    frame = data.auc_fin(metric, higher, x)
     for cell_name, cell in cells_of(frame, per, named=True) if len(frame) else []:
         runs_a, sb = rows_matching(cell, a), rows_matching(cell, b)
         if sb["run_id"].nunique() != 1:
@@ -47,16 +48,16 @@ def _seed_pairs(table: pd.DataFrame, a: dict, b: dict, per: list[str], metric: s
             yield name, cell_name, sa.loc[common], sb.loc[common]
 
 
-def faster(curves: pd.DataFrame, table: pd.DataFrame, *, a: dict, b: dict, per: list[str], metric: str = "train_loss",
+def faster(data: ClaimData, *, a: dict, b: dict, per: list[str], metric: str = "train_loss", x: str = "round",
            higher: bool = False, min_gain: float = 0.0, fin_rel_tol: float | None = None,
-           fin_abs_tol: float | None = None, seed_share: float = 2 / 3, require: str = "all",
+           fin_abs_tol: float | None = None, seed_share: float = 2 / 3, require: Require = "all",
            fraction: float | None = None) -> Result:
     """A converges faster than B in a cell (spec §4 pass rule) when, on means over the paired seeds,
     G(A over B) > 0 and >= min_gain ("significantly": 0.05), FIN(A) is no worse than FIN(B) within
     fin_rel_tol (relative) or fin_abs_tol (absolute), and, with 3 or more seeds, G > 0 in at least
     `seed_share` of them."""
     holds, parts = [], []
-    for name, _, sa, sb in _seed_pairs(table, a, b, per, metric, higher):
+    for name, _, sa, sb in _seed_pairs(data, a, b, per, metric, higher, x):
         g_seeds = _gain(sa["auc"].to_numpy(), sb["auc"].to_numpy(), higher)
         g = float(_gain(sa["auc"].mean(), sb["auc"].mean(), higher))
         fa, fb = sa["fin"].mean(), sb["fin"].mean()
@@ -75,14 +76,14 @@ def faster(curves: pd.DataFrame, table: pd.DataFrame, *, a: dict, b: dict, per: 
     return verdict(holds, require, fraction), measured, ""
 
 
-def comparable(curves: pd.DataFrame, table: pd.DataFrame, *, a: dict, b: dict, per: list[str],
-               metric: str = "train_loss", higher: bool = False, tol: float = 0.05, reference: dict | None = None) -> Result:
+def comparable(data: ClaimData, *, a: dict, b: dict, per: list[str],
+               metric: str = "train_loss", x: str = "round", higher: bool = False, tol: float = 0.05, reference: dict | None = None) -> Result:
     """|G(A over B)| <= tol in each cell (spec §4 "comparable"); with a `reference` selector also
     |G(A over B)| < G(reference over B), i.e. clearly smaller than the gain of a curve that wins."""
     ref = {cell: float(_gain(sr["auc"].mean(), sb["auc"].mean(), higher))
-           for _, cell, sr, sb in (_seed_pairs(table, reference, b, per, metric, higher) if reference else [])}
+           for _, cell, sr, sb in (_seed_pairs(data, reference, b, per, metric, higher, x) if reference else [])}
     holds, parts = [], []
-    for name, cell, sa, sb in _seed_pairs(table, a, b, per, metric, higher):
+    for name, cell, sa, sb in _seed_pairs(data, a, b, per, metric, higher, x):
         g_seeds = _gain(sa["auc"].to_numpy(), sb["auc"].to_numpy(), higher)
         g = float(_gain(sa["auc"].mean(), sb["auc"].mean(), higher))
         ok = abs(g) <= tol and (reference is None or abs(g) < ref.get(cell, -np.inf))
@@ -98,11 +99,11 @@ def _series(cell: pd.DataFrame, along: str, order: list) -> list[float]:
     return [float(cell[cell[along] == v]["auc"].mean()) if (cell[along] == v).any() else np.nan for v in order]
 
 
-def ordered(curves: pd.DataFrame, table: pd.DataFrame, *, select: dict, per: list[str], along: str, order: list,
-            metric: str = "train_loss", higher: bool = False, strict: bool = True) -> Result:
+def ordered(data: ClaimData, *, select: dict, per: list[str], along: str, order: list,
+            metric: str = "train_loss", x: str = "round", higher: bool = False, strict: bool = True) -> Result:
     """The mean AUC of the selected curves gets better at every step along `order` of the values of
     `along` (strictly, or not worse): e.g. along M, order [5, 10, 20], a loss falls 5 -> 10 -> 20."""
-    frame = auc_fin_per_seed(table, metric, higher) if len(table) else pd.DataFrame()
+    frame = data.auc_fin(metric, higher, x)
     holds, parts = [], []
     for name, cell in cells_of(rows_matching(frame, select), per, named=True) if len(frame) else []:
         auc = np.array(_series(cell, along, order))
@@ -115,11 +116,11 @@ def ordered(curves: pd.DataFrame, table: pd.DataFrame, *, select: dict, per: lis
     return verdict(holds, "all", None), measured, ""
 
 
-def slight(curves: pd.DataFrame, table: pd.DataFrame, *, select: dict, b: dict, per: list[str], along: str,
-           order: list, metric: str = "train_loss", higher: bool = False) -> Result:
+def slight(data: ClaimData, *, select: dict, b: dict, per: list[str], along: str,
+           order: list, metric: str = "train_loss", x: str = "round", higher: bool = False) -> Result:
     """"Slightly" (spec §4, C14): the spread of the selected curves' mean AUC over `order` is smaller
     than the gap from B (e.g. FedAvg) to the worst of them."""
-    frame = auc_fin_per_seed(table, metric, higher) if len(table) else pd.DataFrame()
+    frame = data.auc_fin(metric, higher, x)
     holds, parts = [], []
     for name, cell in cells_of(frame, per, named=True) if len(frame) else []:
         auc, ref = np.array(_series(rows_matching(cell, select), along, order)), rows_matching(cell, b)["auc"]
@@ -134,12 +135,12 @@ def slight(curves: pd.DataFrame, table: pd.DataFrame, *, select: dict, b: dict, 
     return verdict(holds, "all", None), measured, ""
 
 
-def gain_by_group(curves: pd.DataFrame, table: pd.DataFrame, *, a: dict, b: dict, per: list[str], group: str,
-                  greater: Any, than: Any, metric: str = "train_loss", higher: bool = False, relative: bool = True) -> Result:
+def gain_by_group(data: ClaimData, *, a: dict, b: dict, per: list[str], group: str,
+                  greater: Any, than: Any, metric: str = "train_loss", x: str = "round", higher: bool = False, relative: bool = True) -> Result:
     """The mean over cells of G(A over B) is larger where `group` is `greater` than where it is `than`
     (e.g. dataset: FedCluster's edge larger on CIFAR-10 than on MNIST, spec C5, C8)."""
     gains: dict[Any, list[float]] = {greater: [], than: []}
-    for _, _, sa, sb in _seed_pairs(table, a, b, per, metric, higher):
+    for _, _, sa, sb in _seed_pairs(data, a, b, per, metric, higher, x):
         key = sa[group].iloc[0]
         if key in gains:
             gains[key].append(float(_gain(sa["auc"].mean(), sb["auc"].mean(), higher, relative)))
@@ -152,11 +153,11 @@ def gain_by_group(curves: pd.DataFrame, table: pd.DataFrame, *, a: dict, b: dict
     return (PASS if mg > mt else FAIL), measured, ""
 
 
-def less_sensitive(curves: pd.DataFrame, table: pd.DataFrame, *, a: dict, b: dict, per: list[str], along: str,
-                   low: Any, high: Any, metric: str = "train_loss", higher: bool = False) -> Result:
+def less_sensitive(data: ClaimData, *, a: dict, b: dict, per: list[str], along: str,
+                   low: Any, high: Any, metric: str = "train_loss", x: str = "round", higher: bool = False) -> Result:
     """A suffers less than B from `along` going low -> high (spec C16): the mean AUC of A worsens by
     less than B's, in each cell."""
-    frame = auc_fin_per_seed(table, metric, higher) if len(table) else pd.DataFrame()
+    frame = data.auc_fin(metric, higher, x)
     holds, parts = [], []
     for name, cell in cells_of(frame, per, named=True) if len(frame) else []:
         (a_lo, a_hi), (b_lo, b_hi) = (_series(rows_matching(cell, s), along, [low, high]) for s in (a, b))

@@ -1,6 +1,9 @@
-"""Checks on Monte Carlo tables (engine `monte_carlo`): statistics across the runs of one configuration."""
+"""Checks on Monte Carlo tables (engine `monte_carlo`): statistics across the runs of one configuration,
+against the x column `x` (rounds by default; windows are in units of x)."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -9,15 +12,15 @@ from fedrepro.claims.checks.common import (
     FAIL,
     INCONCLUSIVE,
     PASS,
+    Require,
     Result,
+    compare_stat,
     fmt,
     pair_rows,
     rows_matching,
     verdict,
 )
-from fedrepro.claims.checks.final_values import compare_final
-from fedrepro.claims.summaries import monte_carlo_summaries
-from fedrepro.results.monte_carlo import curves_of
+from fedrepro.claims.data import ClaimData
 
 
 def _combine(statuses: list[str]) -> str:
@@ -26,28 +29,23 @@ def _combine(statuses: list[str]) -> str:
     return PASS if statuses and all(s == PASS for s in statuses) else INCONCLUSIVE
 
 
-def _mc_frame(table: pd.DataFrame, coords: list[int], target: float) -> pd.DataFrame:
-    return monte_carlo_summaries(table, tuple(coords), target) if len(table) else pd.DataFrame()
-
-
-def compare_mc(curves: pd.DataFrame, table: pd.DataFrame, *, stats: list[str], a: dict, b: dict, per: list[str],
-               factor: float = 1.0, require: str = "all", fraction: float | None = None,
-               coords: list[int] = (0, 1), target: float = 1e-4) -> Result:
-    """compare_final on across-run statistics (summaries.monte_carlo_summaries); every stat must hold."""
-    frame = _mc_frame(table, coords, target)
-    results = [compare_final(frame, a=a, b=b, per=per, factor=factor, require=require, fraction=fraction, stat=s)
-               for s in stats]
+def compare_mc(data: ClaimData, *, stats: list[str], a: dict, b: dict, per: list[str],
+               factor: float = 1.0, require: Require = "all", fraction: float | None = None,
+               coords: list[int] = (0, 1), target: float = 1e-4, x: str = "round") -> Result:
+    """compare_final on across-run statistics (results.summaries.monte_carlo_summaries); every stat must hold."""
+    frame = data.mc_summaries(coords, target, x)
+    results = [compare_stat(frame, a, b, per, s, factor, require, fraction) for s in stats]
     return _combine([r[0] for r in results]), "; ".join(f"{s}: {r[1]}" for s, r in zip(stats, results)), ""
 
 
-def compare_with_paper(curves: pd.DataFrame, table: pd.DataFrame, *, a: dict, b: dict, per: list[str], stat: str,
+def compare_with_paper(data: ClaimData, *, a: dict, b: dict, per: list[str], stat: str,
                        paper: dict[str, float], within: float | None = None, min_ratio: float | None = None,
-                       coords: list[int] = (0, 1)) -> Result:
+                       coords: list[int] = (0, 1), x: str = "round") -> Result:
     """Our stat(a) and stat(b) beside the paper's values and ratios. Holds when stat(a) < stat(b) and,
     where given, each value lies within a factor `within` of the paper's and stat(b)/stat(a) >= min_ratio."""
-    frame = _mc_frame(table, coords, 1e-4)
+    frame = data.mc_summaries(coords, 1e-4, x)
     holds, parts = [], []
-    for name, ra, rb in pair_rows(frame, a, b, per):
+    for name, ra, rb in pair_rows(frame, a, b, per) if len(frame) else []:
         (va, la), (vb, lb) = (float(ra[stat]), ra["curve"]), (float(rb[stat]), rb["curve"])
         pa, pb = float(paper["a"]), float(paper["b"])
         ok = va < vb
@@ -62,29 +60,30 @@ def compare_with_paper(curves: pd.DataFrame, table: pd.DataFrame, *, a: dict, b:
     return verdict(holds, "all", None), measured, ""
 
 
-def _mc_series(table: pd.DataFrame) -> tuple[pd.DataFrame, list[dict[str, np.ndarray]]]:
-    """Curve labels (column `i` indexes the list) and each curve's rounds + cost_curves series."""
+def _mc_series(data: ClaimData, x: str) -> tuple[pd.DataFrame, list[dict[str, np.ndarray]]]:
+    """Curve labels (column `i` indexes the list) and each curve's x + cost_curves series."""
     labels, series = [], []
-    for i, (label, mc) in enumerate(curves_of(table) if len(table) else []):
+    for i, (label, mc) in enumerate(data.mc_curves(x)):
         labels.append({**label, "i": i})
-        series.append({"round": mc.rounds, **mc.curves()})
+        series.append({"x": mc.x, **mc.curves()})
     return pd.DataFrame(labels), series
 
 
-def _window(s: dict[str, np.ndarray], name: str, window: list[int]) -> np.ndarray:
-    return s[name][(s["round"] >= window[0]) & (s["round"] <= window[1])]
+def _window(s: dict[str, np.ndarray], name: str, window: list[float]) -> np.ndarray:
+    return s[name][(s["x"] >= window[0]) & (s["x"] <= window[1])]
 
 
-def series_ratio(curves: pd.DataFrame, table: pd.DataFrame, *, a: dict, b: dict, per: list[str], series: str = "var",
-                 window: list[int] = (10, 100), agg: str = "gmean", max_ratio: float = 1.0) -> Result:
-    """agg (gmean | median) over rounds in `window` of series_a[k] / series_b[k] <= max_ratio
-    (series: var, mean_err of claims/cep.py cost_curves)."""
+def series_ratio(data: ClaimData, *, a: dict, b: dict, per: list[str], series: str = "var",
+                 window: list[float] = (10, 100), agg: Literal["gmean", "median"] = "gmean", max_ratio: float = 1.0,
+                 x: str = "round") -> Result:
+    """agg (gmean | median) over x in `window` of series_a[k] / series_b[k] <= max_ratio
+    (series: var, mean_err of results/cep.py cost_curves)."""
     if agg not in ("gmean", "median"):
         raise ValueError(f"series_ratio: agg {agg!r}; allowed: gmean, median")
-    frame, data = _mc_series(table)
+    frame, curves = _mc_series(data, x)
     holds, parts = [], []
-    for name, ra, rb in pair_rows(frame, a, b, per):
-        ratio = _window(data[int(ra["i"])], series, window) / _window(data[int(rb["i"])], series, window)
+    for name, ra, rb in pair_rows(frame, a, b, per) if len(frame) else []:
+        ratio = _window(curves[int(ra["i"])], series, window) / _window(curves[int(rb["i"])], series, window)
         if not len(ratio):
             continue  # the run is shorter than the window (reduced scale)
         value = float(np.exp(np.mean(np.log(ratio)))) if agg == "gmean" else float(np.median(ratio))
@@ -93,40 +92,42 @@ def series_ratio(curves: pd.DataFrame, table: pd.DataFrame, *, a: dict, b: dict,
     return verdict(holds, "all", None), "; ".join(parts) or "no cell has both curves over the window", ""
 
 
-def series_trend(curves: pd.DataFrame, table: pd.DataFrame, *, select: dict, series: str = "var",
-                 early: list[int] = (11, 30), late: list[int] = (81, 100), factor: float = 1.0,
-                 expect: str = "below") -> Result:
-    """Per selected curve: mean of the series over `late` rounds below (or, expect: above, at least)
-    factor x its mean over `early` rounds; Spearman rho(k, series) over early..late reported."""
+def series_trend(data: ClaimData, *, select: dict, series: str = "var",
+                 early: list[float] = (11, 30), late: list[float] = (81, 100), factor: float = 1.0,
+                 expect: Literal["below", "above"] = "below", x: str = "round") -> Result:
+    """Per selected curve: mean of the series over x in `late` below (or, expect: above, at least)
+    factor x its mean over x in `early`; Spearman rho(x, series) over early..late reported."""
     from scipy.stats import spearmanr  # only this check needs scipy
 
     if expect not in ("below", "above"):
         raise ValueError(f"series_trend: expect {expect!r}; allowed: below, above")
-    frame, data = _mc_series(table)
+    frame, curves = _mc_series(data, x)
     holds, parts = [], []
-    for row in rows_matching(frame, select).itertuples():
-        s = data[row.i]
+    for row in rows_matching(frame, select).itertuples() if len(frame) else []:
+        s = curves[row.i]
         if not (len(_window(s, series, early)) and len(_window(s, series, late))):
             continue  # the run is shorter than the windows (reduced scale)
         m_early, m_late = float(np.mean(_window(s, series, early))), float(np.mean(_window(s, series, late)))
         holds.append(m_late < factor * m_early if expect == "below" else m_late >= factor * m_early)
-        span = (s["round"] >= early[0]) & (s["round"] <= late[1])
-        rho = spearmanr(s["round"][span], s[series][span]).statistic
+        span = (s["x"] >= early[0]) & (s["x"] <= late[1])
+        rho = spearmanr(s["x"][span], s[series][span]).statistic
         parts.append(f"[{row.panel}, {row.curve}] mean {series} k in [{early[0]}, {early[1]}]: {fmt(m_early)}, "
                      f"k in [{late[0]}, {late[1]}]: {fmt(m_late)} (late/early {fmt(m_late / m_early)}, "
                      f"Spearman rho {rho:.2f})")
     return verdict(holds, "all", None), "; ".join(parts) or "no selected curve covers both windows", ""
 
 
-def mc_stat_within(curves: pd.DataFrame, table: pd.DataFrame, *, select: dict, stat: str, low: float | None = None,
-                   high: float | None = None, min_rounds: int = 0, coords: list[int] = (0, 1), target: float = 1e-4) -> Result:
+def mc_stat_within(data: ClaimData, *, select: dict, stat: str, low: float | None = None,
+                   high: float | None = None, min_rounds: float = 0, coords: list[int] = (0, 1), target: float = 1e-4,
+                   x: str = "round") -> Result:
     """An across-run statistic of every selected curve within [low, high] (either bound optional);
-    INCONCLUSIVE when a curve has fewer than `min_rounds` rounds (a bound set for the paper's horizon)."""
-    frame = rows_matching(_mc_frame(table, coords, target), select)
-    short = frame[frame["last_round"] < min_rounds] if len(frame) else frame
+    INCONCLUSIVE when a curve ends before x = `min_rounds` (a bound set for the paper's horizon)."""
+    frame = data.mc_summaries(coords, target, x)
+    frame = rows_matching(frame, select) if len(frame) else frame
+    short = frame[frame["last_x"] < min_rounds] if len(frame) else frame
     if len(short):
         return INCONCLUSIVE, f"{stat} = " + ", ".join(fmt(v) for v in short[stat]), (
-            f"only {int(short['last_round'].min())} rounds at this scale; the bound is for >= {min_rounds}")
+            f"only {short['last_x'].min():g} {x}s at this scale; the bound is for >= {min_rounds}")
     holds, parts = [], []
     for row in frame.itertuples():
         value = float(getattr(row, stat))

@@ -1,0 +1,194 @@
+"""Per-run summaries of learning curves: the quantities claims compare and table figures show.
+
+Every summary takes the label columns of its table (Figure.label_columns) and the name of its x
+column (`round` by default; `virtual_time`, `iteration`, ...), never assumes one.
+
+final : geometric mean of the metric over the points with x in the last `window` fraction of the
+        x range (smooths FedPAGE's saw-tooth between full rounds and SGD noise floors; spec §5)
+auc   : mean log10 of the metric over all logged points
+T_eps : first logged x with metric <= eps * metric(first point); inf if never
+A diverged seed has final = auc = T_eps = inf.
+
+On a non-uniform x (a simulated time logged at events) "the last fraction of the x range" is still
+a fraction of x, not of the logged points, and an AUC is the mean over the logged points, not a
+time integral: for rounds logged at a fixed cadence the two readings agree.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Literal
+
+import numpy as np
+import pandas as pd
+
+from fedrepro.results.monte_carlo import curves_of
+
+
+def _per_run_labels(table: pd.DataFrame, labels: list[str], exclude: Iterable[str] = ()) -> pd.DataFrame:
+    """The label columns of each run (one row per run_id, indexed by it)."""
+    keep = [c for c in labels if c in table and c != "run_id" and c not in set(exclude)]
+    return table.drop_duplicates("run_id").set_index("run_id")[keep]
+
+
+def _is_diverged(run: pd.DataFrame, values: np.ndarray) -> bool:
+    return bool(run["diverged"].any()) or not np.all(np.isfinite(values))
+
+
+def seed_summaries(table: pd.DataFrame, metric: str, window: float, eps: Iterable[float],
+                   x: str = "round") -> pd.DataFrame:
+    """One row per (run_id, seed) with final, auc, g0, T_<eps>, diverged, last_x."""
+    rows = []
+    for (run_id, seed), run in table.groupby(["run_id", "seed"], sort=False):
+        run = run.sort_values(x)
+        values = run[metric].to_numpy(dtype=float)
+        xs = run[x].to_numpy()
+        diverged = _is_diverged(run, values)
+        g0 = values[0]
+        row = {"run_id": run_id, "seed": seed, "g0": g0, "diverged": diverged, "last_x": xs[-1]}
+        if diverged:
+            row.update(final=np.inf, auc=np.inf, **{f"T_{e:g}": np.inf for e in eps})
+        else:
+            tail = values[xs >= xs[0] + (xs[-1] - xs[0]) * (1 - window)]
+            row["final"] = float(np.exp(np.mean(np.log(np.maximum(tail, 1e-300)))))
+            row["auc"] = float(np.mean(np.log10(np.maximum(values, 1e-300))))
+            for e in eps:
+                hit = np.nonzero(values <= e * g0)[0]
+                row[f"T_{e:g}"] = float(xs[hit[0]]) if len(hit) else np.inf
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def curve_medians(table: pd.DataFrame, labels: list[str], metric: str, window: float, eps: Iterable[float],
+                  x: str = "round") -> pd.DataFrame:
+    """Seed-medians per run, joined with the run's labels (panel, curve, method, settings)."""
+    eps = list(eps)
+    summaries = seed_summaries(table, metric, window, eps, x)
+    value_cols = ["final", "auc", "g0"] + [f"T_{e:g}" for e in eps]
+    med = summaries.groupby("run_id")[value_cols].median()
+    med["seeds"] = summaries.groupby("run_id")["seed"].nunique()
+    med["diverged_seeds"] = summaries.groupby("run_id")["diverged"].sum()
+    return med.join(_per_run_labels(table, labels, exclude=med.columns)).reset_index()
+
+
+def monte_carlo_summaries(table: pd.DataFrame, labels: list[str], coords: tuple[int, int] = (0, 1),
+                          target: float = 1e-4, x: str = "round") -> pd.DataFrame:
+    """One row per curve of a Monte Carlo table (engine `monte_carlo`): statistics across the
+    runs, the quantities the fedvr claims compare (spec §4 "Metric definitions", §5).
+
+    mean_err_final : mean over runs of f(θ_K) − f*          rel_err_final : that / the same at the first x
+    auc            : mean over x after the first of log10 mean_err   t_target : first x with mean_err <= target
+    var_final      : variance across runs of f(θ_K) (ddof=0) cep_2d/cep_full/cep_cost : CEP of the final iterates
+    opt_dist       : ||mean_r θ_K − θ*||                     f_star, runs, last_x, diverged_runs
+    A curve with a diverged (non-finite) run gets inf for every statistic but f_star.
+    """
+    rows = []
+    for curve, mc in curves_of(table, labels, x):
+        row = {**curve, "runs": mc.n_runs, "last_x": mc.x[-1], "diverged_runs": int(mc.diverged.sum()),
+               "f_star": mc.f_star}
+        stats = ("mean_err_final", "rel_err_final", "auc", "t_target", "var_final", "cep_2d", "cep_full",
+                 "cep_cost", "opt_dist")
+        if mc.diverged.any() or not np.isfinite(mc.cost).all():
+            row.update(dict.fromkeys(stats, np.inf))
+        else:
+            curves = mc.curves()
+            mean_err = curves["mean_err"]
+            hit = np.nonzero(mean_err <= target)[0]
+            row.update(
+                mean_err_final=float(mean_err[-1]),
+                rel_err_final=float(mean_err[-1] / mean_err[0]),
+                auc=float(np.mean(np.log10(np.maximum(mean_err[mc.x > mc.x[0]], 1e-300)))),
+                t_target=float(mc.x[hit[0]]) if len(hit) else np.inf,
+                var_final=float(curves["var"][-1]),
+                opt_dist=float(np.linalg.norm(mc.theta_final.mean(axis=0) - mc.theta_star)),
+                **mc.cep(coords),
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def auc_fin_per_seed(table: pd.DataFrame, labels: list[str], metric: str, higher_is_better: bool = False,
+                     x: str = "round") -> pd.DataFrame:
+    """One row per (run, seed) with the FedCluster spec's curve summaries (§4 "Metric definitions"),
+    joined with the run's labels:
+
+    auc : mean of the metric over the logged points (the "area under the curve", linear scale)
+    fin : mean over the points in the last tenth of the x range, (x_last - range / 10, x_last]; for
+          rounds 0..T that is the spec's last max(1, ceil(T/10)) rounds
+    A diverged seed gets the worst value (inf for a loss, -inf for an accuracy) for both.
+    """
+    worst = -np.inf if higher_is_better else np.inf
+    rows = []
+    for (run_id, seed), run in table.groupby(["run_id", "seed"], sort=False):
+        run = run.sort_values(x)
+        values, xs = run[metric].to_numpy(dtype=float), run[x].to_numpy()
+        diverged = _is_diverged(run, values)
+        tail = values[(xs > xs[-1] - (xs[-1] - xs[0]) / 10) | (xs == xs[-1])]
+        rows.append({"run_id": run_id, "seed": seed, "diverged": diverged,
+                     "auc": worst if diverged else float(values.mean()),
+                     "fin": worst if diverged else float(tail.mean())})
+    return pd.DataFrame(rows).join(_per_run_labels(table, labels), on="run_id")
+
+
+def first_reach(xs: np.ndarray, values: np.ndarray, target: float, higher: bool) -> float:
+    """The first x at which `values` reaches `target` (>= when higher is better, else <=); inf if never.
+    A non-finite value (a diverged run) never reaches it."""
+    with np.errstate(invalid="ignore"):
+        hit = np.nonzero(np.isfinite(values) & (values >= target if higher else values <= target))[0]
+    return float(xs[hit[0]]) if len(hit) else np.inf
+
+
+def mean_curve(run: pd.DataFrame, metric: str, x: str) -> tuple[np.ndarray, np.ndarray]:
+    """The mean over seeds of one run's curve, on the union of the seeds' x points: between two of its
+    own evaluations a seed keeps its last value (on a simulated clock seeds log at different times).
+    It covers only the x where every seed has begun and not yet ended; a seed ends at its first
+    non-finite value (divergence), so a diverged seed ends the mean curve there."""
+    parts = []
+    for _, seed in run.sort_values(x).groupby("seed"):
+        bad = np.nonzero(~np.isfinite(seed[metric].to_numpy(dtype=float)))[0]
+        parts.append(seed.iloc[: bad[0]] if len(bad) else seed)
+    if any(len(p) == 0 for p in parts):
+        return np.array([]), np.array([])
+    wide = pd.concat(parts).pivot(index=x, columns="seed", values=metric).sort_index()
+    first = max(wide[s].first_valid_index() for s in wide.columns)
+    last = min(wide[s].last_valid_index() for s in wide.columns)
+    wide = wide.ffill().loc[first:last]
+    return wide.index.to_numpy(), wide.mean(axis=1).to_numpy(dtype=float)
+
+
+def time_to_target(table: pd.DataFrame, labels: list[str], metric: str, target: float | dict[str, float],
+                   higher: bool, x: str = "round", seeds: Literal["mean", "median"] = "mean") -> pd.DataFrame:
+    """One row per run: t_target, the x at which its curve first reaches `target` (inf if never),
+    and seeds, joined with the run's labels. `target` may be one value or one per panel.
+
+    seeds: mean   -> the first x of the seed-mean curve (mean_curve), as DeFedAvg's Table I reads
+                     "time to target from the seed-averaged curve"
+           median -> the median over seeds of each seed's own first x (inf counts as the largest)
+    A diverged seed's non-finite values never reach the target.
+    """
+    if seeds not in ("mean", "median"):
+        raise ValueError(f"time_to_target: seeds {seeds!r}; allowed: mean, median")
+    rows = []
+    for run_id, run in table.groupby("run_id", sort=False):
+        goal = target[run["panel"].iloc[0]] if isinstance(target, dict) else target
+        run = run[[x, "seed", metric]].astype({metric: float})
+        if seeds == "mean":
+            t = first_reach(*mean_curve(run, metric, x), goal, higher)
+        else:
+            per_seed = [first_reach(s[x].to_numpy(), s[metric].to_numpy(), goal, higher)
+                        for _, s in run.sort_values(x).groupby("seed")]
+            t = float(np.median(per_seed))
+        rows.append({"run_id": run_id, "t_target": t, "seeds": run["seed"].nunique()})
+    return pd.DataFrame(rows).join(_per_run_labels(table, labels), on="run_id")
+
+
+def final_mean(table: pd.DataFrame, labels: list[str], metric: str, x: str = "round", window: float = 0.1) -> pd.DataFrame:
+    """One row per run: `final`, the mean over seeds of each seed's mean metric over the last `window`
+    fraction of its x range (nan for a run with a diverged seed)."""
+    rows = []
+    for run_id, run in table.groupby("run_id", sort=False):
+        finals = []
+        for _, seed in run.sort_values(x).groupby("seed"):
+            xs, values = seed[x].to_numpy(), seed[metric].to_numpy(dtype=float)
+            finals.append(values[xs >= xs[0] + (xs[-1] - xs[0]) * (1 - window)].mean())
+        rows.append({"run_id": run_id, "final": float(np.mean(finals)), "seeds": len(finals)})
+    return pd.DataFrame(rows).join(_per_run_labels(table, labels), on="run_id")

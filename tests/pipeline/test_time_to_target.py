@@ -1,0 +1,95 @@
+"""Time to target and summaries on a non-uniform x (a simulated clock): known answers."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedrepro.claims.checks.final_values import time_to_target
+from fedrepro.claims.data import ClaimData
+from fedrepro.claims.ledger import validate_claims
+from fedrepro.errors import ConfigError
+from fedrepro.results.summaries import auc_fin_per_seed, mean_curve, seed_summaries
+from fedrepro.results.summaries import time_to_target as t2t_summary
+
+LABELS = ["figure", "panel", "curve", "method", "run_id"]
+# per method: seed -> (virtual_time, test_accuracy); the seeds log at different times
+RUNS = {
+    "fast": {0: ([0, 1.5, 4.0, 9.0], [0.1, 0.5, 0.8, 0.95]), 1: ([0, 2.0, 5.0, 9.0], [0.1, 0.6, 0.9, 0.97])},
+    "slow": {0: ([0, 3.0, 6.0, 12.0], [0.1, 0.4, 0.75, 0.85]), 1: ([0, 3.0, 6.0, 12.0], [0.1, 0.5, 0.7, 0.8])},
+}
+
+
+def _table(runs=RUNS, panel: str = "p") -> pd.DataFrame:
+    rows = [{"figure": "t", "panel": panel, "curve": m, "method": m, "run_id": f"{panel}-{m}", "seed": s,
+             "virtual_time": t, "round": i, "test_accuracy": a, "train_loss": 1 - a, "diverged": not np.isfinite(a)}
+            for m, seeds in runs.items() for s, (times, accs) in seeds.items()
+            for i, (t, a) in enumerate(zip(times, accs))]
+    return pd.DataFrame(rows)
+
+
+def _check(table, a="fast", b="slow", **params):
+    params = {"metric": "test_accuracy", "higher": True, "x": "virtual_time", "per": ["panel"], **params}
+    return time_to_target(ClaimData(table, LABELS), a={"method": a}, b={"method": b}, **params)
+
+
+def test_the_seed_mean_curve_carries_each_seed_forward_on_the_union_of_times():
+    run = _table()[lambda t: t["method"] == "fast"]
+    xs, mean = mean_curve(run, "test_accuracy", "virtual_time")
+    np.testing.assert_allclose(xs, [0, 1.5, 2.0, 4.0, 5.0, 9.0])
+    np.testing.assert_allclose(mean, [0.1, 0.3, 0.55, 0.7, 0.85, 0.96])
+
+
+def test_time_to_target_of_the_mean_curve_and_the_seed_median():
+    times = t2t_summary(_table(), LABELS, "test_accuracy", 0.7, True, "virtual_time").set_index("method")
+    assert times.loc["fast", "t_target"] == 4.0 and times.loc["slow", "t_target"] == 6.0
+    median = t2t_summary(_table(), LABELS, "test_accuracy", 0.7, True, "virtual_time", seeds="median")
+    assert median.set_index("method").loc["fast", "t_target"] == 4.5  # seeds reach it at 4 and 5
+    loss = t2t_summary(_table(), LABELS, "train_loss", 0.3, False, "virtual_time").set_index("method")
+    assert loss.loc["fast", "t_target"] == 4.0  # a loss reaches its target from above
+    never = t2t_summary(_table(), LABELS, "test_accuracy", 0.9, True, "virtual_time").set_index("method")
+    assert never.loc["fast", "t_target"] == 9.0 and math.isinf(never.loc["slow", "t_target"])
+
+
+def test_time_to_target_check_pass_fail_and_undecided():
+    table = _table()
+    assert _check(table, target=0.7)[0] == "PASS"
+    assert _check(table, a="slow", b="fast", target=0.7)[0] == "FAIL"
+    assert _check(table, target=0.7, factor=0.5)[0] == "FAIL"  # 4 is not under half of 6
+    assert _check(table, target=0.9)[0] == "PASS"  # the slow curve never reaches it: inf
+    assert _check(table, a="slow", b="fast", target=0.9)[0] == "FAIL"
+    status, measured, _ = _check(table, target=0.99)  # neither reaches it: the cell is undecided
+    assert status == "INCONCLUSIVE" and "undecided" in measured and measured.startswith("0/0")
+    assert _check(table, metric="train_loss", higher=False, target=0.3)[0] == "PASS"
+    assert _check(table, a="absent", target=0.7)[0] == "INCONCLUSIVE"
+
+
+def test_time_to_target_per_panel_targets_and_a_diverged_seed():
+    table = pd.concat([_table(panel="easy"), _table(panel="hard")], ignore_index=True)
+    status, measured, _ = _check(table, target={"easy": 0.7, "hard": 0.9})
+    assert status == "PASS" and "[easy] fast 4 vs slow 6" in measured and "[hard] fast 9 vs slow inf" in measured
+    wild = {**RUNS, "fast": {**RUNS["fast"], 1: ([0, 2.0, 5.0, 9.0], [0.1, 0.6, float("nan"), float("nan")])}}
+    assert _check(_table(wild), target=0.7)[0] == "FAIL"  # the mean curve ends at the divergence
+
+
+def test_summaries_window_is_a_fraction_of_a_non_uniform_x_range():
+    table = pd.DataFrame({"figure": "t", "panel": "p", "curve": "c", "method": "m", "run_id": "r", "seed": 0,
+                          "virtual_time": [0.0, 1.0, 9.0, 10.0], "loss": [4.0, 3.0, 2.0, 1.0], "diverged": False})
+    final = seed_summaries(table, "loss", 0.1, [0.5], x="virtual_time").iloc[0]
+    assert final["final"] == pytest.approx(math.sqrt(2.0))  # geometric mean of the points at x >= 9
+    assert final["T_0.5"] == 9.0 and final["last_x"] == 10.0
+    fin = auc_fin_per_seed(table, LABELS, "loss", x="virtual_time").iloc[0]
+    assert fin["fin"] == 1.0 and fin["auc"] == 2.5  # FIN: x in (9, 10]; AUC: the mean over logged points
+
+
+def test_claims_validation_names_a_bad_choice_or_parameter():
+    claim = {"id": "T1", "check": "time_to_target", "a": {}, "b": {}, "per": [], "metric": "test_accuracy",
+             "target": 0.9, "higher": True}
+    validate_claims({"claims": [claim]}, "t.yaml")
+    with pytest.raises(ConfigError, match="seeds 'average' is not allowed; allowed values: mean, median"):
+        validate_claims({"claims": [{**claim, "seeds": "average"}]}, "t.yaml")
+    with pytest.raises(ConfigError, match="'targte' is not a parameter"):
+        validate_claims({"claims": [{**claim, "targte": 0.9}]}, "t.yaml")
+    with pytest.raises(ConfigError, match="needs 'target'"):
+        validate_claims({"claims": [{k: v for k, v in claim.items() if k != "target"}]}, "t.yaml")
