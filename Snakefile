@@ -8,7 +8,7 @@ from pathlib import Path
 from snakemake.utils import min_version
 
 from fedrepro.errors import ConfigError
-from fedrepro.experiments.validate import load_and_validate
+from fedrepro.validate import load_and_validate
 
 min_version("9.0")
 

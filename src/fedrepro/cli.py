@@ -70,7 +70,7 @@ def run_one(args: argparse.Namespace) -> None:
     from fedrepro.experiments.execute import execute_run
     from fedrepro.experiments.runtable import RunTable, run_id_of
     from fedrepro.engines import ENGINES
-    from fedrepro.experiments.validate import check, load_and_validate
+    from fedrepro.validate import check, load_and_validate
     from fedrepro.results.store import read_record, run_files
 
     _, table = load_and_validate({"scale": args.scale}, Path("config"))

@@ -13,7 +13,7 @@ from fedrepro.engines.context import RunContext
 from fedrepro.experiments.execute import execute_run
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import run_id_of
-from fedrepro.experiments.validate import check, load_and_validate
+from fedrepro.validate import check, load_and_validate
 from fedrepro.engines.monte_carlo import environment_keys
 from fedrepro.objectives.least_squares import make_insurance_problem
 from fedrepro.results.store import RunFiles

@@ -8,7 +8,7 @@ import yaml
 from fedrepro.engines import ENGINES
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import build_run_table, run_id_of
-from fedrepro.experiments.validate import load_and_validate
+from fedrepro.validate import load_and_validate
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 
@@ -130,3 +130,18 @@ def test_an_unknown_engine_names_the_registered_ones(tmp_path):
         load_and_validate({}, config_dir)
     assert "'finite_summ' is not allowed" in str(info.value)
     assert all(name in str(info.value) for name in ENGINES)
+
+
+def test_a_figure_or_claim_can_only_use_an_x_column_its_engine_logs(tmp_path):
+    config_dir = _paper_config_dir(tmp_path, lambda cfg: cfg["figures"]["fig2a"].update(
+        plot={"kind": "convergence", "x": "virtual_time"}))
+    with pytest.raises(ConfigError, match="figures.fig2a.plot: x: 'virtual_time' is not an x column of engine "
+                                          "finite_sum; allowed values: round"):
+        load_and_validate({}, config_dir)
+
+    def claim_on_time(cfg):
+        cfg["claims"][0]["x"] = "virtual_time"
+
+    config_dir = _paper_config_dir(tmp_path / "claims", claim_on_time, folder="claims")
+    with pytest.raises(ConfigError, match="claim C1a: x: 'virtual_time' is not an x column"):
+        load_and_validate({}, config_dir)

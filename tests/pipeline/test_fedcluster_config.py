@@ -8,7 +8,7 @@ import pytest
 
 from fedrepro.data.views import make_view, view_images
 from fedrepro.engines.federated_nn import algorithm_lr, csgd_steps
-from fedrepro.experiments.validate import load_and_validate
+from fedrepro.validate import load_and_validate
 from fedrepro.plots.loss_accuracy import loss_accuracy
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"

@@ -12,7 +12,7 @@ from fedrepro.engines.federated_nn import COLUMNS
 from fedrepro.engines import context
 from fedrepro.experiments.execute import execute_run
 from fedrepro.experiments.runtable import run_id_of
-from fedrepro.experiments.validate import check
+from fedrepro.validate import check
 from fedrepro.results.store import RunFiles
 
 REPO = Path(__file__).resolve().parents[2]

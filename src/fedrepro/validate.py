@@ -14,7 +14,7 @@ from fedrepro.engines import ENGINES
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import RunTable, build_run_table, load_paper_config
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = REPO_ROOT / "workflow" / "schemas"
 def _schema(name: str, schema_dir: Path = SCHEMA_DIR) -> dict[str, Any]:
     with open(schema_dir / name) as fh:
@@ -82,9 +82,21 @@ def load_and_validate(
         claims_path = config_dir / "claims" / f"{paper}.yaml"
         if not claims_path.exists():
             raise ConfigError(f"no claims file {claims_path} for paper {paper!r}")
-        load_claims(claims_path, set(paper_cfg["figures"]))
+        claims = load_claims(claims_path, set(paper_cfg["figures"]))
+        for claim in claims["claims"]:
+            _check_x(claim.get("x"), paper_cfg["engine"], f"{claims_path}: claim {claim['id']}")
     table = build_run_table({**config, "papers": papers}, config_dir)
     for run_id, spec in table.runs.items():
         check(spec, ENGINES[engines[spec["paper"]]].schema, f"run {run_id} of config/papers/{spec['paper']}.yaml",
               schema_dir)
+    for (paper, name), figure in table.figures.items():
+        for x in (figure.plot.get("x"), figure.plot.get("value", {}).get("x")):
+            _check_x(x, engines[paper], f"config/papers/{paper}.yaml: figures.{name}.plot")
     return config, table
+
+
+def _check_x(x: str | None, engine: str, where: str) -> None:
+    """A figure or claim may put on its x axis only a column that its engine logs as one."""
+    if x is not None and x not in ENGINES[engine].x:
+        raise ConfigError(f"{where}: x: {x!r} is not an x column of engine {engine}; allowed values: "
+                          f"{', '.join(ENGINES[engine].x)}")
