@@ -84,9 +84,71 @@ def minibatches(gen: torch.Generator, A: Tensor, b: Tensor, steps: int, size: in
     S, M = b.shape
     if size == M:
         return A.expand(steps, *A.shape), b.expand(steps, *b.shape)
-    idx = torch.rand(steps, S, M, generator=gen, device=gen.device).argsort(dim=-1)[..., :size]
+    idx = draw_indices(gen, steps, S, M, size)
     rows = torch.arange(S, device=A.device).unsqueeze(-1)
     return A[rows, idx], b[rows, idx]
+
+
+def draw_indices(gen: torch.Generator, steps: int, S: int, M: int, size: int) -> Tensor:
+    """(steps,S,size) minibatch indices in [M]: the first `size` entries of the argsort of a
+    uniform (steps,S,M) draw, i.e. a uniformly random ordered sample without replacement."""
+    return smallest_indices(torch.rand(steps, S, M, generator=gen, device=gen.device), size)
+
+
+# Rows shorter than this are fully sorted: on short rows argsort costs less than topk plus the check.
+PARTIAL_SORT_MIN_LENGTH = 64
+
+
+def smallest_indices(r: Tensor, k: int) -> Tensor:
+    """r.argsort(dim=-1)[..., :k], the same indices in the same order, by a partial sort where that is cheaper.
+
+    topk(k+1) returns the k+1 smallest values in ascending order. When they are strictly increasing
+    (no tie among them), the k smallest entries and their order are unique and the k-th is below every
+    other entry, so any correct sort (stable or not) puts exactly these indices first, in this order.
+    With a tie anywhere among them (float32 draws do tie) the full argsort decides, as before.
+    """
+    M = r.shape[-1]
+    if k < M and M >= PARTIAL_SORT_MIN_LENGTH:
+        values, idx = r.topk(k + 1, dim=-1, largest=False, sorted=True)
+        if bool((values[..., 1:] > values[..., :-1]).all()):
+            return idx[..., :k]
+    return r.argsort(dim=-1)[..., :k]
+
+
+class ShardRows:
+    """Client shards and minibatch rows read straight from the problem's (N,M,d) rows.
+
+    Same values and same layout as `problem.A[clients]` and `minibatches(gen, problem.A[clients], ...)`:
+    the rows are gathered once from the flat (N*M,d) matrix (no intermediate (S,M,d) copy), into a fresh
+    contiguous tensor (64-byte aligned, like the copy it replaces: BLAS results may depend on alignment).
+    A single client's shard is a view when it is 64-byte aligned.
+    """
+
+    def __init__(self, problem: FiniteSumProblem) -> None:
+        N, M, d = problem.A.shape
+        self.A, self.b, self.M, self.d = problem.A, problem.b, M, d
+        self._A_flat = problem.A.reshape(N * M, d)
+        self._b_flat = problem.b.reshape(N * M)
+
+    def shards(self, clients: Tensor) -> tuple[Tensor, Tensor]:
+        """problem.A[clients], problem.b[clients]: (S,M,d), (S,M)."""
+        if len(clients) == 1 and self.A.is_contiguous():
+            c = int(clients[0])
+            A = self.A[c:c + 1]
+            if A.data_ptr() % 64 == 0:
+                return A, self.b[c:c + 1]
+        return self.A.index_select(0, clients), self.b.index_select(0, clients)
+
+    def minibatches(self, gen: torch.Generator, clients: Tensor, steps: int, size: int) -> tuple[Tensor, Tensor]:
+        """minibatches(gen, problem.A[clients], problem.b[clients], steps, size): same draws, same rows."""
+        S, M, d = len(clients), self.M, self.d
+        if size == M:
+            A, b = self.shards(clients)
+            return A.expand(steps, *A.shape), b.expand(steps, *b.shape)
+        idx = draw_indices(gen, steps, S, M, size)
+        flat = (clients.unsqueeze(-1) * M + idx).reshape(-1)
+        return (self._A_flat.index_select(0, flat).view(steps, S, size, d),
+                self._b_flat.index_select(0, flat).view(steps, S, size))
 
 
 def local_sgd(
@@ -98,15 +160,18 @@ def local_sgd(
     eta_l: float,
     batch: int,
     correction: Tensor | None = None,
+    rows: ShardRows | None = None,
 ) -> Tensor:
     """K local minibatch SGD steps from x on each client: y <- y - eta_l (grad_B f_i(y) + correction).
 
     Returns the final local models (S,d). correction (S,d) is SCAFFOLD's c - c_i; None for FedAvg.
     """
-    A, b = minibatches(gen, problem.A[clients], problem.b[clients], K, batch)
+    rows = rows or ShardRows(problem)
+    A, b = rows.minibatches(gen, clients, K, batch)
+    b = b.unsqueeze(-1)
     y = x.expand(len(clients), -1)
     for k in range(K):
-        g = problem.rows_grad(y, A[k], b[k])
+        g = problem.batched_rows_grad(y, A[k], b[k])
         if correction is not None:
             g = g + correction
         y = y - eta_l * g

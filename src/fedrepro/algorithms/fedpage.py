@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from fedrepro.algorithms.common import Algorithm, Streams, minibatches, sample_clients
+from fedrepro.algorithms.common import Algorithm, ShardRows, Streams, minibatches, sample_clients
 from fedrepro.objectives import FiniteSumProblem
 
 
@@ -28,6 +28,7 @@ class FedPAGE(Algorithm):
             raise ValueError(f"p={self.p} must be in [0, 1]")
         self.x_prev: torch.Tensor | None = None  # x^{r-1}
         self.g_prev: torch.Tensor | None = None  # g^{r-1}
+        self._rows = ShardRows(problem)
 
     def round(self, r: int) -> dict:
         coin = self.streams("coin", r)
@@ -58,16 +59,18 @@ class FedPAGE(Algorithm):
         prob, K, eta_l = self.problem, self.K, self.eta_l
         x, x_prev = self.x, self.x_prev
         clients = sample_clients(self.streams("clients", r), prob.n_clients, self.S)
-        A, b = prob.A[clients], prob.b[clients]
         gen = self.streams("batches", r)
-        A2, b2 = minibatches(gen, A, b, 1, self.b2)
-        A3, b3 = minibatches(gen, A, b, K - 1, self.b3)
+        A2, b2 = self._rows.minibatches(gen, clients, 1, self.b2)
+        A3, b3 = self._rows.minibatches(gen, clients, K - 1, self.b3)
+        b3 = b3.unsqueeze(-1)
         # Each difference uses the same minibatch at both points (spec §2.0).
         g_loc = prob.rows_grad_diff(x, x_prev, A2[0], b2[0]) + self.g_prev  # line 17
         g_sum = g_loc
         y_prev, y = x.expand_as(g_loc), x - eta_l * g_loc  # line 18
+        r_prev = prob.reg_grad(x)  # regularizer gradient at y_prev, carried from step to step
         for k in range(K - 1):  # lines 19-23
-            g_loc = prob.rows_grad_diff(y, y_prev, A3[k], b3[k]) + g_loc
+            diff, r_prev = prob.batched_rows_grad_diff(y, y_prev, A3[k], b3[k], r_prev)
+            g_loc = diff + g_loc
             g_sum = g_sum + g_loc
             y_prev, y = y, y - eta_l * g_loc
         # Line 26: (1/(K eta_l S)) sum_i (x - y_{i,K}) equals the mean of the K*S local estimators.
