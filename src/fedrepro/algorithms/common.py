@@ -102,25 +102,33 @@ PARTIAL_SORT_MIN_LENGTH = 64
 def smallest_indices(r: Tensor, k: int) -> Tensor:
     """r.argsort(dim=-1)[..., :k], the same indices in the same order, by a partial sort where that is cheaper.
 
-    topk(k+1) returns the k+1 smallest values in ascending order. When they are strictly increasing
-    (no tie among them), the k smallest entries and their order are unique and the k-th is below every
-    other entry, so any correct sort (stable or not) puts exactly these indices first, in this order.
-    With a tie anywhere among them (float32 draws do tie) the full argsort decides, as before.
+    topk(k+1) returns the k+1 smallest values of a row in ascending order. When they are strictly
+    increasing (no tie among them), the k smallest entries and their order are unique and the k-th is
+    below every other entry, so any correct sort (stable or not) puts exactly these indices first, in
+    this order. Rows with a tie among them (float32 draws do tie) are argsorted as before: the CPU sort
+    handles each row on its own (same row, same result), so sorting only those rows changes nothing.
     """
     M = r.shape[-1]
-    if k < M and M >= PARTIAL_SORT_MIN_LENGTH:
-        values, idx = r.topk(k + 1, dim=-1, largest=False, sorted=True)
-        if bool((values[..., 1:] > values[..., :-1]).all()):
-            return idx[..., :k]
-    return r.argsort(dim=-1)[..., :k]
+    if k >= M or M < PARTIAL_SORT_MIN_LENGTH:
+        return r.argsort(dim=-1)[..., :k]
+    values, idx = r.topk(k + 1, dim=-1, largest=False, sorted=True)
+    idx = idx[..., :k]
+    tied = (values[..., 1:] <= values[..., :-1]).any(dim=-1)
+    if bool(tied.any()):
+        idx = idx.contiguous()
+        rows = tied.reshape(-1).nonzero().squeeze(-1)
+        idx.view(-1, k)[rows] = r.reshape(-1, M).index_select(0, rows).argsort(dim=-1)[:, :k]
+    return idx
 
 
 class ShardRows:
     """Client shards and minibatch rows read straight from the problem's (N,M,d) rows.
 
     Same values and same layout as `problem.A[clients]` and `minibatches(gen, problem.A[clients], ...)`:
-    the rows are gathered once from the flat (N*M,d) matrix (no intermediate (S,M,d) copy), into a fresh
-    contiguous tensor (64-byte aligned, like the copy it replaces: BLAS results may depend on alignment).
+    the rows are gathered once from the flat (N*M,d) matrix (no intermediate (S,M,d) copy) into a
+    contiguous 64-byte aligned tensor, like the copy it replaces (BLAS results may depend on alignment).
+    Minibatch rows go to a buffer kept per `slot` and reused by the next call for that slot, so large
+    gathers do not fault in fresh pages every round: use the rows before asking for the slot again.
     A single client's shard is a view when it is 64-byte aligned.
     """
 
@@ -129,6 +137,7 @@ class ShardRows:
         self.A, self.b, self.M, self.d = problem.A, problem.b, M, d
         self._A_flat = problem.A.reshape(N * M, d)
         self._b_flat = problem.b.reshape(N * M)
+        self._buffers: dict[str, tuple[Tensor, Tensor]] = {}
 
     def shards(self, clients: Tensor) -> tuple[Tensor, Tensor]:
         """problem.A[clients], problem.b[clients]: (S,M,d), (S,M)."""
@@ -139,7 +148,9 @@ class ShardRows:
                 return A, self.b[c:c + 1]
         return self.A.index_select(0, clients), self.b.index_select(0, clients)
 
-    def minibatches(self, gen: torch.Generator, clients: Tensor, steps: int, size: int) -> tuple[Tensor, Tensor]:
+    def minibatches(
+        self, gen: torch.Generator, clients: Tensor, steps: int, size: int, slot: str = "rows"
+    ) -> tuple[Tensor, Tensor]:
         """minibatches(gen, problem.A[clients], problem.b[clients], steps, size): same draws, same rows."""
         S, M, d = len(clients), self.M, self.d
         if size == M:
@@ -147,8 +158,17 @@ class ShardRows:
             return A.expand(steps, *A.shape), b.expand(steps, *b.shape)
         idx = draw_indices(gen, steps, S, M, size)
         flat = (clients.unsqueeze(-1) * M + idx).reshape(-1)
-        return (self._A_flat.index_select(0, flat).view(steps, S, size, d),
-                self._b_flat.index_select(0, flat).view(steps, S, size))
+        A, b = self._buffer(slot, (steps, S, size))
+        torch.index_select(self._A_flat, 0, flat, out=A.view(-1, d))
+        torch.index_select(self._b_flat, 0, flat, out=b.view(-1))
+        return A, b
+
+    def _buffer(self, slot: str, shape: tuple[int, int, int]) -> tuple[Tensor, Tensor]:
+        buf = self._buffers.get(slot)
+        if buf is None or buf[1].shape != shape:
+            buf = (self.A.new_empty(*shape, self.d), self.b.new_empty(shape))
+            self._buffers[slot] = buf
+        return buf
 
 
 def local_sgd(

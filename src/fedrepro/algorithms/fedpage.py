@@ -60,8 +60,8 @@ class FedPAGE(Algorithm):
         x, x_prev = self.x, self.x_prev
         clients = sample_clients(self.streams("clients", r), prob.n_clients, self.S)
         gen = self.streams("batches", r)
-        A2, b2 = self._rows.minibatches(gen, clients, 1, self.b2)
-        A3, b3 = self._rows.minibatches(gen, clients, K - 1, self.b3)
+        A2, b2 = self._rows.minibatches(gen, clients, 1, self.b2, slot="b2")
+        A3, b3 = self._rows.minibatches(gen, clients, K - 1, self.b3, slot="b3")
         b3 = b3.unsqueeze(-1)
         # Each difference uses the same minibatch at both points (spec §2.0).
         g_loc = prob.rows_grad_diff(x, x_prev, A2[0], b2[0]) + self.g_prev  # line 17
