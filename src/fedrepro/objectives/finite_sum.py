@@ -61,6 +61,16 @@ class FiniteSumProblem:
         """Gradient of the regularizer shared by every f_ij at x; None without one."""
         return self._reg_grad(x)
 
+    # The same per-element formulas on numpy arrays (CPU), for the algorithms' inner loops on tiny arrays,
+    # where torch's per-call overhead dominates. They must perform the torch versions' IEEE operations
+    # in the same order: + - * / and negation round identically in numpy and torch; anything else
+    # (sigmoid) is computed by torch itself, on an array of the same shape.
+    def dloss_np(self, u: np.ndarray, b: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def reg_grad_np(self, x: np.ndarray) -> np.ndarray | None:
+        return None
+
     def _add_reg(self, g: Tensor, x: Tensor) -> Tensor:
         r = self._reg_grad(x)
         return g if r is None else g + r
@@ -159,6 +169,10 @@ class RobustLinearRegression(FiniteSumProblem):
         t = u - b
         return 2.0 * t / (2.0 + t * t)
 
+    def dloss_np(self, u: np.ndarray, b: np.ndarray) -> np.ndarray:
+        t = u - b
+        return 2.0 * t / (2.0 + t * t)
+
 
 class LogisticNonconvex(FiniteSumProblem):
     """loss(u, b) = log(1 + exp(-b u)); regularizer alpha * sum_j x_j^2/(1+x_j^2) inside every f_ij."""
@@ -175,11 +189,19 @@ class LogisticNonconvex(FiniteSumProblem):
     def _dloss(self, u: Tensor, b: Tensor) -> Tensor:
         return -b * torch.sigmoid(-b * u)
 
+    def dloss_np(self, u: np.ndarray, b: np.ndarray) -> np.ndarray:
+        nb = -b
+        return nb * torch.sigmoid(torch.from_numpy(nb * u)).numpy()
+
     def _reg_value(self, x: Tensor) -> float:
         x2 = x * x
         return self.alpha * float((x2 / (1.0 + x2)).sum())
 
     def _reg_grad(self, x: Tensor) -> Tensor:
+        s = 1.0 + x * x
+        return (2.0 * self.alpha) * x / (s * s)
+
+    def reg_grad_np(self, x: np.ndarray) -> np.ndarray:
         s = 1.0 + x * x
         return (2.0 * self.alpha) * x / (s * s)
 
