@@ -190,6 +190,15 @@ def local_sgd(
     """
     rows = rows or ShardRows(problem)
     A, b = rows.minibatches(gen, clients, K, batch)
+    if x.device.type != "cpu":  # the same steps in torch
+        b = b.unsqueeze(-1)
+        y = x.expand(len(clients), -1)
+        for k in range(K):
+            g = problem.batched_rows_grad(y, A[k], b[k])
+            if correction is not None:
+                g = g + correction
+            y = y - eta_l * g
+        return y
     # The arithmetic runs in numpy on these small arrays and the matmuls in torch, on 64-byte aligned
     # buffers of the layouts `rows_grad` gives them: the same floats as the torch loop
     # (see FiniteSumProblem.dloss_np), at a fraction of its per-call overhead.

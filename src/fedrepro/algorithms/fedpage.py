@@ -88,6 +88,17 @@ def local_page_steps(
     64-byte aligned buffers of the layout `rows_grad_diff` gives them ((S,d,2) stacked points): the
     same floats as the torch loop, at a fraction of its per-call overhead.
     """
+    if x.device.type != "cpu":  # the same steps in torch
+        b = b.unsqueeze(-1)
+        g_sum = g_loc
+        y_prev, y = x.expand_as(g_loc), x - eta_l * g_loc
+        r_prev = prob.reg_grad(x)
+        for k in range(len(A)):
+            diff, r_prev = prob.batched_rows_grad_diff(y, y_prev, A[k], b[k], r_prev)
+            g_loc = diff + g_loc
+            g_sum = g_sum + g_loc
+            y_prev, y = y, y - eta_l * g_loc
+        return g_sum
     S, d = g_loc.shape
     B = b.shape[-1]
     new = functools.partial(torch.empty, dtype=g_loc.dtype)
