@@ -3,11 +3,11 @@ timing of two source trees; with --out it also writes each run's metrics.csv (fo
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_finite_sum.py --rounds 1000
     PYTHONPATH=/path/to/other/src .venv/bin/python benchmarks/bench_finite_sum.py --rounds 1000
-    ... --cases all --rounds 300 --seeds 2 --out /tmp/new   # every run class, metrics for cmp
+    ... --cases classes --rounds 300 --seeds 2 --out /tmp/new   # all 44 run classes, metrics for cmp
 
-Run from a directory with the project's config/ and data/prepared/{a9a,w8a}.npz. Times are
-the setup (problem, one evaluation), then per seed without it, scaled to 1000 rounds, in CPU seconds of this process (less noisy than wall time on a
-shared machine; the same with 1 torch thread, as in the pipeline, on idle cores).
+Run from a directory with the project's config/ and data/prepared/{a9a,w8a}.npz. Times are the
+setup (problem, one evaluation), then per seed without it, scaled to 1000 rounds, in CPU seconds of
+this process (less noisy than wall time on a shared machine; 1 torch thread, as in the pipeline).
 """
 
 from __future__ import annotations
@@ -61,6 +61,20 @@ EXTRA = [  # more paths for the byte-identity check (--cases all)
 ]
 
 
+def run_classes(table) -> list[tuple[str, dict, int]]:
+    """One run (the first) of each configuration class of the paper-scale table, with the class size:
+    runs that differ only in step sizes cost the same per round (unless they diverge)."""
+    classes: dict[str, list] = {}
+    for run_id, spec in sorted(table.runs.items()):
+        if spec.get("paper") != "fedpage":
+            continue
+        batch = spec["b"] if spec["algorithm"] != "fedpage" else spec["b3"]
+        name = (f"{spec['dataset']}-{spec['objective'][:6]}-N{spec['n_clients']}-{spec['algorithm']}"
+                f"-b{batch}-K{spec['K']}-S{spec['S']}")
+        classes.setdefault(name, [dict(spec), 0])[1] += 1
+    return [(name, spec, n) for name, (spec, n) in sorted(classes.items())]
+
+
 def find_spec(table, figure: str, panel: str | None, label: str, eta: float | None) -> dict:
     for c in table.figure("fedpage", figure).curves:
         if (panel in (None, c.panel)) and c.label == label and (eta is None or c.grid.get("eta_tilde") == eta):
@@ -72,15 +86,20 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=1000)
     p.add_argument("--seeds", type=int, default=1)
-    p.add_argument("--cases", nargs="*", default=None, help="case names, or 'all' (default: the timing set)")
+    p.add_argument("--cases", nargs="*", default=None,
+                   help="case names, 'all' (every case here), 'classes' (one run of each of the table's 44 "
+                        "configuration classes) (default: the timing set)")
     p.add_argument("--out", type=Path, help="write <out>/<case>.csv (the run's metrics.csv)")
     args = p.parse_args()
     torch.set_num_threads(1)
     _, table = load_and_validate({"scale": "paper"}, Path("config"))
     if not args.cases:
-        cases = CASES
+        cases = [(name, find_spec(table, *where)) for name, *where in CASES]
+    elif args.cases == ["classes"]:
+        cases = [(name, spec) for name, spec, _ in run_classes(table)]
     else:
-        cases = [c for c in CASES + EXTRA if args.cases == ["all"] or c[0] in args.cases]
+        cases = [(name, find_spec(table, *where)) for name, *where in CASES + EXTRA
+                 if args.cases == ["all"] or name in args.cases]
     data = {name: load_prepared(Path("data/prepared") / f"{name}.npz") for name in ("a9a", "w8a")}
     log = logging.getLogger("bench_finite_sum")
     log.addHandler(logging.NullHandler())
@@ -89,8 +108,7 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
     print(f"{'run':30s} {'setup s':>8s} {'s/seed/1000 rounds':>19s}")
     total = 0.0
-    for name, *where in cases:
-        spec = find_spec(table, *where)
+    for name, spec in cases:
         times = []
         for rounds, seeds in ((0, 1), (args.rounds, args.seeds)):  # setup + one evaluation, then the run
             spec.update(rounds=rounds, seeds=seeds)
