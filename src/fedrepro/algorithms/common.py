@@ -6,8 +6,10 @@ comes only from `streams(purpose, round)`, so a round is a pure function of (sta
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -84,9 +86,91 @@ def minibatches(gen: torch.Generator, A: Tensor, b: Tensor, steps: int, size: in
     S, M = b.shape
     if size == M:
         return A.expand(steps, *A.shape), b.expand(steps, *b.shape)
-    idx = torch.rand(steps, S, M, generator=gen, device=gen.device).argsort(dim=-1)[..., :size]
+    idx = draw_indices(gen, steps, S, M, size)
     rows = torch.arange(S, device=A.device).unsqueeze(-1)
     return A[rows, idx], b[rows, idx]
+
+
+def draw_indices(gen: torch.Generator, steps: int, S: int, M: int, size: int) -> Tensor:
+    """(steps,S,size) minibatch indices in [M]: the first `size` entries of the argsort of a
+    uniform (steps,S,M) draw, i.e. a uniformly random ordered sample without replacement."""
+    return smallest_indices(torch.rand(steps, S, M, generator=gen, device=gen.device), size)
+
+
+# Rows shorter than this are fully sorted: on short rows argsort costs less than topk plus the check.
+PARTIAL_SORT_MIN_LENGTH = 64
+
+
+def smallest_indices(r: Tensor, k: int) -> Tensor:
+    """r.argsort(dim=-1)[..., :k], the same indices in the same order, by a partial sort where that is cheaper.
+
+    topk(k+1) returns the k+1 smallest values of a row in ascending order. When they are strictly
+    increasing (no tie among them), the k smallest entries and their order are unique and the k-th is
+    below every other entry, so any correct sort (stable or not) puts exactly these indices first, in
+    this order. Rows with a tie among them (float32 draws do tie) are argsorted as before: the CPU sort
+    handles each row on its own (same row, same result), so sorting only those rows changes nothing.
+    """
+    M = r.shape[-1]
+    if k >= M or M < PARTIAL_SORT_MIN_LENGTH:
+        return r.argsort(dim=-1)[..., :k]
+    values, idx = r.topk(k + 1, dim=-1, largest=False, sorted=True)
+    idx = idx[..., :k]
+    tied = (values[..., 1:] <= values[..., :-1]).any(dim=-1)
+    if bool(tied.any()):
+        idx = idx.contiguous()
+        rows = tied.reshape(-1).nonzero().squeeze(-1)
+        idx.view(-1, k)[rows] = r.reshape(-1, M).index_select(0, rows).argsort(dim=-1)[:, :k]
+    return idx
+
+
+class ShardRows:
+    """Client shards and minibatch rows read straight from the problem's (N,M,d) rows.
+
+    Same values and same layout as `problem.A[clients]` and `minibatches(gen, problem.A[clients], ...)`:
+    the rows are gathered once from the flat (N*M,d) matrix (no intermediate (S,M,d) copy) into a
+    contiguous 64-byte aligned tensor, like the copy it replaces (BLAS results may depend on alignment).
+    Minibatch rows go to a buffer kept per `slot` and reused by the next call for that slot, so large
+    gathers do not fault in fresh pages every round: use the rows before asking for the slot again.
+    A single client's shard is a view when it is 64-byte aligned.
+    """
+
+    def __init__(self, problem: FiniteSumProblem) -> None:
+        N, M, d = problem.A.shape
+        self.A, self.b, self.M, self.d = problem.A, problem.b, M, d
+        self._A_flat = problem.A.reshape(N * M, d)
+        self._b_flat = problem.b.reshape(N * M)
+        self._buffers: dict[str, tuple[Tensor, Tensor]] = {}
+
+    def shards(self, clients: Tensor) -> tuple[Tensor, Tensor]:
+        """problem.A[clients], problem.b[clients]: (S,M,d), (S,M)."""
+        if len(clients) == 1 and self.A.is_contiguous():
+            c = int(clients[0])
+            A = self.A[c:c + 1]
+            if A.data_ptr() % 64 == 0:
+                return A, self.b[c:c + 1]
+        return self.A.index_select(0, clients), self.b.index_select(0, clients)
+
+    def minibatches(
+        self, gen: torch.Generator, clients: Tensor, steps: int, size: int, slot: str = "rows"
+    ) -> tuple[Tensor, Tensor]:
+        """minibatches(gen, problem.A[clients], problem.b[clients], steps, size): same draws, same rows."""
+        S, M, d = len(clients), self.M, self.d
+        if size == M:
+            A, b = self.shards(clients)
+            return A.expand(steps, *A.shape), b.expand(steps, *b.shape)
+        idx = draw_indices(gen, steps, S, M, size)
+        flat = (clients.unsqueeze(-1) * M + idx).reshape(-1)
+        A, b = self._buffer(slot, (steps, S, size))
+        torch.index_select(self._A_flat, 0, flat, out=A.view(-1, d))
+        torch.index_select(self._b_flat, 0, flat, out=b.view(-1))
+        return A, b
+
+    def _buffer(self, slot: str, shape: tuple[int, int, int]) -> tuple[Tensor, Tensor]:
+        buf = self._buffers.get(slot)
+        if buf is None or buf[1].shape != shape:
+            buf = (self.A.new_empty(*shape, self.d), self.b.new_empty(shape))
+            self._buffers[slot] = buf
+        return buf
 
 
 def local_sgd(
@@ -98,16 +182,41 @@ def local_sgd(
     eta_l: float,
     batch: int,
     correction: Tensor | None = None,
+    rows: ShardRows | None = None,
 ) -> Tensor:
     """K local minibatch SGD steps from x on each client: y <- y - eta_l (grad_B f_i(y) + correction).
 
     Returns the final local models (S,d). correction (S,d) is SCAFFOLD's c - c_i; None for FedAvg.
     """
-    A, b = minibatches(gen, problem.A[clients], problem.b[clients], K, batch)
-    y = x.expand(len(clients), -1)
+    rows = rows or ShardRows(problem)
+    A, b = rows.minibatches(gen, clients, K, batch)
+    if x.device.type != "cpu":  # the same steps in torch
+        b = b.unsqueeze(-1)
+        y = x.expand(len(clients), -1)
+        for k in range(K):
+            g = problem.batched_rows_grad(y, A[k], b[k])
+            if correction is not None:
+                g = g + correction
+            y = y - eta_l * g
+        return y
+    # The arithmetic runs in numpy on these small arrays and the matmuls in torch, on 64-byte aligned
+    # buffers of the layouts `rows_grad` gives them: the same floats as the torch loop
+    # (see FiniteSumProblem.dloss_np), at a fraction of its per-call overhead.
+    S, d, B = len(clients), x.shape[-1], batch
+    new = functools.partial(torch.empty, dtype=x.dtype)
+    y_t, u, coef, grad = new(S, d), new(S, B, 1), new(S, 1, B), new(S, 1, d)
+    y, coef_np, grad_np = y_t.numpy(), coef.numpy().reshape(S, B, 1), grad.numpy().reshape(S, d)
+    b_np = b.numpy()
+    corr = None if correction is None else correction.numpy()
+    y_k = x.numpy()  # y_0 = x on every client
     for k in range(K):
-        g = problem.rows_grad(y, A[k], b[k])
-        if correction is not None:
-            g = g + correction
-        y = y - eta_l * g
-    return y
+        torch.bmm(A[k], (x.expand(S, -1) if k == 0 else y_t).unsqueeze(-1), out=u)
+        np.multiply(problem.dloss_np(u.numpy(), b_np[k][..., None]), 1.0 / B, out=coef_np)
+        torch.bmm(coef, A[k], out=grad)
+        r = problem.reg_grad_np(y_k)
+        g = grad_np if r is None else grad_np + r
+        if corr is not None:
+            g = g + corr
+        np.subtract(y_k, eta_l * g, out=y)
+        y_k = y
+    return y_t

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fedrepro.algorithms.common import Algorithm, Streams, local_sgd, sample_clients
+from fedrepro.algorithms.common import Algorithm, ShardRows, Streams, local_sgd, sample_clients
 from fedrepro.objectives import FiniteSumProblem
 
 
@@ -14,9 +14,11 @@ class FedAvg(Algorithm):
     def __init__(self, problem: FiniteSumProblem, hp: dict, streams: Streams) -> None:
         super().__init__(problem, hp, streams)
         self.b = self._batch_size("b")
+        self._rows = ShardRows(problem)
 
     def round(self, r: int) -> dict:
         clients = sample_clients(self.streams("clients", r), self.problem.n_clients, self.S)
-        y = local_sgd(self.problem, self.x, clients, self.streams("batches", r), self.K, self.eta_l, self.b)
+        y = local_sgd(self.problem, self.x, clients, self.streams("batches", r), self.K, self.eta_l, self.b,
+                      rows=self._rows)
         self.x = self.x + self.eta_g * (y - self.x).mean(dim=0)
         return {"clients": self.S, "sample_grads": self.S * self.b * self.K, "full": False}

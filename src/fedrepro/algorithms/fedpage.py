@@ -7,9 +7,13 @@ grad f_i(x^r) - grad f_i(x^{r-1}) + g^{r-1}.
 
 from __future__ import annotations
 
-import torch
+import functools
 
-from fedrepro.algorithms.common import Algorithm, Streams, minibatches, sample_clients
+import numpy as np
+import torch
+from torch import Tensor
+
+from fedrepro.algorithms.common import Algorithm, ShardRows, Streams, minibatches, sample_clients
 from fedrepro.objectives import FiniteSumProblem
 
 
@@ -28,6 +32,7 @@ class FedPAGE(Algorithm):
             raise ValueError(f"p={self.p} must be in [0, 1]")
         self.x_prev: torch.Tensor | None = None  # x^{r-1}
         self.g_prev: torch.Tensor | None = None  # g^{r-1}
+        self._rows = ShardRows(problem)
 
     def round(self, r: int) -> dict:
         coin = self.streams("coin", r)
@@ -58,20 +63,69 @@ class FedPAGE(Algorithm):
         prob, K, eta_l = self.problem, self.K, self.eta_l
         x, x_prev = self.x, self.x_prev
         clients = sample_clients(self.streams("clients", r), prob.n_clients, self.S)
-        A, b = prob.A[clients], prob.b[clients]
         gen = self.streams("batches", r)
-        A2, b2 = minibatches(gen, A, b, 1, self.b2)
-        A3, b3 = minibatches(gen, A, b, K - 1, self.b3)
+        A2, b2 = self._rows.minibatches(gen, clients, 1, self.b2, slot="b2")
+        A3, b3 = self._rows.minibatches(gen, clients, K - 1, self.b3, slot="b3")
         # Each difference uses the same minibatch at both points (spec §2.0).
         g_loc = prob.rows_grad_diff(x, x_prev, A2[0], b2[0]) + self.g_prev  # line 17
-        g_sum = g_loc
-        y_prev, y = x.expand_as(g_loc), x - eta_l * g_loc  # line 18
-        for k in range(K - 1):  # lines 19-23
-            g_loc = prob.rows_grad_diff(y, y_prev, A3[k], b3[k]) + g_loc
-            g_sum = g_sum + g_loc
-            y_prev, y = y, y - eta_l * g_loc
+        g_sum = local_page_steps(prob, x, g_loc, A3, b3, eta_l) if K > 1 else g_loc  # lines 18-23
         # Line 26: (1/(K eta_l S)) sum_i (x - y_{i,K}) equals the mean of the K*S local estimators.
         # Taking that mean directly avoids the cancellation in x - y_{i,K} when eta_l is small.
         g = g_sum.mean(dim=0) / K
         n_grads = self.S * (2 * self.b2 + 2 * self.b3 * (K - 1))
         return g, {"clients": self.S, "sample_grads": n_grads, "full": False}
+
+
+def local_page_steps(
+    prob: FiniteSumProblem, x: Tensor, g_loc: Tensor, A: Tensor, b: Tensor, eta_l: float
+) -> Tensor:
+    """Lines 18-23 from the first local estimators g_loc (S,d) at x: K-1 = len(A) recursive steps on
+    the minibatch rows A (K-1,S,B,d), b (K-1,S,B); returns the sum of the K local estimators (S,d).
+
+    Per step and client: y_prev, y <- y, y - eta_l g_loc; g_loc <- grad_B f_i(y) - grad_B f_i(y_prev) + g_loc.
+    The arithmetic on these small arrays runs in numpy (the same IEEE operations in the same order as
+    `rows_grad_diff`; see FiniteSumProblem.dloss_np) and the two matmuls per step in torch, on
+    64-byte aligned buffers of the layout `rows_grad_diff` gives them ((S,d,2) stacked points): the
+    same floats as the torch loop, at a fraction of its per-call overhead.
+    """
+    if x.device.type != "cpu":  # the same steps in torch
+        b = b.unsqueeze(-1)
+        g_sum = g_loc
+        y_prev, y = x.expand_as(g_loc), x - eta_l * g_loc
+        r_prev = prob.reg_grad(x)
+        for k in range(len(A)):
+            diff, r_prev = prob.batched_rows_grad_diff(y, y_prev, A[k], b[k], r_prev)
+            g_loc = diff + g_loc
+            g_sum = g_sum + g_loc
+            y_prev, y = y, y - eta_l * g_loc
+        return g_sum
+    S, d = g_loc.shape
+    B = b.shape[-1]
+    new = functools.partial(torch.empty, dtype=g_loc.dtype)
+    points = (new(S, d, 2), new(S, d, 2))  # (y, y_prev) stacked, as torch.stack((y, y_prev), -1)
+    u, coef, grad = new(S, B, 2), new(S, 1, B), new(S, 1, d)
+    coef_np, grad_np = coef.numpy().reshape(S, B), grad.numpy().reshape(S, d)
+    b_np = b.numpy()
+    x_np = x.numpy()
+    g_sum_t = g_loc.clone()
+    g_sum, g = g_sum_t.numpy(), g_loc.numpy()
+    y = points[0].numpy()
+    np.subtract(x_np, eta_l * g, out=y[..., 0])  # line 18
+    y[..., 1] = x_np
+    r_prev = prob.reg_grad_np(x_np)
+    steps = len(A)
+    for k in range(steps):
+        torch.bmm(A[k], points[k % 2], out=u)
+        c = prob.dloss_np(u.numpy(), b_np[k][..., None])
+        np.multiply(c[..., 0] - c[..., 1], 1.0 / B, out=coef_np)
+        torch.bmm(coef, A[k], out=grad)
+        r = prob.reg_grad_np(y[..., 0])
+        diff = grad_np if r is None else grad_np + (r - r_prev)
+        g = diff + g
+        np.add(g_sum, g, out=g_sum)
+        if k + 1 < steps:
+            y_next = points[(k + 1) % 2].numpy()
+            np.subtract(y[..., 0], eta_l * g, out=y_next[..., 0])
+            y_next[..., 1] = y[..., 0]
+            y, r_prev = y_next, r
+    return g_sum_t

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from fedrepro.algorithms.common import Algorithm, Streams, local_sgd, sample_clients
+from fedrepro.algorithms.common import Algorithm, ShardRows, Streams, local_sgd, sample_clients
 from fedrepro.objectives import FiniteSumProblem
 
 
@@ -24,6 +24,7 @@ class Scaffold(Algorithm):
     def __init__(self, problem: FiniteSumProblem, hp: dict, streams: Streams) -> None:
         super().__init__(problem, hp, streams)
         self.b = self._batch_size("b")
+        self._rows = ShardRows(problem)
         self.c = torch.zeros_like(self.x)
         self.c_clients = torch.zeros(problem.n_clients, problem.dim, dtype=self.x.dtype, device=self.x.device)
 
@@ -33,7 +34,7 @@ class Scaffold(Algorithm):
         c_i = self.c_clients[clients]
         y = local_sgd(
             self.problem, self.x, clients, self.streams("batches", r), self.K, self.eta_l, self.b,
-            correction=self.c - c_i,
+            correction=self.c - c_i, rows=self._rows,
         )
         c_i_new = c_i - self.c + (self.x - y) / (self.K * self.eta_l)
         self.c_clients[clients] = c_i_new

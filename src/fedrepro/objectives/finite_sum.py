@@ -41,6 +41,8 @@ class FiniteSumProblem:
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
             self._csr = flat.to_sparse_csr()
             self._csr_t = flat.T.contiguous().to_sparse_csr()
+        self._dot_memo: tuple[Tensor, int, Tensor] | None = None
+        self._grad_memo: tuple[Tensor, int, Tensor] | None = None
 
     # --- per-objective pieces -------------------------------------------------------------------
     def _loss(self, u: Tensor, b: Tensor) -> Tensor:
@@ -53,6 +55,20 @@ class FiniteSumProblem:
         return 0.0
 
     def _reg_grad(self, x: Tensor) -> Tensor | None:
+        return None
+
+    def reg_grad(self, x: Tensor) -> Tensor | None:
+        """Gradient of the regularizer shared by every f_ij at x; None without one."""
+        return self._reg_grad(x)
+
+    # The same per-element formulas on numpy arrays (CPU), for the algorithms' inner loops on tiny arrays,
+    # where torch's per-call overhead dominates. They must perform the torch versions' IEEE operations
+    # in the same order: + - * / and negation round identically in numpy and torch; anything else
+    # (sigmoid) is computed by torch itself, on an array of the same shape.
+    def dloss_np(self, u: np.ndarray, b: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def reg_grad_np(self, x: np.ndarray) -> np.ndarray | None:
         return None
 
     def _add_reg(self, g: Tensor, x: Tensor) -> Tensor:
@@ -71,12 +87,33 @@ class FiniteSumProblem:
         return self._add_reg(torch.einsum("sm,smd->sd", coef, A), x)
 
     def full_grad(self, x: Tensor) -> Tensor:
-        """Gradient (d,) of the global f over all n = N*M rows."""
-        coef = self._dloss(self._csr @ x, self._b_flat) / self._b_flat.numel()
-        return self._add_reg(self._csr_t @ coef, x)
+        """Gradient (d,) of the global f over all n = N*M rows. Treat the result as read-only: the last
+        one is kept and returned again for the same, unmodified x (the metric and a FedPAGE full round
+        at the same round ask for it twice)."""
+        memo = self._grad_memo
+        if memo is not None and memo[0] is x and memo[1] == x._version:
+            return memo[2]
+        coef = self._dloss(self._rows_dot(x), self._b_flat) / self._b_flat.numel()
+        g = self._add_reg(self._csr_t @ coef, x)
+        self._grad_memo = (x, x._version, g)
+        return g
 
     def value(self, x: Tensor) -> float:
-        return float(self._loss(self._csr @ x, self._b_flat).mean()) + self._reg_value(x)
+        return float(self._loss(self._rows_dot(x), self._b_flat).mean()) + self._reg_value(x)
+
+    def evaluate(self, x: Tensor) -> tuple[float, float]:
+        """(||grad f(x)||, f(x)), the run metrics, sharing the product A x: the same floats as
+        float(full_grad(x).norm()) and value(x)."""
+        return float(self.full_grad(x).norm()), self.value(x)
+
+    def _rows_dot(self, x: Tensor) -> Tensor:
+        """A x over all n rows (CSR); the last product is reused for the same, unmodified x."""
+        memo = self._dot_memo
+        if memo is not None and memo[0] is x and memo[1] == x._version:
+            return memo[2]
+        u = self._csr @ x
+        self._dot_memo = (x, x._version, u)
+        return u
 
     # --- kernels used by the algorithms ---------------------------------------------------------
     def rows_grad(self, y: Tensor, A: Tensor, b: Tensor) -> Tensor:
@@ -86,6 +123,13 @@ class FiniteSumProblem:
         """
         coef = self._dloss((A @ y.unsqueeze(-1)).squeeze(-1), b) * (1.0 / b.shape[-1])
         return self._add_reg((coef.unsqueeze(-2) @ A).squeeze(-2), y)
+
+    def batched_rows_grad(self, y: Tensor, A: Tensor, b: Tensor) -> Tensor:
+        """rows_grad(y, A, b[..., 0]) for y (S,d), A (S,B,d), b (S,B,1): the same operations on the
+        same layouts (A @ y for 3-D operands is this bmm), with fewer reshapes."""
+        S, B, d = A.shape
+        coef = self._dloss(torch.bmm(A, y.unsqueeze(-1)), b) * (1.0 / B)  # (S,B,1)
+        return self._add_reg(torch.bmm(coef.view(S, 1, B), A).view(S, d), y)
 
     def rows_grad_diff(self, y1: Tensor, y0: Tensor, A: Tensor, b: Tensor) -> Tensor:
         """grad_B f_i(y1) - grad_B f_i(y0) on the same rows B (the PAGE difference, spec §2.0): (S,d).
@@ -100,6 +144,19 @@ class FiniteSumProblem:
         r1, r0 = self._reg_grad(y1), self._reg_grad(y0)
         return g if r1 is None else g + (r1 - r0)
 
+    def batched_rows_grad_diff(
+        self, y1: Tensor, y0: Tensor, A: Tensor, b: Tensor, r0: Tensor | None
+    ) -> tuple[Tensor, Tensor | None]:
+        """rows_grad_diff(y1, y0, A, b[..., 0]) for y1, y0 (S,d), A (S,B,d), b (S,B,1), given
+        r0 = the regularizer gradient at y0 (None without one): the same floats. Returns the
+        difference and the regularizer gradient at y1 (the next step's r0)."""
+        S, B, d = A.shape
+        c1, c0 = self._dloss(torch.bmm(A, torch.stack((y1, y0), dim=-1)), b).unbind(-1)
+        coef = (c1 - c0) * (1.0 / B)
+        g = torch.bmm(coef.unsqueeze(-2), A).view(S, d)
+        r1 = self._reg_grad(y1)
+        return (g, None) if r1 is None else (g + (r1 - r0), r1)
+
 
 class RobustLinearRegression(FiniteSumProblem):
     """loss(u, b) = log(1 + (u-b)^2/2) (paper Sec 6); no regularizer."""
@@ -109,6 +166,10 @@ class RobustLinearRegression(FiniteSumProblem):
         return torch.log1p(0.5 * t * t)
 
     def _dloss(self, u: Tensor, b: Tensor) -> Tensor:
+        t = u - b
+        return 2.0 * t / (2.0 + t * t)
+
+    def dloss_np(self, u: np.ndarray, b: np.ndarray) -> np.ndarray:
         t = u - b
         return 2.0 * t / (2.0 + t * t)
 
@@ -128,11 +189,19 @@ class LogisticNonconvex(FiniteSumProblem):
     def _dloss(self, u: Tensor, b: Tensor) -> Tensor:
         return -b * torch.sigmoid(-b * u)
 
+    def dloss_np(self, u: np.ndarray, b: np.ndarray) -> np.ndarray:
+        nb = -b
+        return nb * torch.sigmoid(torch.from_numpy(nb * u)).numpy()
+
     def _reg_value(self, x: Tensor) -> float:
         x2 = x * x
         return self.alpha * float((x2 / (1.0 + x2)).sum())
 
     def _reg_grad(self, x: Tensor) -> Tensor:
+        s = 1.0 + x * x
+        return (2.0 * self.alpha) * x / (s * s)
+
+    def reg_grad_np(self, x: np.ndarray) -> np.ndarray:
         s = 1.0 + x * x
         return (2.0 * self.alpha) * x / (s * s)
 

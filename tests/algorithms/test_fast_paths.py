@@ -1,0 +1,40 @@
+"""The shortcuts of the finite-sum algorithms give the same numbers as the plain operations they replace."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from fedrepro.algorithms.common import ShardRows, minibatches, smallest_indices
+
+
+@pytest.mark.parametrize(("shape", "k"), [((10, 2, 3250), 652), ((19, 1, 4800), 1), ((9, 3, 100), 22), ((4, 3, 200), 199)])
+def test_smallest_indices_is_argsort_prefix_including_ties(shape, k):
+    gen = torch.Generator().manual_seed(0)
+    for levels in (None, 2000, 300):  # float32 draws, then coarse grids: many ties, also at the top
+        for _ in range(20):
+            r = torch.rand(*shape, generator=gen)
+            if levels:
+                r = (r * levels).floor() / levels
+            assert torch.equal(smallest_indices(r, k), r.argsort(dim=-1)[..., :k])
+
+
+@pytest.mark.parametrize("size", [1, 3, 10])
+def test_shard_rows_match_gathered_minibatches(problem, size):
+    M = problem.samples_per_client
+    rows = ShardRows(problem)
+    for seed in range(5):
+        clients = torch.randperm(problem.n_clients, generator=torch.Generator().manual_seed(seed))[:4]
+        want = minibatches(torch.Generator().manual_seed(seed), problem.A[clients], problem.b[clients], 3, min(size, M))
+        got = rows.minibatches(torch.Generator().manual_seed(seed), clients, 3, min(size, M))
+        assert all(torch.equal(w, g) and w.stride() == g.stride() for w, g in zip(want, got))
+
+
+def test_evaluate_matches_full_grad_and_value(problem):
+    x = torch.linspace(-1, 1, problem.dim, dtype=torch.float64)
+    grad_norm, loss = problem.evaluate(x)
+    fresh = type(problem).__new__(type(problem))
+    fresh.__dict__.update(problem.__dict__, _dot_memo=None, _grad_memo=None)
+    assert grad_norm == float(fresh.full_grad(x).norm()) and loss == fresh.value(x)
+    x.add_(1.0)  # in place: the memo must not answer for the modified x
+    assert problem.full_grad(x).equal(fresh.full_grad(x.clone()))
