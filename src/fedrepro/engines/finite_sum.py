@@ -57,7 +57,7 @@ class FiniteSumTrainer(Trainer):
 
     def evaluate(self, r: int) -> list[Row]:
         x = self.algo.x
-        grad_norm, loss = float(self.problem.full_grad(x).norm()), float(self.problem.value(x))
+        grad_norm, loss = self.problem.evaluate(x)
         return [{"seed": self.seeds[0], "round": r, "grad_norm": grad_norm, "loss": loss, **self.counters}]
 
     def state_dict(self) -> dict[str, Any]:
