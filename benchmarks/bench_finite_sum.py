@@ -21,10 +21,11 @@ from pathlib import Path
 import torch
 
 from fedrepro.data import load_prepared
-from fedrepro.engines import finite_sum
-from fedrepro.experiments.context import RunContext
-from fedrepro.experiments.validate import load_and_validate
+from fedrepro.engines import ENGINES
+from fedrepro.engines.context import RunContext
+from fedrepro.engines.driver import run_seeds
 from fedrepro.results.store import write_metrics
+from fedrepro.validate import load_and_validate
 
 # (name, figure, panel, curve label, eta_tilde or None for the curve's own)
 CASES = [
@@ -115,13 +116,15 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as tmp:
                 ctx = RunContext(name, spec, "cpu", Path(tmp) / "ckpt.pt", log, show_progress=False)
                 t0 = time.process_time()
-                rows, _ = finite_sum.train(spec, data, ctx)
+                engine = ENGINES["finite_sum"]
+                setup = engine.setup(spec, data, ctx)
+                rows, _ = run_seeds(engine, setup, spec, ctx)
                 times.append(time.process_time() - t0)
-        setup, dt = times
+        setup_time, dt = times
         total += dt
-        print(f"{name:30s} {setup:8.3f} {(dt - setup) / args.seeds * 1000 / args.rounds:19.3f}", flush=True)
+        print(f"{name:30s} {setup_time:8.3f} {(dt - setup_time) / args.seeds * 1000 / args.rounds:19.3f}", flush=True)
         if args.out:
-            write_metrics(args.out / f"{name}.csv", rows, finite_sum.COLUMNS)
+            write_metrics(args.out / f"{name}.csv", rows, setup.columns)
     print(f"{'total':30s} {total:8.3f} CPU s")
 
 
