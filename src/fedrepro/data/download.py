@@ -1,37 +1,40 @@
 """Fetch a dataset's files into raw_root/<dataset>/ and record where they came from.
 
-Two sources: the canonical URLs in the registry, or an offline mirror directory (the
-layout of ../shared/datasets, with a MANIFEST.json of sha256s). Every file is written to
-a temporary file beside its target, verified, and only then renamed into place, so a
-failed or interrupted fetch never leaves a partial or unverified file behind.
+Two sources: the canonical URLs in the registry, downloaded by pooch, or an offline mirror
+directory (the layout of ../shared/datasets, with a MANIFEST.json of sha256s). Either way
+pooch writes to a temporary file beside the target, which is verified and only then moved
+into place, so a failed or interrupted fetch never leaves a partial or unverified file.
 PROVENANCE.json says for each file which source it came from and what vouched for it.
 """
 
 from __future__ import annotations
 
-import hashlib
-import http.client
 import json
 import logging
 import os
+import re
+import shutil
+import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, Callable
+
+import pooch
+import requests
 
 from fedrepro.errors import DataError
 from fedrepro.data.registry import Dataset, RemoteFile, get_dataset
-from fedrepro.utils.atomic import atomic_path, write_json
+from fedrepro.utils.atomic import FILE_MODE, write_json
 
 log = logging.getLogger(__name__)
+# pooch's info lines call a mirror copy a download and suggest pasting its sha256 as a
+# known_hash; our own log lines say what happens instead.
+pooch.get_logger().setLevel(logging.WARNING)
 
 MIRROR_ENV = "FEDREPRO_DATA_MIRROR"
 PROVENANCE_NAME = "PROVENANCE.json"
 NO_CHECKSUM = "none (no published checksum)"
 
-_CHUNK = 1 << 20
-_USER_AGENT = "fedrepro-data/1 (Python urllib)"
 _MIRROR_HINT = (
     "If this machine cannot reach these hosts, use a local copy of the datasets: set "
     f"`data_mirror` in config/config.yaml or the environment variable {MIRROR_ENV}, "
@@ -88,20 +91,27 @@ def fetch_dataset(
     for remote in dataset.files:
         target = dest_dir / remote.name
         known = recorded.get(remote.name)
-        if known and target.is_file() and _sha256_of(target) == known["sha256"]:
+        if known and target.is_file() and pooch.file_hash(str(target)) == known["sha256"]:
             log.info("%s/%s: present and unchanged, not fetched again", dataset.key, remote.name)
             entries.append(known)
-        elif mirror is None:
-            entries.append(
-                _download(dataset.key, remote, target, retries=retries, timeout=timeout, backoff=backoff)
-            )
+            continue
+        target.unlink(missing_ok=True)  # unvouched: pooch would otherwise keep it
+        if mirror is None:
+            entry = _download(dataset.key, remote, target, retries=retries, timeout=timeout, backoff=backoff)
         else:
-            entries.append(_copy_from_mirror(dataset.key, remote, target, mirror, manifest))
+            entry = _copy_from_mirror(dataset.key, remote, target, mirror, manifest)
+        os.chmod(target, FILE_MODE)  # pooch's temporary file is private (0600)
+        entries.append(entry)
 
     provenance = {"dataset": dataset.key, "files": entries}
     if provenance != previous:  # an unchanged record keeps its mtime, so Snakemake reruns nothing
         write_json(dest_dir / PROVENANCE_NAME, provenance)
     return provenance
+
+
+def _retrieve(url: str, known_hash: str | None, target: Path, downloader: Callable[..., None]) -> None:
+    """pooch: download into a temporary file beside `target`, check the hash, move into place."""
+    pooch.retrieve(url, known_hash, fname=target.name, path=target.parent, downloader=downloader)
 
 
 # --- canonical download -------------------------------------------------------------
@@ -116,77 +126,63 @@ class _AttemptError(Exception):
 def _download(
     key: str, remote: RemoteFile, target: Path, *, retries: int, timeout: float, backoff: float
 ) -> dict[str, Any]:
-    algos = _algos(remote)
+    known_hash = f"{remote.checksum.algo}:{remote.checksum.value.lower()}" if remote.checksum else None
+    http = pooch.HTTPDownloader(progressbar=sys.stderr.isatty(), timeout=timeout)
+
+    def download_sized(url: str, output_file: str, pup: Any) -> None:
+        http(url, output_file, pup)
+        nbytes = os.path.getsize(output_file)
+        if remote.size is not None and nbytes != remote.size:  # the only check when no checksum is published
+            raise ValueError(f"size mismatch: expected {remote.size} bytes, actual {nbytes}")
+
     failures: list[str] = []
     delivered = False  # some URL sent a complete file (that then failed verification)
-    with atomic_path(target) as tmp:
-        for url in remote.urls:
-            log.info("%s/%s: downloading %s", key, remote.name, url)
-            try:
-                nbytes, digests = _fetch_url(
-                    url, tmp, algos, retries=retries, timeout=timeout, backoff=backoff
-                )
-            except _AttemptError as exc:
-                failures.append(f"{url}: {exc}")
-                continue
-            problem = _canonical_mismatch(remote, nbytes, digests)
-            if problem is None:
-                verified_by = f"canonical-{remote.checksum.algo}" if remote.checksum else NO_CHECKSUM
-                return _entry(remote.name, nbytes, digests, "canonical", url, verified_by)
-            delivered = True
-            failures.append(f"{url}: {problem}")
-        message = f"could not download {key}/{remote.name}:\n" + "\n".join(f"  - {f}" for f in failures)
-        raise DataError(message if delivered else f"{message}\n{_MIRROR_HINT}")
-
-
-def _fetch_url(
-    url: str, tmp: Path, algos: set[str], *, retries: int, timeout: float, backoff: float
-) -> tuple[int, dict[str, str]]:
-    attempt = 0
-    while True:
+    for url in remote.urls:
+        log.info("%s/%s: downloading %s", key, remote.name, url)
         try:
-            return _fetch_once(url, tmp, algos, timeout)
+            _with_retries(url, lambda: _retrieve(url, known_hash, target, download_sized), retries, backoff)
         except _AttemptError as exc:
-            if not exc.retry:
-                raise
-            if attempt == retries:
-                raise _AttemptError(f"{exc} (after {retries + 1} attempts)", retry=False) from None
-            delay = backoff * 2**attempt
-            log.warning("%s: %s; retrying in %.1f s", url, exc, delay)
-            time.sleep(delay)
-            attempt += 1
+            failures.append(f"{url}: {exc}")
+            continue
+        except ValueError as exc:  # pooch's hash check or our size check; the bytes are gone
+            delivered = True
+            failures.append(f"{url}: {exc}")
+            continue
+        verified_by = f"canonical-{remote.checksum.algo}" if remote.checksum else NO_CHECKSUM
+        return _entry(remote.name, target, "canonical", url, verified_by)
+    message = f"could not download {key}/{remote.name}:\n" + "\n".join(f"  - {f}" for f in failures)
+    raise DataError(message if delivered else f"{message}\n{_MIRROR_HINT}")
 
 
-def _fetch_once(url: str, tmp: Path, algos: set[str], timeout: float) -> tuple[int, dict[str, str]]:
-    request = urllib.request.Request(url, headers={"User-Agent": _USER_AGENT})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response, open(tmp, "wb") as out:
-            declared = response.headers.get("Content-Length")
-            nbytes, digests = _copy_hashing(response, out, algos)
-    except urllib.error.HTTPError as exc:
-        raise _AttemptError(
-            f"HTTP {exc.code} {exc.reason}", retry=exc.code >= 500 or exc.code == 429
-        ) from None
-    except urllib.error.URLError as exc:  # DNS failure, connection refused, ...
-        raise _AttemptError(f"cannot connect: {exc.reason}", retry=True) from None
-    except (http.client.HTTPException, ConnectionError, TimeoutError) as exc:
-        raise _AttemptError(f"transfer failed: {exc!r}", retry=True) from None
-    # http.client ends a body silently when the server closes early, so count ourselves.
-    if declared is not None and nbytes != int(declared):
-        raise _AttemptError(f"truncated transfer: received {nbytes} of {declared} bytes", retry=True)
-    return nbytes, digests
+def _with_retries(url: str, attempt: Callable[[], None], retries: int, backoff: float) -> None:
+    # pooch's own retry_if_failed also retries 404s and hash mismatches, with fixed waits;
+    # we retry only what a second attempt can fix, with exponential backoff.
+    for i in range(retries + 1):
+        try:
+            return attempt()
+        except requests.RequestException as exc:
+            error = _classify(exc)
+        if not error.retry:
+            raise error
+        if i == retries:
+            raise _AttemptError(f"{error} (after {retries + 1} attempts)", retry=False)
+        delay = backoff * 2**i
+        log.warning("%s: %s; retrying in %.1f s", url, error, delay)
+        time.sleep(delay)
 
 
-def _canonical_mismatch(remote: RemoteFile, nbytes: int, digests: dict[str, str]) -> str | None:
-    if remote.size is not None and nbytes != remote.size:
-        return f"size mismatch: expected {remote.size} bytes, actual {nbytes} (sha256 {digests['sha256']})"
-    if remote.checksum and digests[remote.checksum.algo] != remote.checksum.value.lower():
-        algo = remote.checksum.algo
-        return (
-            f"checksum mismatch: expected {algo} {remote.checksum.value}, actual {algo} "
-            f"{digests[algo]} (sha256 {digests['sha256']})"
-        )
-    return None
+def _classify(exc: requests.RequestException) -> _AttemptError:
+    if isinstance(exc, requests.HTTPError):
+        code = exc.response.status_code
+        return _AttemptError(f"HTTP {code} {exc.response.reason}", retry=code >= 500 or code == 429)
+    # urllib3 notices a body shorter than its Content-Length and says how much was read.
+    short = re.search(r"IncompleteRead\((\d+) bytes read, (\d+) more expected\)", str(exc))
+    if short:
+        received, missing = int(short[1]), int(short[2])
+        return _AttemptError(f"truncated transfer: received {received} of {received + missing} bytes", retry=True)
+    if isinstance(exc, requests.ConnectionError):  # DNS failure, connection refused, ...
+        return _AttemptError(f"cannot connect: {exc}", retry=True)
+    return _AttemptError(f"transfer failed: {exc!r}", retry=True)
 
 
 # --- offline mirror -----------------------------------------------------------------
@@ -209,30 +205,40 @@ def _copy_from_mirror(
     if not source.is_file():
         raise DataError(f"{key}/{remote.name}: not in the data mirror: {source} does not exist")
     manifest_sha = manifest.get(remote.mirror_path, {}).get("sha256")
-    with atomic_path(target) as tmp:
-        with open(source, "rb") as src, open(tmp, "wb") as out:
-            nbytes, digests = _copy_hashing(src, out, _algos(remote))
+    verdict: list[str] = []
+
+    def copy_verified(_url: str, output_file: str, _pup: Any) -> None:
+        # Runs on pooch's temporary file: raising here leaves nothing behind.
+        shutil.copyfile(source, output_file)
+        digests = {algo: pooch.file_hash(output_file, alg=algo) for algo in _algos(remote)}
         # Canonical bytes are worth more than mirror-vouched ones: check them first.
         if remote.checksum and digests[remote.checksum.algo] == remote.checksum.value.lower():
-            verified_by = f"canonical-{remote.checksum.algo}"
+            verdict.append(f"canonical-{remote.checksum.algo}")
         elif manifest_sha and digests["sha256"] == manifest_sha.lower():
-            verified_by = "mirror-manifest"
+            verdict.append("mirror-manifest")
         else:
-            expected = []
-            if remote.checksum:
-                expected.append(f"{remote.checksum.algo} {remote.checksum.value} (published)")
-            if manifest_sha:
-                expected.append(f"sha256 {manifest_sha} (mirror MANIFEST.json)")
-            wanted = " or ".join(expected) or "a published checksum or a manifest entry, and there is neither"
-            unlisted = (
-                "" if manifest_sha else f" ({mirror / 'MANIFEST.json'} has no entry for {remote.mirror_path})"
-            )
-            actual = ", ".join(f"{algo} {digests[algo]}" for algo in sorted(digests))
-            raise DataError(
-                f"{key}/{remote.name}: mirror file {source} failed verification: "
-                f"expected {wanted}{unlisted}; actual {actual}"
-            )
-        return _entry(remote.name, nbytes, digests, "mirror", str(source), verified_by)
+            raise _mirror_mismatch(key, remote, source, mirror, manifest_sha, digests)
+
+    # Verification happens in copy_verified, which knows both acceptable hashes.
+    _retrieve(str(source), None, target, copy_verified)
+    return _entry(remote.name, target, "mirror", str(source), verdict[0])
+
+
+def _mirror_mismatch(
+    key: str, remote: RemoteFile, source: Path, mirror: Path, manifest_sha: str | None, digests: dict[str, str]
+) -> DataError:
+    expected = []
+    if remote.checksum:
+        expected.append(f"{remote.checksum.algo} {remote.checksum.value} (published)")
+    if manifest_sha:
+        expected.append(f"sha256 {manifest_sha} (mirror MANIFEST.json)")
+    wanted = " or ".join(expected) or "a published checksum or a manifest entry, and there is neither"
+    unlisted = "" if manifest_sha else f" ({mirror / 'MANIFEST.json'} has no entry for {remote.mirror_path})"
+    actual = ", ".join(f"{algo} {digests[algo]}" for algo in sorted(digests))
+    return DataError(
+        f"{key}/{remote.name}: mirror file {source} failed verification: "
+        f"expected {wanted}{unlisted}; actual {actual}"
+    )
 
 
 # --- helpers ------------------------------------------------------------------------
@@ -242,34 +248,11 @@ def _algos(remote: RemoteFile) -> set[str]:
     return {"sha256", remote.checksum.algo} if remote.checksum else {"sha256"}
 
 
-def _copy_hashing(src: BinaryIO, out: BinaryIO, algos: set[str]) -> tuple[int, dict[str, str]]:
-    hashes = {algo: hashlib.new(algo, usedforsecurity=False) for algo in algos}
-    nbytes = 0
-    while chunk := src.read(_CHUNK):
-        out.write(chunk)
-        nbytes += len(chunk)
-        for h in hashes.values():
-            h.update(chunk)
-    out.flush()
-    os.fsync(out.fileno())
-    return nbytes, {algo: h.hexdigest() for algo, h in hashes.items()}
-
-
-def _sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _entry(
-    name: str, nbytes: int, digests: dict[str, str], source: str, origin: str, verified_by: str
-) -> dict[str, Any]:
+def _entry(name: str, target: Path, source: str, origin: str, verified_by: str) -> dict[str, Any]:
     return {
         "name": name,
-        "sha256": digests["sha256"],
-        "bytes": nbytes,
+        "sha256": pooch.file_hash(str(target)),
+        "bytes": target.stat().st_size,
         "source": source,
         "origin": origin,
         "verified_by": verified_by,
