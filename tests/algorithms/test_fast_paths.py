@@ -38,3 +38,20 @@ def test_evaluate_matches_full_grad_and_value(problem):
     assert grad_norm == float(fresh.full_grad(x).norm()) and loss == fresh.value(x)
     x.add_(1.0)  # in place: the memo must not answer for the modified x
     assert problem.full_grad(x).equal(fresh.full_grad(x.clone()))
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_numpy_local_steps_give_the_torch_loops_floats(problem, batch):
+    """The CPU runs the numpy versions; other devices the torch loops. Both must agree bit for bit."""
+    from fedrepro.algorithms.common import sgd_steps_numpy, sgd_steps_torch
+    from fedrepro.algorithms.fedpage import page_steps_numpy, page_steps_torch
+
+    gen = torch.Generator().manual_seed(3)
+    clients = torch.randperm(problem.n_clients, generator=gen)[:4]
+    A, b = ShardRows(problem).minibatches(gen, clients, 5, min(batch, problem.samples_per_client))
+    x = torch.randn(problem.dim, generator=gen, dtype=torch.float64)
+    correction = torch.randn(4, problem.dim, generator=gen, dtype=torch.float64)
+    for c in (None, correction):
+        assert torch.equal(sgd_steps_numpy(problem, x, A, b, 0.3, c), sgd_steps_torch(problem, x, A, b, 0.3, c))
+    g_loc = torch.randn(4, problem.dim, generator=gen, dtype=torch.float64)
+    assert torch.equal(page_steps_numpy(problem, x, g_loc, A, b, 0.3), page_steps_torch(problem, x, g_loc, A, b, 0.3))

@@ -190,19 +190,32 @@ def local_sgd(
     """
     rows = rows or ShardRows(problem)
     A, b = rows.minibatches(gen, clients, K, batch)
-    if x.device.type != "cpu":  # the same steps in torch
-        b = b.unsqueeze(-1)
-        y = x.expand(len(clients), -1)
-        for k in range(K):
-            g = problem.batched_rows_grad(y, A[k], b[k])
-            if correction is not None:
-                g = g + correction
-            y = y - eta_l * g
-        return y
-    # The arithmetic runs in numpy on these small arrays and the matmuls in torch, on 64-byte aligned
-    # buffers of the layouts `rows_grad` gives them: the same floats as the torch loop
-    # (see FiniteSumProblem.dloss_np), at a fraction of its per-call overhead.
-    S, d, B = len(clients), x.shape[-1], batch
+    steps = sgd_steps_numpy if x.device.type == "cpu" else sgd_steps_torch  # numpy needs host memory
+    return steps(problem, x, A, b, eta_l, correction)
+
+
+def sgd_steps_torch(
+    problem: FiniteSumProblem, x: Tensor, A: Tensor, b: Tensor, eta_l: float, correction: Tensor | None
+) -> Tensor:
+    """The local steps of `local_sgd` on the minibatch rows A (K,S,B,d), b (K,S,B), in torch."""
+    b = b.unsqueeze(-1)
+    y = x.expand(A.shape[1], -1)
+    for k in range(len(A)):
+        g = problem.batched_rows_grad(y, A[k], b[k])
+        if correction is not None:
+            g = g + correction
+        y = y - eta_l * g
+    return y
+
+
+def sgd_steps_numpy(
+    problem: FiniteSumProblem, x: Tensor, A: Tensor, b: Tensor, eta_l: float, correction: Tensor | None
+) -> Tensor:
+    """sgd_steps_torch with the arithmetic on these small arrays in numpy and the matmuls in torch, on
+    64-byte aligned buffers of the layouts `rows_grad` gives them: the same floats (see
+    FiniteSumProblem.dloss_np) at a fraction of torch's per-call overhead. CPU tensors only."""
+    K, S, B = A.shape[:3]
+    d = x.shape[-1]
     new = functools.partial(torch.empty, dtype=x.dtype)
     y_t, u, coef, grad = new(S, d), new(S, B, 1), new(S, 1, B), new(S, 1, d)
     y, coef_np, grad_np = y_t.numpy(), coef.numpy().reshape(S, B, 1), grad.numpy().reshape(S, d)

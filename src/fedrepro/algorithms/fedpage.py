@@ -83,22 +83,31 @@ def local_page_steps(
     the minibatch rows A (K-1,S,B,d), b (K-1,S,B); returns the sum of the K local estimators (S,d).
 
     Per step and client: y_prev, y <- y, y - eta_l g_loc; g_loc <- grad_B f_i(y) - grad_B f_i(y_prev) + g_loc.
-    The arithmetic on these small arrays runs in numpy (the same IEEE operations in the same order as
-    `rows_grad_diff`; see FiniteSumProblem.dloss_np) and the two matmuls per step in torch, on
-    64-byte aligned buffers of the layout `rows_grad_diff` gives them ((S,d,2) stacked points): the
-    same floats as the torch loop, at a fraction of its per-call overhead.
+    On the CPU the numpy version runs (numpy needs host memory); both give the same floats.
     """
-    if x.device.type != "cpu":  # the same steps in torch
-        b = b.unsqueeze(-1)
-        g_sum = g_loc
-        y_prev, y = x.expand_as(g_loc), x - eta_l * g_loc
-        r_prev = prob.reg_grad(x)
-        for k in range(len(A)):
-            diff, r_prev = prob.batched_rows_grad_diff(y, y_prev, A[k], b[k], r_prev)
-            g_loc = diff + g_loc
-            g_sum = g_sum + g_loc
-            y_prev, y = y, y - eta_l * g_loc
-        return g_sum
+    steps = page_steps_numpy if x.device.type == "cpu" else page_steps_torch
+    return steps(prob, x, g_loc, A, b, eta_l)
+
+
+def page_steps_torch(prob: FiniteSumProblem, x: Tensor, g_loc: Tensor, A: Tensor, b: Tensor, eta_l: float) -> Tensor:
+    """local_page_steps in torch."""
+    b = b.unsqueeze(-1)
+    g_sum = g_loc
+    y_prev, y = x.expand_as(g_loc), x - eta_l * g_loc
+    r_prev = prob.reg_grad(x)
+    for k in range(len(A)):
+        diff, r_prev = prob.batched_rows_grad_diff(y, y_prev, A[k], b[k], r_prev)
+        g_loc = diff + g_loc
+        g_sum = g_sum + g_loc
+        y_prev, y = y, y - eta_l * g_loc
+    return g_sum
+
+
+def page_steps_numpy(prob: FiniteSumProblem, x: Tensor, g_loc: Tensor, A: Tensor, b: Tensor, eta_l: float) -> Tensor:
+    """local_page_steps with the arithmetic on these small arrays in numpy (the same IEEE operations in the
+    same order as `rows_grad_diff`; see FiniteSumProblem.dloss_np) and the two matmuls per step in torch,
+    on 64-byte aligned buffers of the layout `rows_grad_diff` gives them ((S,d,2) stacked points): the
+    same floats as page_steps_torch at a fraction of its per-call overhead. CPU tensors only."""
     S, d = g_loc.shape
     B = b.shape[-1]
     new = functools.partial(torch.empty, dtype=g_loc.dtype)
