@@ -195,3 +195,16 @@ def test_reused_buffers_leak_no_state_between_runs(problem, opt):
         assert torch.equal(trainer.run(W, idx), fresh.run(W, idx))
     with pytest.raises(ValueError, match="starts"):
         trainer.run(starts(problem, 2), trainer.draw(streams, 0, CLIENTS))
+
+
+def test_draw_with_one_stream_index_per_client(problem):
+    """Asynchronous FL keys a training by (client, its own training count): a client's batches are those
+    it would draw alone in a round of that index, whatever the other clients' indices."""
+    trainer = problem.trainer("sgd", lr=0.1, backend="vectorized")
+    streams = make_streams("keyed")
+    keyed = trainer.draw(streams, [3, 0, 3, 8], CLIENTS)
+    for d, (client, key) in enumerate(zip(CLIENTS.tolist(), [3, 0, 3, 8])):
+        assert torch.equal(keyed[d], trainer.draw(streams, key, torch.tensor([client]))[0])
+    assert not torch.equal(keyed[0], trainer.draw(streams, 4, CLIENTS[:1])[0])
+    with pytest.raises(ValueError, match="stream indices"):
+        trainer.draw(streams, [1, 2], CLIENTS)

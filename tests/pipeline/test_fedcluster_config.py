@@ -61,6 +61,9 @@ def test_views_crop_pool_and_standardise():
     assert view.shape == (2, 3, 14, 14) and view.dtype == np.float32
     assert view[0, 1, 0, 0] == x[0, 2:4, 2:4, 1].astype(np.float32).mean()  # centre crop 32 -> 28, then 2x2 mean
     assert view_images(x[..., 0], "crop28").shape == (2, 1, 28, 28)
+    pooled = view_images(x, "pool2")  # no crop: 32 -> 16
+    assert pooled.shape == (2, 3, 16, 16) and pooled[1, 2, 0, 0] == x[1, 0:2, 0:2, 2].astype(np.float32).mean()
+    assert view_images(x[..., 0][:, :28, :28], "pool2").shape == (2, 1, 14, 14)
     rng = np.random.default_rng(0)
     arrays = {"x_train": rng.integers(0, 256, (50, 28, 28), dtype=np.uint8), "y_train": np.arange(50) % 10,
               "x_test": rng.integers(0, 256, (10, 28, 28), dtype=np.uint8), "y_test": np.arange(10)}

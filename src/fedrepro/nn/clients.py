@@ -80,16 +80,21 @@ class LocalTrainer:
         self._graphs: dict[tuple, tuple] = {}
         self._buffers: dict[str, Tensor] = {}
 
-    def draw(self, streams: Streams, rnd: int, clients: Tensor) -> Tensor:
+    def draw(self, streams: Streams, rnd: int | Sequence[int], clients: Tensor) -> Tensor:
         """Pool indices (D, steps, batch) of the activated clients' minibatches in round `rnd`.
 
         Client k's come from streams("batches", rnd, k) alone (each device is active at most once a
         round): per step, `batch` distinct samples of its own, steps independent (spec §2.1 d).
+        `rnd` may also be one index per client (asynchronous FL keys a training by the client's own
+        count of trainings, not by a server round).
         """
         n = self.data.samples_per_device
+        keys = [rnd] * len(clients) if isinstance(rnd, int) else list(rnd)
+        if len(keys) != len(clients):
+            raise ValueError(f"{len(keys)} stream indices for {len(clients)} clients")
         local = []
-        for k in clients.tolist():
-            gen = streams("batches", rnd, k)
+        for k, key in zip(clients.tolist(), keys):
+            gen = streams("batches", key, k)
             local.append(torch.rand(self.steps, n, generator=gen, device=gen.device).argsort(-1)[:, : self.batch])
         table = self.data.table
         local = torch.stack(local).to(table.device).flatten(1)
