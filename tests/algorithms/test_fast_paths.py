@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fedrepro.algorithms.common import ShardRows, minibatches, smallest_indices
+from fedrepro.algorithms.common import ShardRows, minibatches
+from fedrepro.sampling import smallest_indices
 
 
-@pytest.mark.parametrize(("shape", "k"), [((10, 2, 3250), 652), ((19, 1, 4800), 1), ((9, 3, 100), 22), ((4, 3, 200), 199)])
+# the last two: the client layer's minibatches (10 of a client's 600 or 500 samples)
+@pytest.mark.parametrize(("shape", "k"), [((10, 2, 3250), 652), ((19, 1, 4800), 1), ((9, 3, 100), 22), ((4, 3, 200), 199),
+                                          ((20, 600), 10), ((5, 500), 10)])
 def test_smallest_indices_is_argsort_prefix_including_ties(shape, k):
     gen = torch.Generator().manual_seed(0)
     for levels in (None, 2000, 300):  # float32 draws, then coarse grids: many ties, also at the top

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from fedrepro.objectives import FiniteSumProblem
+from fedrepro.sampling import smallest_indices
 
 Streams = Callable[[str, int], torch.Generator]
 StateValue = Tensor | float | int | bool | None
@@ -95,32 +96,6 @@ def draw_indices(gen: torch.Generator, steps: int, S: int, M: int, size: int) ->
     """(steps,S,size) minibatch indices in [M]: the first `size` entries of the argsort of a
     uniform (steps,S,M) draw, i.e. a uniformly random ordered sample without replacement."""
     return smallest_indices(torch.rand(steps, S, M, generator=gen, device=gen.device), size)
-
-
-# Rows shorter than this are fully sorted: on short rows argsort costs less than topk plus the check.
-PARTIAL_SORT_MIN_LENGTH = 64
-
-
-def smallest_indices(r: Tensor, k: int) -> Tensor:
-    """r.argsort(dim=-1)[..., :k], the same indices in the same order, by a partial sort where that is cheaper.
-
-    topk(k+1) returns the k+1 smallest values of a row in ascending order. When they are strictly
-    increasing (no tie among them), the k smallest entries and their order are unique and the k-th is
-    below every other entry, so any correct sort (stable or not) puts exactly these indices first, in
-    this order. Rows with a tie among them (float32 draws do tie) are argsorted as before: the CPU sort
-    handles each row on its own (same row, same result), so sorting only those rows changes nothing.
-    """
-    M = r.shape[-1]
-    if k >= M or M < PARTIAL_SORT_MIN_LENGTH:
-        return r.argsort(dim=-1)[..., :k]
-    values, idx = r.topk(k + 1, dim=-1, largest=False, sorted=True)
-    idx = idx[..., :k]
-    tied = (values[..., 1:] <= values[..., :-1]).any(dim=-1)
-    if bool(tied.any()):
-        idx = idx.contiguous()
-        rows = tied.reshape(-1).nonzero().squeeze(-1)
-        idx.view(-1, k)[rows] = r.reshape(-1, M).index_select(0, rows).argsort(dim=-1)[:, :k]
-    return idx
 
 
 class ShardRows:

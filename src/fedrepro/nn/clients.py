@@ -29,6 +29,7 @@ from fedrepro.nn.flat import FlatModel
 from fedrepro.nn.gradients import client_grad, fused_sgd, stacked_grad
 from fedrepro.nn.losses import CROSS_ENTROPY, Loss
 from fedrepro.nn.optim import LocalOptimizer
+from fedrepro.sampling import smallest_indices
 
 BACKENDS = ("loop", "vectorized")
 Streams = Callable[..., torch.Generator]  # streams(purpose, rnd, client=None) -> a fresh generator
@@ -95,7 +96,7 @@ class LocalTrainer:
         local = []
         for k, key in zip(clients.tolist(), keys):
             gen = streams("batches", key, k)
-            local.append(torch.rand(self.steps, n, generator=gen, device=gen.device).argsort(-1)[:, : self.batch])
+            local.append(smallest_indices(torch.rand(self.steps, n, generator=gen, device=gen.device), self.batch))
         table = self.data.table
         local = torch.stack(local).to(table.device).flatten(1)
         return torch.gather(table[clients.to(table.device)], 1, local).view(len(clients), self.steps, self.batch)
