@@ -38,8 +38,8 @@ from fedrepro.data.views import view_name
 from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Row, Setup, Trainer
-from fedrepro.seeding import derive_seed, numpy_rng, stream_key, torch_generator
-from fedrepro.models import build_model, is_mlp
+from fedrepro.seeding import numpy_rng, stream_key, torch_generator
+from fedrepro.models import is_mlp, seeded_model
 
 COLUMNS = ["seed", "round", "train_loss", "train_accuracy", "test_loss", "test_accuracy", "samples", "updates",
            "clients"]
@@ -109,10 +109,8 @@ class Environment:
         """The model on the device and W0, the same for every run of (dataset, view, model, seed).
         Initialised on the CPU, so W0 does not depend on the device either."""
         spec = self.spec
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(derive_seed("W0", spec["dataset"], spec["view"], spec["model"], seed))
-            module = build_model(spec["model"], tuple(self.images.shape[1:]), spec["n_classes"])
-        module = module.to(self.device)
+        module = seeded_model(spec["model"], tuple(self.images.shape[1:]), spec["n_classes"],
+                              "W0", spec["dataset"], spec["view"], spec["model"], seed).to(self.device)
         return module, FlatModel(module).flatten()
 
     def seeded(self, seed: int, W0: torch.Tensor) -> Seeded:

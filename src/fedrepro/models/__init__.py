@@ -5,10 +5,12 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable
 
+import torch
 from torch import nn
 
 from fedrepro.models.alexnet import SmallAlexNet
 from fedrepro.models.mlp import MLP
+from fedrepro.seeding import derive_seed
 
 MODELS: dict[str, Callable[..., nn.Module]] = {
     "alexnet": SmallAlexNet,  # paper scale (spec §3.0)
@@ -25,9 +27,17 @@ def build_model(name: str, in_shape: tuple[int, ...], n_classes: int) -> nn.Modu
     return MODELS[name](tuple(in_shape), n_classes)
 
 
+def seeded_model(name: str, in_shape: tuple[int, ...], n_classes: int, *seed_parts: object) -> nn.Module:
+    """build_model initialised from a seed derived from `seed_parts` alone, on the CPU (so the initial
+    weights depend neither on the device nor on torch's global generator, which is left untouched)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(derive_seed(*seed_parts))
+        return build_model(name, in_shape, n_classes)
+
+
 def is_mlp(name: str) -> bool:
     """Whether model `name` is a plain MLP (the client layer's closed-form path)."""
     return getattr(MODELS[name], "func", MODELS[name]) is MLP
 
 
-__all__ = ["MLP", "MODELS", "SmallAlexNet", "build_model", "is_mlp"]
+__all__ = ["MLP", "MODELS", "SmallAlexNet", "build_model", "is_mlp", "seeded_model"]
