@@ -17,6 +17,7 @@ import numpy as np
 
 from fedrepro.asynchrony.context import SimContext
 from fedrepro.asynchrony.trace import TIMELINE_KINDS
+from fedrepro.errors import ConfigError
 
 TRAIN, UPLOAD, DOWNLOAD = (TIMELINE_KINDS.index(k) for k in ("train", "upload", "download"))
 REWEIGHTS = ("none", "k_over_q")
@@ -29,6 +30,9 @@ def simulate_favano(ctx: SimContext, *, favano_period_wait_s: float = 0.0, favan
     it = np.asarray(ctx.iteration_time)
     up, down = ctx.upload_time, ctx.download_time
     period = up + down + float(favano_period_wait_s)
+    if period <= 0 and not np.isfinite(ctx.max_rounds):
+        raise ConfigError("FAVANO with no communication time and favano_period_wait_s = 0 never advances the "
+                          "clock: give favano_period_wait_s > 0 or simulate a number of rounds")
     started = np.full(N, down)  # when each client last (re)started training
     version = np.zeros(N, dtype=np.int64)
     trainings = np.zeros(N, dtype=np.int64)

@@ -37,7 +37,7 @@ class SystemModel:
     """
 
     flops_per_iteration: float  # N_MAC: one local step on a minibatch of 10
-    model_bytes: float  # payload of a download and of an upload
+    model_bytes: float  # payload of a download and of an upload (bytes, MB = 1e6)
     fastest_flops: float = 10e9  # C_MAC, FLOP/s of the fastest possible client
     speed_model: str = "literal"
     speed_range: tuple[float, float] = (1.0, 5.0)
@@ -50,8 +50,11 @@ class SystemModel:
         for name in ("flops_per_iteration", "model_bytes", "fastest_flops", "uplink_bps", "downlink_bps",
                      "compute_time_scale"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < np.inf):
-                raise ConfigError(f"system.{name} must be a positive finite number, got {value!r}")
+            zero_ok = name == "model_bytes"  # 0 switches communication cost off (paper Fig. 1 ignores it)
+            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not value < np.inf
+                    or not (value >= 0 if zero_ok else value > 0)):
+                kind = "non-negative" if zero_ok else "positive"
+                raise ConfigError(f"system.{name} must be a {kind} finite number, got {value!r}")
         if self.speed_model not in SPEED_MODELS:
             raise ConfigError(f"system.speed_model must be one of {list(SPEED_MODELS)}, got {self.speed_model!r}")
         try:
