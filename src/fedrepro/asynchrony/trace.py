@@ -24,7 +24,8 @@ class Timeline:
     """Busy intervals per client for a Gantt chart (paper Fig. 1); idle time is the gaps.
 
     A paused training (an upload from the send buffer interrupts it) shows as two ``train``
-    intervals with the same ``training`` index. ``training`` is -1 for downloads.
+    intervals with the same ``training`` index. ``training`` is -1 for downloads. Only completed
+    intervals are recorded: what is under way when the simulation stops is left out.
     """
 
     client: np.ndarray  # (M,) int64
