@@ -1,4 +1,6 @@
-"""FedCluster data partitions: device-level (rho_device) and cluster-level (rho_cluster) heterogeneity.
+"""Client data partitions: FedCluster's (device and cluster levels) and DeFedAvg's (IID and k classes per client).
+
+FedCluster partitions: device-level (rho_device) and cluster-level (rho_cluster) heterogeneity.
 
 Paper: FedCluster (Chen et al., arXiv:2009.10748), Section IV-A and IV-E; spec
 ``fedcluster.md`` §3.0, §3.6 and §5 (#10, #11). Every random choice comes from the
@@ -59,10 +61,13 @@ from fedrepro.utils import atomic
 
 __all__ = [
     "assign_majors",
+    "class_group_partition",
+    "class_groups",
     "cluster_major_counts",
     "cluster_partition",
     "device_class_counts",
     "device_partition",
+    "iid_partition",
     "load_partition",
     "partition_summary",
     "random_clusters",
@@ -409,6 +414,118 @@ def cluster_major_counts(clusters: np.ndarray, majors: np.ndarray, n_classes: in
     for m, row in enumerate(clusters):
         out[m] = np.bincount(majors[row], minlength=n_classes)
     return out
+
+
+# --- IID and k classes per client (DeFedAvg spec §4.0, §6 #21) ---------------------------------
+
+
+def iid_partition(
+    n_samples: int, *, n_clients: int, rng: np.random.Generator, samples_per_client: int | None = None
+) -> np.ndarray:
+    """(n_clients, m) int64 disjoint indices into range(n_samples): a uniformly random equal split.
+
+    m defaults to n_samples // n_clients (the remainder is left out); each row is in random order.
+    """
+    n_samples = _check_positive_int("n_samples", n_samples)
+    n_clients = _check_positive_int("n_clients", n_clients)
+    m = n_samples // n_clients if samples_per_client is None else _check_positive_int("samples_per_client", samples_per_client)
+    if m < 1 or m * n_clients > n_samples:
+        raise ValueError(
+            f"{n_clients} clients x {max(m, 1)} samples need {n_clients * max(m, 1)} distinct samples, only {n_samples} exist"
+        )
+    perm = _check_generator(rng).permutation(n_samples)
+    return perm[: n_clients * m].reshape(n_clients, m).astype(np.int64)
+
+
+def class_groups(
+    n_clients: int, n_classes: int, rng: np.random.Generator, classes_per_client: int = 2, max_swaps: int = 100_000
+) -> np.ndarray:
+    """(n_clients, k) int64: k distinct classes per client, each class on exactly k * n_clients / n_classes clients.
+
+    Construction (spec §4.0): shuffle [0..C-1] x (kN/C), cut it into consecutive groups of k, then
+    repair every group that holds a class twice by swapping one of its repeated entries with a
+    random entry of another group, keeping a swap only if neither group then repeats a class. Swaps
+    keep every class's count, so the balance is exact; everything depends on ``rng`` only.
+    """
+    N = _check_positive_int("n_clients", n_clients)
+    C = _check_positive_int("n_classes", n_classes)
+    k = _check_positive_int("classes_per_client", classes_per_client)
+    rng = _check_generator(rng)
+    if k > C:
+        raise ValueError(f"classes_per_client={k} exceeds n_classes={C}: a client's classes must be distinct")
+    if (N * k) % C:
+        raise ValueError(
+            f"n_clients * classes_per_client = {N * k} is not divisible by n_classes={C}: every class must be on "
+            "the same number of clients; choose n_clients as a multiple of "
+            f"{C // math.gcd(C, k)}"
+        )
+    slots = np.repeat(np.arange(C, dtype=np.int64), N * k // C)
+    rng.shuffle(slots)
+    groups = slots.reshape(N, k)
+    for _ in range(max_swaps):
+        srt = np.sort(groups, axis=1)
+        bad = np.flatnonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1))
+        if bad.size == 0:
+            return groups
+        g = int(bad[rng.integers(bad.size)])
+        row = groups[g]
+        repeated = [p for p in range(k) if np.count_nonzero(row == row[p]) > 1]
+        p = repeated[rng.integers(len(repeated))]
+        h = int(rng.integers(N - 1))
+        h += h >= g  # another group, uniformly
+        q = int(rng.integers(k))
+        a, b = row[p], groups[h, q]
+        if b in row or a in np.delete(groups[h], q):
+            continue  # the swap would leave a repeat in one of the two groups
+        groups[g, p], groups[h, q] = b, a
+    raise ValueError(f"class_groups: no valid assignment after {max_swaps} swaps (n_clients={N}, n_classes={C}, k={k})")
+
+
+def class_group_partition(
+    labels: np.ndarray,
+    *,
+    n_clients: int,
+    rng: np.random.Generator,
+    n_classes: int = 10,
+    classes_per_client: int = 2,
+    samples_per_client: int | None = None,
+    return_classes: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """(n_clients, m) int64 disjoint indices into labels: each client holds k distinct classes
+    (``class_groups``) and each class's samples are split equally among the clients that hold it.
+
+    Every client gets m / k samples of each of its classes; m defaults to the largest size all
+    classes can supply (600 per client for Fashion-MNIST's 6000 per class, 100 clients, k = 2).
+    With ``return_classes=True`` returns ``(indices, classes (n_clients, k))``.
+    """
+    C = _check_positive_int("n_classes", n_classes)
+    labels = _check_labels(labels, C)
+    k = _check_positive_int("classes_per_client", classes_per_client)
+    classes = class_groups(n_clients, C, rng, k)
+    per_class_clients = classes.shape[0] * k // C
+    pools = [np.flatnonzero(labels == c) for c in range(C)]
+    supply = min(pool.size for pool in pools) // per_class_clients
+    if samples_per_client is None:
+        share = supply
+    else:
+        m = _check_positive_int("samples_per_client", samples_per_client)
+        if m % k:
+            raise ValueError(f"samples_per_client={m} must be divisible by classes_per_client={k} (equal shares per class)")
+        share = m // k
+    if share < 1 or share > supply:
+        scarce = int(np.argmin([pool.size for pool in pools]))
+        raise ValueError(
+            f"class {scarce} has {pools[scarce].size} samples for {per_class_clients} clients: at most {supply} each, "
+            f"{share if share >= 1 else 'at least 1'} needed; lower samples_per_client or n_clients"
+        )
+    out = np.empty((classes.shape[0], k * share), dtype=np.int64)
+    for c in range(C):
+        holders = np.argwhere(classes == c)  # (client, position) pairs, in client order
+        chosen = rng.permutation(pools[c])[: holders.shape[0] * share].reshape(holders.shape[0], share)
+        for (client, pos), chunk in zip(holders, chosen):
+            out[client, pos * share : (pos + 1) * share] = chunk
+    out = rng.permuted(out, axis=1)
+    return (out, classes) if return_classes else out
 
 
 # --- summaries and files -------------------------------------------------------------------

@@ -24,7 +24,7 @@ VIEWS: dict[str, tuple[int | None, int]] = {
     "native": (None, 1),  # MNIST 28x28, CIFAR-10 32x32 (spec §5 #6 option crop=false)
     "crop28": (28, 1),  # the paper's AlexNet input (spec §3.0); a no-op on MNIST
     "crop28_pool2": (28, 2),  # the quick scale's 14x14 MLP input (spec §6.2)
-    "pool2": (None, 2),  # DeFedAvg's mlp_small input: 2x2 average pool, 14x14 (FMNIST) or 16x16 (CIFAR-10)
+    "pool2": (None, 2),  # DeFedAvg's reduced-scale MLP input: 14x14 Fashion-MNIST, 3x16x16 CIFAR-10 (its §7.2)
 }
 
 

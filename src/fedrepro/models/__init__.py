@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from fedrepro.models.alexnet import SmallAlexNet
+from fedrepro.models.cnn import TwoConvCNN
 from fedrepro.models.mlp import MLP
 from fedrepro.seeding import derive_seed
 
@@ -17,6 +18,9 @@ MODELS: dict[str, Callable[..., nn.Module]] = {
     "mlp": MLP,  # quick scale (spec §6.2)
     "mlp2": partial(MLP, hidden=(200, 200)),  # two hidden layers, 784-200-200-10 on MNIST
     "cnn_tiny": partial(SmallAlexNet, channels=(8, 16), hidden=(64, 32)),  # spec §6.2 option for a GPU
+    # DeFedAvg (its spec §4.0, §7.2). Its reduced-scale `mlp_small` is "mlp" on the "pool2" input view.
+    "cnn_defedavg": TwoConvCNN,
+    "cnn_defedavg_tiny": partial(TwoConvCNN, channels=(8, 16), hidden=64),
 }
 
 
@@ -40,4 +44,4 @@ def is_mlp(name: str) -> bool:
     return getattr(MODELS[name], "func", MODELS[name]) is MLP
 
 
-__all__ = ["MLP", "MODELS", "SmallAlexNet", "build_model", "is_mlp", "seeded_model"]
+__all__ = ["MLP", "MODELS", "SmallAlexNet", "TwoConvCNN", "build_model", "is_mlp", "seeded_model"]
