@@ -5,12 +5,13 @@ ENGINES is the one list that execution, validation, the Snakemake rules and the 
 
 from __future__ import annotations
 
+from fedrepro.engines.asynchronous import AsyncEngine
 from fedrepro.engines.contract import Engine
 from fedrepro.engines.federated_nn import NetworkEngine
 from fedrepro.engines.finite_sum import FiniteSumEngine
 from fedrepro.engines.monte_carlo import MonteCarloEngine
 
 ENGINES: dict[str, Engine] = {engine.name: engine for engine in (FiniteSumEngine(), MonteCarloEngine(),
-                                                                  NetworkEngine())}
+                                                                  NetworkEngine(), AsyncEngine())}
 
 __all__ = ["ENGINES", "Engine"]

@@ -1,0 +1,271 @@
+"""Asynchronous FL on a simulated wall clock: engine `async` (DeFedAvg paper, spec defedavg.md §2-§4).
+
+A seed runs in two phases (spec §3.4):
+1. timing (asynchrony/): a discrete-event simulation of who trains from which server version, when each
+   update arrives and which round consumes it with what weight. Timing never depends on model values.
+2. learning (here): the trace is replayed; round t sets w^{t+1} = server_step(w^t, round t's Deltas).
+   Only consumed trainings are computed (overwritten ones never are). Trainings are computed several
+   rounds ahead, as soon as their start version exists, so that one call of the client layer trains many
+   clients, each from its own (stale) start version; a version is freed once every training that starts
+   from it is computed. Results do not depend on this batching: a training's minibatches come from a
+   stream keyed by (client, the client's training index) and the client layer trains clients
+   independently (tests/asynchrony/test_engine.py).
+
+Within a seed every algorithm sees the same partition, client speeds, server sampling stream, W0 and
+minibatches (common random numbers, spec §4.0): those streams are keyed by the environment, never by the
+algorithm or its rates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+import torch
+
+from fedrepro.algorithms.asynchronous import async_algorithm
+from fedrepro.asynchrony import PROTOCOLS, SystemModel, simulate, timing_rng_parts
+from fedrepro.data.partitions import class_group_partition, iid_partition
+from fedrepro.data.views import view_name
+from fedrepro.engines.context import RunContext
+from fedrepro.engines.contract import Engine, Row, Setup, Trainer
+from fedrepro.engines.federated_nn import resolve_backend
+from fedrepro.models import seeded_model
+from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
+from fedrepro.seeding import numpy_rng, stream_key, torch_generator
+
+# The settings that make the clients' data and minibatch streams: nothing about the algorithm or rates.
+ENVIRONMENT_KEYS = ("dataset", "view", "n_classes", "n_clients", "samples_per_client", "partition",
+                    "classes_per_client")
+SYSTEM_KEYS = ("flops_per_iteration", "model_bytes", "fastest_flops", "speed_model", "speed_range",
+               "compute_time_scale")
+METRICS = ["train_loss", "train_accuracy", "test_loss", "test_accuracy", "uploads", "staleness_mean",
+           "staleness_max"]
+# How far ahead trainings are computed: those of the next LOOKAHEAD rounds whose start version exists, with
+# at most AHEAD Deltas held for later rounds (memory: one Delta each until consumed). CALL caps the trainings in one call
+# of the client layer (None: no cap). Results do not depend on these (tests/asynchrony/test_engine.py).
+LOOKAHEAD = 16
+AHEAD = 64
+CALL: int | None = None
+
+
+def system_model(spec: dict[str, Any]) -> SystemModel:
+    values = {k: spec[k] for k in SYSTEM_KEYS}
+    values["speed_range"] = tuple(values["speed_range"])
+    return SystemModel(**values, uplink_bps=spec["link_bps"], downlink_bps=spec["link_bps"])
+
+
+def trace_of(spec: dict[str, Any], seed: int, record_timeline: bool = False):
+    """The timing trace of one seed: a pure function of the fleet, the protocol and the seed."""
+    algorithm = async_algorithm(spec["algorithm"])
+    options = {k: spec[k] for k in PROTOCOLS[algorithm.protocol].options if k in spec}
+    slowdowns = None if spec.get("slowdowns") is None else np.asarray(spec["slowdowns"], dtype=np.float64)
+    return simulate(
+        algorithm.protocol, system_model(spec), n_clients=spec["n_clients"], n_per_round=spec["n"],
+        local_steps=spec["K"], horizon_time=spec.get("time_horizon"), rounds=spec.get("rounds"),
+        rng_parts=timing_rng_parts(spec, seed), slowdowns=slowdowns, record_timeline=record_timeline, **options,
+    )
+
+
+def _digest(array: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
+
+
+class Replay:
+    """The learning phase of one seed: the server model, the versions still needed and the Deltas
+    computed ahead of the round that consumes them."""
+
+    def __init__(self, trace, trainer: LocalTrainer, streams, W0: torch.Tensor, lookahead: int, ahead: int,
+                 call: int | None) -> None:
+        self.trace, self.trainer, self.streams = trace, trainer, streams
+        self.lookahead, self.ahead, self.call = lookahead, ahead, call
+        self.bounds = trace.round_bounds
+        self.weights = torch.from_numpy(trace.weight)
+        self.w = W0
+        self.versions: dict[int, torch.Tensor] = {0: W0}
+        self.deltas: dict[int, torch.Tensor] = {}  # record -> Delta, computed, not yet consumed
+        self.remaining = trace.version_refcounts().copy()  # per version: trainings not yet computed
+
+    def advance(self, t: int, step) -> None:
+        """Round t: compute what is due (and what can be computed ahead), then the server step."""
+        self._compute(t)
+        lo, hi = self.bounds[t], self.bounds[t + 1]
+        if hi > lo:
+            deltas = torch.stack([self.deltas.pop(i) for i in range(lo, hi)])
+            self.w = step(self.w, deltas, self.weights[lo:hi].to(deltas.device))
+        if self.remaining[t + 1] > 0:
+            self.versions[t + 1] = self.w
+        self._free(t + 1)
+
+    def _compute(self, t: int) -> None:
+        lo, hi = self.bounds[t], self.bounds[t + 1]
+        due = [i for i in range(lo, hi) if i not in self.deltas]
+        ahead_end = self.bounds[min(t + 1 + self.lookahead, len(self.bounds) - 1)]
+        room = self.ahead - (len(self.deltas) - (hi - lo - len(due)))  # Deltas held beyond this round's
+        if room > 0 and ahead_end > hi:
+            cand = np.arange(hi, ahead_end)
+            cand = cand[self.trace.start_version[cand] <= t]
+            due += [int(i) for i in cand if int(i) not in self.deltas][:room]
+        size = self.call or max(len(due), 1)
+        for at in range(0, len(due), size):
+            self._train(np.asarray(due[at : at + size]))
+
+    def _train(self, records: np.ndarray) -> None:
+        tr = self.trace
+        clients = torch.from_numpy(tr.client[records])
+        idx = self.trainer.draw(self.streams, tr.training[records].tolist(), clients)
+        starts = tr.start_version[records]
+        steps = tr.n_steps[records]
+        for q in np.unique(steps):  # FAVANO interrupts trainings after q <= K steps: its first q minibatches
+            group = np.flatnonzero(steps == q)
+            W = torch.stack([self.versions[int(v)] for v in starts[group]])
+            if q == 0:
+                finals = W
+            else:
+                finals = self.trainer.run(W, idx[torch.from_numpy(group), :q])
+            for g, i in enumerate(group):
+                self.deltas[int(records[i])] = W[g] - finals[g]
+        for v in starts:
+            self.remaining[v] -= 1
+        for v in np.unique(starts):
+            self._free(int(v))
+
+    def _free(self, v: int) -> None:
+        if self.remaining[v] == 0 and v in self.versions and self.versions[v] is not self.w:
+            del self.versions[v]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"w": self.w, "versions": dict(self.versions), "deltas": dict(self.deltas),
+                "remaining": torch.from_numpy(self.remaining.copy())}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        device = self.w.device
+        self.w = state["w"].to(device)
+        self.versions = {int(v): x.to(device) for v, x in state["versions"].items()}
+        self.deltas = {int(i): x.to(device) for i, x in state["deltas"].items()}
+        self.remaining = state["remaining"].numpy().copy()
+
+
+class AsyncTrainer(Trainer):
+    """One seed: its partition, W0, trace and replay."""
+
+    def __init__(self, setup: AsyncSetup, seed: int) -> None:
+        super().__init__([seed])
+        spec, env = setup.spec, setup.env
+        self.setup, self.algorithm = setup, async_algorithm(spec["algorithm"])
+        self.eta, lr_local = self.algorithm.rates(spec["lr_global"], spec["lr_local"], spec["K"])
+        table = env.partition(seed)
+        module = seeded_model(spec["model"], tuple(env.images.shape[1:]), spec["n_classes"],
+                              "W0", spec["dataset"], spec["view"], spec["model"], seed).to(env.device)
+        self.flat = FlatModel(module)
+        W0 = self.flat.flatten()
+        table_t = torch.from_numpy(table).to(env.device)
+        self.trace = trace_of(spec, seed, record_timeline=bool(spec.get("record_timeline")))
+        local = LocalTrainer(module, DeviceData(env.images, env.labels, table_t), LocalOptimizer("sgd", lr_local),
+                             spec["K"], spec["B"], setup.backend)
+        self.replay = Replay(self.trace, local, setup.ctx.streams(seed, ENVIRONMENT_KEYS), W0, LOOKAHEAD, AHEAD, CALL)
+        gen = torch_generator("train_eval", env.key, seed, device=env.device)
+        self.train_index, self.train_weights = pooled_train_set(table_t, spec["train_eval_subsample"], gen)
+        self.evaluated_to = 0  # rounds whose staleness the last evaluation reported
+        setup.summary["n_params"] = self.flat.n_params
+        self.info[seed].update(self._facts(table, W0))
+
+    def _facts(self, table: np.ndarray, W0: torch.Tensor) -> dict[str, Any]:
+        """What run.json records of this seed: hashes, and what the claims read from the trace."""
+        tr = self.trace
+        facts = {"partition_sha256": _digest(table), "W0_sha256": _digest(W0.cpu().numpy()),
+                 "trace": tr.summary(), "iteration_time": tr.iteration_time.tolist(),
+                 "participation": tr.participation().tolist(), "trainings_started": tr.trainings_started.tolist()}
+        if tr.timeline is not None:
+            tl = tr.timeline
+            facts["timeline"] = {"client": tl.client.tolist(), "kind": tl.kind.tolist(), "start": tl.start.tolist(),
+                                 "end": tl.end.tolist(), "training": tl.training.tolist()}
+        return facts
+
+    def advance(self, r: int) -> None:
+        self.replay.advance(r, lambda w, deltas, weights: self.algorithm.server_step(w, deltas, weights, self.eta))
+
+    def clock(self, r: int) -> float:
+        """b_r: the instant w^r is formed (b_0 = 0); inf past the last round closed within the horizon."""
+        if r == 0:
+            return 0.0
+        return float(self.trace.close_time[r - 1]) if r <= self.trace.n_rounds else float("inf")
+
+    def evaluate(self, r: int) -> list[Row]:
+        env, W = self.setup.env, self.replay.w
+        train = evaluate(self.flat, W, env.images, env.labels, self.train_index, self.train_weights)
+        test = evaluate(self.flat, W, env.test_images, env.test_labels, env.test_index)
+        lo, hi = self.replay.bounds[min(self.evaluated_to, r)], self.replay.bounds[r]
+        stale = self.trace.staleness[lo:hi]
+        self.evaluated_to = r
+        return [{"seed": self.seeds[0], "round": r, "sim_time": self.clock(r), "train_loss": train["loss"],
+                 "train_accuracy": train["accuracy"], "test_loss": test["loss"], "test_accuracy": test["accuracy"],
+                 "uploads": int(hi), "staleness_mean": float(stale.mean()) if stale.size else float("nan"),
+                 "staleness_max": int(stale.max()) if stale.size else 0}]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"replay": self.replay.state_dict(), "evaluated_to": self.evaluated_to}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.replay.load_state_dict(state["replay"])
+        self.evaluated_to = int(state["evaluated_to"])
+
+
+class Environment:
+    """The run's images on the compute device, the evaluation subsets and the per-seed partition."""
+
+    def __init__(self, spec: dict[str, Any], arrays: dict[str, np.ndarray], device: str) -> None:
+        self.spec, self.device = spec, device
+        self.labels_np = arrays["y_train"]
+        as_tensor = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(device)  # noqa: E731
+        self.images, self.labels = as_tensor(arrays["x_train"]), as_tensor(arrays["y_train"]).long()
+        self.test_images, self.test_labels = as_tensor(arrays["x_test"]), as_tensor(arrays["y_test"]).long()
+        self.key = stream_key({k: spec[k] for k in ENVIRONMENT_KEYS})
+        n_test, keep = len(self.test_labels), spec["test_eval_subsample"]
+        self.test_index = None
+        if keep is not None and keep < n_test:  # a fixed subset, the same for every seed and algorithm
+            gen = torch_generator("test_eval", self.key, device=device)
+            self.test_index = torch.randperm(n_test, generator=gen, device=device)[:keep]
+
+    def partition(self, seed: int) -> np.ndarray:
+        """(n_clients, samples_per_client) indices into the training images (spec §4.0)."""
+        spec = self.spec
+        rng = numpy_rng("partition", self.key, seed)
+        if spec["partition"] == "iid":
+            return iid_partition(len(self.labels_np), n_clients=spec["n_clients"], rng=rng,
+                                 samples_per_client=spec["samples_per_client"])
+        return class_group_partition(self.labels_np, n_clients=spec["n_clients"], rng=rng,
+                                     n_classes=spec["n_classes"], classes_per_client=spec["classes_per_client"],
+                                     samples_per_client=spec["samples_per_client"])
+
+
+class AsyncSetup(Setup):
+    def __init__(self, spec: dict[str, Any], arrays: dict[str, np.ndarray], ctx: RunContext) -> None:
+        self.spec, self.ctx = spec, ctx
+        self.env = Environment(spec, arrays, ctx.device)
+        self.backend = resolve_backend(spec, ctx.device)
+        x = ["round", "virtual_time"] if "time_horizon" in spec else ["round"]
+        self.columns = ["seed", *x, "sim_time", *METRICS]
+        self.summary = {"backend": self.backend, "algorithm": async_algorithm(spec["algorithm"]).label}
+        ctx.log.info("backend %s, %d training images of shape %s", self.backend, len(self.env.labels),
+                     tuple(self.env.images.shape[1:]))
+
+    def start(self, seeds: list[int]) -> Trainer:
+        (seed,) = seeds
+        return AsyncTrainer(self, seed)
+
+
+class AsyncEngine(Engine):
+    name = "async"
+    schema = "async_run.schema.yaml"
+    x = ("round", "virtual_time", "sim_time")
+    watch = "train_loss"
+    trains_networks = True
+    ms_per_round = 200
+
+    def setup(self, spec, data, ctx) -> Setup:
+        return AsyncSetup(spec, data[view_name(spec["dataset"], spec["view"])], ctx)
+
+    def describe(self, row: Row) -> str:
+        return f"train loss {row['train_loss']:.4f}, test accuracy {row['test_accuracy']:.4f}"
