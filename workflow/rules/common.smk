@@ -40,4 +40,4 @@ def train_gpus(wildcards):
 
 def train_runtime(wildcards):
     spec = RUNS.runs[wildcards.run_id]
-    return 10 + int(spec["seeds"] * spec["rounds"] * ENGINES[spec["engine"]].ms_per_round / 60_000)  # minutes
+    return ENGINES[spec["engine"]].runtime_minutes(spec)

@@ -10,6 +10,7 @@ one registry (engines/__init__.py ENGINES).
       x                     the x columns its metrics.csv logs; figures and claims name the one they use
       watch                 the metric that decides divergence and shows in the progress bar and log
       setup(spec, data, ctx) -> Setup: the run-level part (data on the device, the problem)
+      runtime_minutes(spec) a generous time limit of a run, for cluster schedulers
     Setup
       columns, summary      the metrics.csv columns in order; run-level facts for run.json
       seed_groups(seeds)    which seeds advance together (one at a time, or all at once when the
@@ -78,6 +79,10 @@ class Engine:
 
     def setup(self, spec: dict[str, Any], data: dict[str, dict[str, np.ndarray]], ctx: RunContext) -> Setup:
         raise NotImplementedError
+
+    def runtime_minutes(self, spec: dict[str, Any]) -> int:
+        """A generous wall-clock limit of one run for a cluster scheduler."""
+        return 10 + int(spec["seeds"] * spec["rounds"] * self.ms_per_round / 60_000)
 
     def diverged(self, spec: dict[str, Any], row: Row) -> bool:
         """The watched metric is not finite, or above the spec's `divergence_threshold` if it has one."""

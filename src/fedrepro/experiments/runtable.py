@@ -172,8 +172,12 @@ def _deviations(paper_cfg: dict[str, Any], scale: str) -> list[str]:
     """Plain-text list of how this scale departs from the paper scale (for captions)."""
     if scale == "paper":
         return []
-    scale_cfg = paper_cfg.get("scales", {}).get(scale, {})
+    scale_cfg = paper_cfg.get("scales", {}).get(scale) or {}
     notes = [
+        f"{k} = " + ", ".join(f"{new} where the paper has {old}" for old, new in mapping.items())
+        for k, mapping in sorted(scale_cfg.get("values", {}).items())
+    ]
+    notes += [
         f"{k} = {v} (paper scale: {paper_cfg['defaults'].get(k)})"
         for k, v in sorted(scale_cfg.get("defaults", {}).items())
     ]
@@ -193,6 +197,7 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict
     defaults = _merge(paper_cfg.get("defaults", {}), scale_cfg.get("defaults", {}))
     deviations = _deviations(paper_cfg, scale)
     fig_overrides = scale_cfg.get("figures", {})
+    values = scale_cfg.get("values", {})
     for name in fig_overrides:
         _pick(paper_cfg["figures"], name, "figure", f"{where}: scales.{scale}.figures")
     # a scale may also override settings of named panels (e.g. per-dataset step sizes)
@@ -216,6 +221,9 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict
                 method = _pick(paper_cfg["methods"], curve["method"], "method", f"{where}: figures.{name}")
                 for point in _grid_points(grid):
                     spec = _merge(defaults, base, method, panel.get("set", {}), curve, point)
+                    for key, mapping in values.items():  # e.g. n = 10 of 100 clients -> 2 of 20
+                        if key in spec and spec[key] in mapping:
+                            spec[key] = mapping[spec[key]]
                     label = spec.get("label", curve["method"])
                     for key in PRESENTATION_KEYS:
                         spec.pop(key, None)
