@@ -147,7 +147,8 @@ def test_reference_and_speedups_in_the_text_tables(tmp_path):
 
 
 def test_a_speedup_without_reference_and_a_group_free_speedup(tmp_path):
-    out = _write(tmp_path, speedup=SPEEDUP)
+    raw_keys = {"group": "partition", "proposed": {"iid": "DeFedAvg-IID", "classes": "DeFedAvg-nIID"}}
+    out = _write(tmp_path, speedup=raw_keys)  # groups named by their raw values
     csv = pd.read_csv(out["csv"], dtype=str, keep_default_na=False)
     assert "paper" not in csv and "paper_speedup" not in csv
     assert csv[csv["curve"] == "DeFedAvg-nIID"]["best_baseline"].tolist() == ["FedBuff", "FedBuff", "FedBuff",
@@ -176,6 +177,8 @@ def test_a_missing_or_bad_reference_cell_is_an_error_naming_it(tmp_path):
     ({"speedup": {"group": "partition", "proposed": {"IID": "DeFedAvg"}}},
      "speedup proposed 'DeFedAvg' is not a row of group 'IID'; allowed: FedAvg, AsySG, DeFedAvg-IID"),
     ({"speedup": {"group": "dataset", "proposed": {"IID": "DeFedAvg-IID"}}}, "speedup group 'dataset' must be one"),
+    ({"speedup": {"group": "partition", "proposed": {"IID": "DeFedAvg-IID", "nonIID": "DeFedAvg-nIID"}}},
+     "speedup proposed names no method for group 'non-IID'; it names IID, nonIID"),
     ({"speedup": {"group": "partition", "proposed": "DeFedAvg-IID"}}, "with one"),
     ({"never": "forever"}, "never 'forever'; allowed: inf, horizon"),
     ({"rows": ["setting", "curve"]}, "rows/columns name ['setting'], not label columns"),

@@ -18,9 +18,10 @@ Options (the figure's `plot`):
               joined by ", "). Every cell that holds a run needs one (a typo cannot pass silently);
               entries for cells absent at this scale are ignored
   speedup   : (time_to_target) {group: a row column (optional), proposed: the proposed method's row label,
-              or {group label: its row label}}: per group of rows and column, best baseline / proposed
-              (the baselines are the group's other rows), with the best baseline named, for ours and the
-              paper's values
+              or with a group {group label: its row label} (the label as displayed or the raw value;
+              every group of the table needs one)}: per group of rows and column, best baseline / proposed
+              (the baselines are the group's other rows, the method named by the row columns other than
+              the group), with the best baseline named, for ours and the paper's values
 
 Cells: a run's value, ">H" (never reached within H), ∞ (never reached, `never: inf`) or – (no run).
 Ratios and speed-ups with a ">H" operand are bounds: ours ">H" against the paper's p gives ours/paper
@@ -260,26 +261,28 @@ class Speedup:
 
     def rows(self, wide: pd.DataFrame, labels: Labels, figure: Figure) -> list[tuple[str, dict[str, Any], str]]:
         """(group label, {method label: row key}, the proposed method's label) per group, in the table's
-        order; a group the option does not name (e.g. absent at this scale) has no speed-up."""
-        names = list(wide.index.names)
-        level = names.index(self.group) if self.group is not None else None
-        groups: dict[str, dict[str, Any]] = {}
+        order. Every group of the table needs its proposed method (a misspelt group cannot pass silently);
+        keys for groups absent at this scale are ignored. A group is named as displayed or by its raw value."""
+        level = list(wide.index.names).index(self.group) if self.group is not None else None
+        groups: dict[tuple[str, str], dict[str, Any]] = {}
         for key in wide.index:
             parts = key if isinstance(key, tuple) else (key,)
-            group = labels.value(parts[level]) if level is not None else ""
+            group = (labels.value(parts[level]), str(parts[level])) if level is not None else ("", "")
             method = labels.key(tuple(p for n, p in enumerate(parts) if n != level))
             groups.setdefault(group, {})[method] = key
         out = []
-        for group, methods in groups.items():
-            if isinstance(self.proposed, dict) and group not in self.proposed:
-                continue
-            proposed = self.proposed[group] if isinstance(self.proposed, dict) else self.proposed
+        for (group, raw), methods in groups.items():
+            if isinstance(self.proposed, dict):
+                if group not in self.proposed and raw not in self.proposed:
+                    raise ValueError(f"table {figure.name}: speedup proposed names no method for group {group!r}; "
+                                     f"it names {', '.join(self.proposed)}")
+                proposed = self.proposed.get(group, self.proposed.get(raw))
+            else:
+                proposed = self.proposed
             if proposed not in methods:
                 raise ValueError(f"table {figure.name}: speedup proposed {proposed!r} is not a row"
                                  f"{f' of group {group!r}' if group else ''}; allowed: {', '.join(methods)}")
             out.append((group, methods, proposed))
-        if not out:
-            raise ValueError(f"table {figure.name}: speedup names none of the groups {', '.join(groups)}")
         return out
 
     def of_cells(self, cells: pd.DataFrame, labels: Labels, figure: Figure) -> list[GroupSpeedup]:
