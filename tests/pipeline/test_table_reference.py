@@ -204,3 +204,73 @@ def test_the_schema_takes_the_table_i_options_and_refuses_bad_ones():
                           ({**OPTIONS, "reference": {"IID, FedAvg": {"FMNIST, 10": [1]}}}, "is not of type")):
         with pytest.raises(ConfigError, match=expected):
             check(_paper(bad), "paper.schema.yaml", "p.yaml")
+
+
+# DeFedAvg Table I as config/papers/defedavg.yaml would give it (spec §4.6): the paper's values as reference.
+# Labels with a comma must be quoted inside {...} (YAML splits flow mappings at commas; the schema says so)
+TABLE_I = """
+kind: table
+rows: [partition, curve]
+columns: [dataset, n]
+value: {summary: time_to_target, metric: test_accuracy, higher: true, x: virtual_time,
+        target: {fmnist-iid: 0.9, fmnist-niid: 0.8, cifar-iid: 0.7, cifar-niid: 0.6}}
+never: horizon
+digits: 3
+names: {fashion_mnist: FMNIST, cifar10: CIFAR-10, iid: IID, classes: non-IID, partition: setting}
+speedup: {group: partition, proposed: {IID: DeFedAvg-IID, non-IID: DeFedAvg-nIID}}
+reference:
+  IID, FedAvg:          {"FMNIST, 10": 51.89,  "FMNIST, 20": 179.1,  "FMNIST, 40": 184.9,  "FMNIST, 80": 179.83,
+                         "CIFAR-10, 10": 302.12, "CIFAR-10, 20": 411.64, "CIFAR-10, 40": 282.51, "CIFAR-10, 80": 287.81}
+  IID, FAVANO:          {"FMNIST, 10": 424.25, "FMNIST, 20": 448.89, "FMNIST, 40": 556.25, "FMNIST, 80": ">880",
+                         "CIFAR-10, 10": 944.84, "CIFAR-10, 20": 994.19, "CIFAR-10, 40": 1269.1, "CIFAR-10, 80": ">1400"}
+  IID, AsySG:           {"FMNIST, 10": 335.16, "FMNIST, 20": 297.57, "FMNIST, 40": 231.22, "FMNIST, 80": 215.38,
+                         "CIFAR-10, 10": 501.60, "CIFAR-10, 20": 369.08, "CIFAR-10, 40": 400.92, "CIFAR-10, 80": 345.79}
+  IID, DeFedAvg-IID:    {"FMNIST, 10": 26.39,  "FMNIST, 20": 49.26,  "FMNIST, 40": 94.49,  "FMNIST, 80": 99.72,
+                         "CIFAR-10, 10": 54.41,  "CIFAR-10, 20": 108.52, "CIFAR-10, 40": 207.45, "CIFAR-10, 80": 154.26}
+  non-IID, FedAvg:      {"FMNIST, 10": 437.57, "FMNIST, 20": 447.81, "FMNIST, 40": 211.67, "FMNIST, 80": 443.56,
+                         "CIFAR-10, 10": 934.11, "CIFAR-10, 20": 983.46, "CIFAR-10, 40": 1541.2, "CIFAR-10, 80": 1495.0}
+  non-IID, FAVANO:      {"FMNIST, 10": 417.21, "FMNIST, 20": 382.01, "FMNIST, 40": 441.85, "FMNIST, 80": ">880",
+                         "CIFAR-10, 10": 1332.6, "CIFAR-10, 20": 1374.9, "CIFAR-10, 40": 1713.3, "CIFAR-10, 80": 4751.8}
+  non-IID, FedBuff:     {"FMNIST, 10": 198.54, "FMNIST, 20": 218.26, "FMNIST, 40": 604.93, "FMNIST, 80": 422.88,
+                         "CIFAR-10, 10": 394.16, "CIFAR-10, 20": 789.63, "CIFAR-10, 40": 2008.8, "CIFAR-10, 80": 1463.5}
+  non-IID, DeFedAvg-nIID: {"FMNIST, 10": 103.25, "FMNIST, 20": 144.49, "FMNIST, 40": 196.98, "FMNIST, 80": 236.30,
+                         "CIFAR-10, 10": 331.60, "CIFAR-10, 20": 497.51, "CIFAR-10, 40": 684.31, "CIFAR-10, 80": 786.85}
+"""
+
+
+def test_table_i_with_the_papers_own_times_reproduces_its_speedups(tmp_path):
+    """Runs that reach the targets exactly at the paper's times: every ratio is 1 (– where both are >H) and
+    the speed-ups are the spec's derived table (§4.6)."""
+    import yaml
+
+    options = yaml.safe_load(TABLE_I)
+    check(_paper(options), "paper.schema.yaml", "p.yaml")
+    names = {v: k for k, v in options["names"].items()}
+    horizon = {("fashion_mnist", "iid"): 880.0, ("fashion_mnist", "classes"): 880.0, ("cifar10", "iid"): 1400.0,
+               ("cifar10", "classes"): 5000.0}
+    rows = []
+    for row, cells in options["reference"].items():
+        partition, curve = (names.get(p, p) for p in row.split(", "))
+        for column, paper in cells.items():
+            dataset, n = names[column.split(", ")[0]], int(column.split(", ")[1])
+            panel = f"{'fmnist' if dataset == 'fashion_mnist' else 'cifar'}-{'iid' if partition == 'iid' else 'niid'}"
+            target, H = options["value"]["target"][panel], horizon[(dataset, partition)]
+            points = [(0.0, 0.0), (H, target - 0.1)] if isinstance(paper, str) else \
+                [(0.0, 0.0), (paper, target), (H, target + 0.01)]
+            rows += [{"figure": "table1", "panel": panel, "curve": curve, "method": curve, "run_id": f"{row} {column}",
+                      "dataset": dataset, "n": n, "partition": partition, "time_horizon": H, "seed": 0,
+                      "virtual_time": t, "test_accuracy": acc, "diverged": False} for t, acc in points]
+    out = _write(tmp_path, pd.DataFrame(rows), **options)
+    csv = pd.read_csv(out["csv"], dtype=str, keep_default_na=False)
+    assert len(csv) == 64
+    never = csv["paper"].str.startswith(">")
+    assert (csv.loc[never, "ours"] == csv.loc[never, "paper"]).all() and never.sum() == 3
+    assert (csv.loc[~never, "ours"].astype(float) == csv.loc[~never, "paper"].astype(float)).all()
+    assert set(csv["ratio"]) == {"1.0", ""} and (csv["ratio"] == "").sum() == 3  # FAVANO >880, >880, >1400
+    md = out["md"].read_text()
+    assert ("| IID, paper | 1.97 (FedAvg) | 3.64 (FedAvg) | 1.96 (FedAvg) | 1.8 (FedAvg) | 5.55 (FedAvg) "
+            "| 3.4 (AsySG) | 1.36 (FedAvg) | 1.87 (FedAvg) |") in md
+    assert ("| non-IID, paper | 1.92 (FedBuff) | 1.51 (FedBuff) | 1.07 (FedAvg) | 1.79 (FedBuff) | 1.19 (FedBuff) "
+            "| 1.59 (FedBuff) | 2.25 (FedAvg) | 1.86 (FedBuff) |") in md
+    ours = [line for line in md.splitlines() if line.startswith(("| IID, ours", "| non-IID, ours"))]
+    assert [line.replace("ours", "paper") in md for line in ours] == [True, True]  # ours = the paper's here

@@ -15,8 +15,9 @@ Options (the figure's `plot`):
               else the last logged x), so that every cell holds a number or ">H"
   reference : the paper's values of the same cells, {row label: {column label: value}}, a value being a
               number or ">H"; labels as the text tables show them (names applied, several label columns
-              joined by ", "). Every cell that holds a run needs one (a typo cannot pass silently);
-              entries for cells absent at this scale are ignored
+              joined by ", "; quote such a label inside a YAML {...}, which splits at commas). Every cell
+              that holds a run needs one (a typo cannot pass silently); entries for cells absent at this
+              scale are ignored
   speedup   : (time_to_target) {group: a row column (optional), proposed: the proposed method's row label,
               or with a group {group label: its row label} (the label as displayed or the raw value;
               every group of the table needs one)}: per group of rows and column, best baseline / proposed
