@@ -16,7 +16,7 @@ from fedrepro.plots import draw_figure
 from fedrepro.plots.gantt import gantt
 from fedrepro.results.store import run_files, write_metrics
 from fedrepro.results.tables import figure_table, write_figure_table
-from fedrepro.validate import check
+from fedrepro.validate import check, check_timelines
 
 # one local step takes 0.5 s on the fastest client; a transfer takes 0.5 s
 SYSTEM = SystemModel(flops_per_iteration=1.0, fastest_flops=2.0, model_bytes=62_500.0, uplink_bps=1e6,
@@ -128,3 +128,13 @@ def test_the_schema_checks_gantt_options():
     paper["figures"]["f1"]["plot"]["untill"] = 30
     with pytest.raises(ConfigError, match="'untill' was unexpected"):
         check(paper, "paper.schema.yaml", "p.yaml")
+
+
+def test_a_gantt_figure_whose_runs_record_no_timeline_is_refused_at_start_up(tmp_path):
+    figure, _ = _figure(tmp_path / "results")
+    runs = {c.run_id: {"record_timeline": True} for c in figure.curves}
+    check_timelines(figure, runs)
+    runs[figure.curves[1].run_id] = {}
+    with pytest.raises(ConfigError, match="figures.fig1 is a gantt figure, but its curves DeFedAvg-nIID do not set "
+                                          "record_timeline: true"):
+        check_timelines(figure, runs)
