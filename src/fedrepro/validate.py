@@ -12,7 +12,7 @@ import yaml
 from fedrepro.claims.ledger import load_claims
 from fedrepro.engines import ENGINES
 from fedrepro.errors import ConfigError
-from fedrepro.experiments.runtable import RunTable, build_run_table, load_paper_config
+from fedrepro.experiments.runtable import Figure, RunTable, build_run_table, load_paper_config
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = REPO_ROOT / "workflow" / "schemas"
@@ -92,7 +92,19 @@ def load_and_validate(
     for (paper, name), figure in table.figures.items():
         for x in (figure.plot.get("x"), figure.plot.get("value", {}).get("x")):
             _check_x(x, engines[paper], f"config/papers/{paper}.yaml: figures.{name}.plot")
+        check_timelines(figure, table.runs)
     return config, table
+
+
+def check_timelines(figure: Figure, runs: dict[str, dict[str, Any]]) -> None:
+    """A `gantt` figure draws its runs' timelines: each run must record one (else rule aggregate would
+    fail only after the runs were trained)."""
+    if figure.plot.get("kind") != "gantt":
+        return
+    missing = sorted({c.label for c in figure.curves if not runs[c.run_id].get("record_timeline")})
+    if missing:
+        raise ConfigError(f"config/papers/{figure.paper}.yaml: figures.{figure.name} is a gantt figure, but its "
+                          f"curves {', '.join(missing)} do not set record_timeline: true")
 
 
 def _check_x(x: str | None, engine: str, where: str) -> None:

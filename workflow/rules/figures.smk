@@ -1,5 +1,6 @@
-# Tidy table behind each figure, then the figure itself: PDF + PNG for a drawing, CSV + Markdown + LaTeX
-# for a figure of kind `table` (common.smk paper_targets asks for the files of each figure's kind).
+# Tidy table behind each figure (the runs' metrics; their timelines for a figure of kind `gantt`: results/
+# tables.py ROWS), then the figure itself: PDF + PNG for a drawing, CSV + Markdown + LaTeX for a figure of
+# kind `table` (common.smk paper_targets asks for the files of each figure's kind).
 
 
 rule aggregate:

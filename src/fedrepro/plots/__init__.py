@@ -1,5 +1,6 @@
 """Figure builders: one function per plot kind, chosen by the figure's `plot.kind`; the kind `table`
-is written as text tables instead (plots/table.py)."""
+is written as text tables instead (plots/table.py). Each builder takes the figure table (whose rows
+depend on the kind: results/tables.py ROWS; a `gantt` figure's are timeline intervals, not metrics)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ from fedrepro.experiments.runtable import Figure
 from fedrepro.plots.common import save_figure
 from fedrepro.plots.cep import cep
 from fedrepro.plots.convergence import convergence
+from fedrepro.plots.gantt import gantt
 from fedrepro.plots.loss_accuracy import loss_accuracy
 from fedrepro.plots.mc_lines import mc_error, mc_variance
 from fedrepro.plots.table import write_table_figure
 from fedrepro.results.tables import read_figure_table
 
 KINDS = {"convergence": convergence, "mc_error": mc_error, "mc_variance": mc_variance, "cep": cep,
-         "loss_accuracy": loss_accuracy}
+         "loss_accuracy": loss_accuracy, "gantt": gantt}
 
 
 __all__ = ["KINDS", "draw_figure", "write_table_figure"]

@@ -1,30 +1,74 @@
-"""The tidy table behind a figure: every run's metrics, labelled with its curve and panel."""
+"""The tidy table behind a figure: every run's rows, labelled with its curve and panel.
+
+What a run contributes depends on the figure's plot kind (ROWS): its metrics (one row per logged point,
+the default), or for a `gantt` figure its timeline (one row per busy interval of a client, read from
+run.json, plus one row per round close, read from metrics.csv).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Callable
 
 import pandas as pd
 
+from fedrepro.asynchrony import TIMELINE_KINDS
 from fedrepro.experiments.runtable import Figure
-from fedrepro.results.store import read_record, run_files
+from fedrepro.results.store import RunFiles, read_record, run_files
 from fedrepro.utils.atomic import atomic_path
+
+TIMELINE_COLUMNS = ["seed", "kind", "client", "training", "round", "start", "end"]
+
+
+def metric_rows(run_id: str, record: dict[str, Any], files: RunFiles, figure: Figure) -> pd.DataFrame:
+    """The run's metrics.csv, with `diverged` per seed."""
+    metrics = pd.read_csv(files.metrics)
+    seeds = record["summary"]["seeds"]
+    metrics["diverged"] = metrics["seed"].map(lambda s: seeds[str(s)]["diverged_at"] is not None)
+    return metrics
+
+
+def timeline_rows(run_id: str, record: dict[str, Any], files: RunFiles, figure: Figure) -> pd.DataFrame:
+    """The run's timeline per seed (engine async with record_timeline), one row per interval: kind
+    (train, upload, download), client, training (the client's training index; -1 for a download), start,
+    end; then one row per round r >= 1 in metrics.csv, kind `round`, start = end = the instant round r
+    closes (its sim_time, when w^r is formed), client and training -1. The rounds are those logged:
+    evaluate every round to see them all. `round` is -1 on the intervals."""
+    metrics = pd.read_csv(files.metrics)
+    frames = []
+    for seed, facts in sorted(record["summary"]["seeds"].items(), key=lambda kv: int(kv[0])):
+        timeline = facts.get("timeline")
+        if timeline is None:
+            raise ValueError(f"figure {figure.name}: run {run_id} seed {seed} has no timeline in its run.json; "
+                             f"a gantt figure needs runs with record_timeline: true")
+        spans = pd.DataFrame({k: timeline[k] for k in ("client", "training", "start", "end")})
+        spans.insert(0, "kind", [TIMELINE_KINDS[k] for k in timeline["kind"]])
+        closes = metrics[(metrics["seed"] == int(seed)) & (metrics["round"] > 0)].drop_duplicates("round")
+        closes = closes[closes["sim_time"].notna() & (closes["sim_time"] < float("inf"))]
+        rounds = pd.DataFrame({"kind": "round", "client": -1, "training": -1, "round": closes["round"].to_numpy(),
+                               "start": closes["sim_time"].to_numpy(), "end": closes["sim_time"].to_numpy()})
+        frames.append(pd.concat([spans.assign(round=-1), rounds], ignore_index=True).assign(seed=int(seed)))
+    return pd.concat(frames, ignore_index=True)[TIMELINE_COLUMNS]
+
+
+# plot kind -> what one run contributes to the figure table (default: metric_rows)
+ROWS: dict[str, Callable[[str, dict[str, Any], RunFiles, Figure], pd.DataFrame]] = {"gantt": timeline_rows}
 
 
 def figure_table(figure: Figure, results_dir: Path) -> pd.DataFrame:
-    """Every run's metrics, after the figure's label columns (Figure.label_columns)."""
+    """Every run's rows (ROWS, by the figure's plot kind), after the figure's label columns
+    (Figure.label_columns)."""
     records = {rid: read_record(run_files(results_dir, rid).record) for rid in figure.run_ids}
     specs = {rid: rec["spec"] for rid, rec in records.items()}
+    rows_of = ROWS.get(figure.plot.get("kind"), metric_rows)
     keys = figure.setting_keys
     frames = []
     for curve in figure.curves:
-        metrics = pd.read_csv(run_files(results_dir, curve.run_id).metrics)
-        seeds = records[curve.run_id]["summary"]["seeds"]
-        metrics["diverged"] = metrics["seed"].map(lambda s: seeds[str(s)]["diverged_at"] is not None)
+        rows = rows_of(curve.run_id, records[curve.run_id], run_files(results_dir, curve.run_id), figure)
         labels = {"figure": figure.name, "panel": curve.panel, "curve": curve.label,
                   "method": curve.method, "run_id": curve.run_id}
         labels.update({k: specs[curve.run_id].get(k) for k in keys})
-        frames.append(metrics.assign(**labels))
+        frames.append(rows.assign(**labels))
     table = pd.concat(frames, ignore_index=True)
     front = figure.label_columns
     return table[front + [c for c in table.columns if c not in front]]
