@@ -274,3 +274,22 @@ def test_table_i_with_the_papers_own_times_reproduces_its_speedups(tmp_path):
             "| 1.59 (FedBuff) | 2.25 (FedAvg) | 1.86 (FedBuff) |") in md
     ours = [line for line in md.splitlines() if line.startswith(("| IID, ours", "| non-IID, ours"))]
     assert [line.replace("ours", "paper") in md for line in ours] == [True, True]  # ours = the paper's here
+
+
+def test_at_a_scale_that_maps_n_the_reference_is_looked_up_at_the_papers_n(tmp_path):
+    """Quick scale: n = 10 of 100 clients becomes 2 of 20 (a scale's `values`); the paper's column n = 10
+    still gives the reference of our n = 2 column."""
+    table = _figure_table()
+    table["n"] = table["n"].map({10: 2, 20: 4})
+    figure = Figure("defedavg", "table1", "Table I", "", "quick", [], {**OPTIONS, "reference": _reference()},
+                    setting_keys=SETTINGS, values={"n": {10: 2, 20: 4}})
+    source = tmp_path / "table1.csv"
+    table.to_csv(source, index=False)
+    out = {ext: tmp_path / f"out.{ext}" for ext in ("csv", "md", "tex")}
+    write_table_figure(figure, source, out["csv"], out["md"], out["tex"])
+    cell = pd.read_csv(out["csv"], dtype=str).set_index(["partition", "curve", "dataset", "n"]).loc
+    assert float(cell[("classes", "FedAvg", "cifar10", "2"), "paper"]) == 2.0 * 900
+    assert float(cell[("classes", "FedAvg", "cifar10", "2"), "ratio"]) == 0.5
+    with pytest.raises(ValueError, match="reference has no value"):  # without the map, n = 2 has no paper column
+        figure.values = {}
+        write_table_figure(figure, source, out["csv"], out["md"], out["tex"])

@@ -48,6 +48,10 @@ def test_time_to_target_of_the_mean_curve_and_the_seed_median():
     assert median.set_index("method").loc["fast", "t_target"] == 4.5  # seeds reach it at 4 and 5
     loss = t2t_summary(_table(), LABELS, "train_loss", 0.3, False, "virtual_time").set_index("method")
     assert loss.loc["fast", "t_target"] == 4.0  # a loss reaches its target from above
+    # every run setting is a label column, `seeds` too: the summary's own count of seeds is the one kept
+    with_setting = t2t_summary(_table().assign(seeds=7), LABELS + ["seeds"], "test_accuracy", 0.7, True,
+                               "virtual_time")
+    assert (with_setting["seeds"] == 2).all()
     never = t2t_summary(_table(), LABELS, "test_accuracy", 0.9, True, "virtual_time").set_index("method")
     assert never.loc["fast", "t_target"] == 9.0 and math.isinf(never.loc["slow", "t_target"])
 

@@ -23,6 +23,10 @@ from fedrepro.errors import ConfigError
 
 # Keys that describe how a curve is shown, not what is computed: kept out of the run spec.
 PRESENTATION_KEYS = ("label",)
+# Settings read only by figures and claims (e.g. the accuracy a time-to-target counts to): a column of the
+# figure table taken from the configuration as it is now, never part of the run spec, its run_id or run.json,
+# so changing one recomputes tables and claims without retraining.
+ANALYSIS_KEYS = ("target_accuracy",)
 # Keys that change how a run is executed but not its results: kept out of the run_id.
 OPERATIONAL_KEYS = ("checkpoint_every",)
 # Columns of a figure table that say which curve a row belongs to; the runs' settings follow them.
@@ -39,6 +43,7 @@ class Curve:
     method: str
     run_id: str
     grid: dict[str, Any]  # the grid values that distinguish curves of one method (e.g. eta_tilde)
+    analysis: dict[str, Any] = field(default_factory=dict)  # its ANALYSIS_KEYS settings
 
 
 @dataclass
@@ -52,6 +57,12 @@ class Figure:
     plot: dict[str, Any]
     curves: list[Curve] = field(default_factory=list)
     setting_keys: list[str] = field(default_factory=list)  # the runs' scalar settings, columns of its table
+    values: dict[str, dict[Any, Any]] = field(default_factory=dict)  # the scale's value maps: paper value -> this scale's
+
+    def paper_value(self, key: str, value: Any) -> Any:
+        """The paper-scale value of a setting that this scale maps (e.g. n = 2 of 20 clients -> 10), else `value`."""
+        back = [old for old, new in self.values.get(key, {}).items() if new == value]
+        return back[0] if len(back) == 1 else value
 
     @property
     def run_ids(self) -> list[str]:
@@ -212,7 +223,8 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict
         fig = _scaled_figure(name, fig, override, f"{where}: scales.{scale}.figures")
         extra = [f"{name} at this scale keeps {k} = {override[k]}" for k in ("panels", "grid", "methods") if k in override]
         plot = _plot_options(paper_cfg.get("plot", {}), fig.get("plot", {}))
-        figure = Figure(paper, name, fig["title"], fig.get("caption", ""), scale, deviations + extra, plot)
+        figure = Figure(paper, name, fig["title"], fig.get("caption", ""), scale, deviations + extra, plot,
+                        values=values)
         for panel in fig["panels"]:
             base = _pick(panels, panel["use"], "panel", f"{where}: figures.{name}")
             curves = panel.get("curves", fig.get("curves", []))
@@ -227,13 +239,15 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict
                     label = spec.get("label", curve["method"])
                     for key in PRESENTATION_KEYS:
                         spec.pop(key, None)
+                    analysis = {key: spec.pop(key) for key in ANALYSIS_KEYS if key in spec}
                     spec["paper"] = paper
                     spec["engine"] = paper_cfg["engine"]
                     spec["method"] = curve["method"]
                     rid = run_id_of(spec)
                     runs[rid] = spec
-                    figure.curves.append(Curve(panel["name"], label, curve["method"], rid, point))
-        figure.setting_keys = setting_keys([runs[rid] for rid in figure.run_ids])
+                    figure.curves.append(Curve(panel["name"], label, curve["method"], rid, point, analysis))
+        figure.setting_keys = setting_keys([runs[rid] for rid in figure.run_ids]) + sorted(
+            {k for c in figure.curves for k in c.analysis})
         figures[(paper, name)] = figure
     return runs, figures
 

@@ -212,14 +212,19 @@ class Labels:
 
 def reference_table(wide: pd.DataFrame, reference: dict[str, dict[str, Any]], labels: Labels,
                     figure: Figure) -> pd.DataFrame:
-    """The paper's values for the cells of `wide`, from {row label: {column label: value}}. A cell that
-    holds a run must have one; the error names every missing cell."""
+    """The paper's values for the cells of `wide`, from {row label: {column label: value}} with the labels at
+    the paper's values of settings the scale maps (figure.values). A cell that holds a run must have one; the
+    error names every missing cell."""
     given = {str(r): {str(c): v for c, v in (cols or {}).items()} for r, cols in reference.items()}
     out = pd.DataFrame(ABSENT, index=wide.index, columns=wide.columns, dtype=object)
     missing = []
+    def paper_key(key: Any, names: list[str]) -> str:  # the labels at the paper's values (n = 10, not 2 of 20)
+        values = key if isinstance(key, tuple) else (key,)
+        return labels.key(tuple(figure.paper_value(name, v) for name, v in zip(names, values)))
+
     for i in wide.index:
         for j in wide.columns:
-            row, col = labels.key(i), labels.key(j)
+            row, col = paper_key(i, list(wide.index.names)), paper_key(j, list(wide.columns.names))
             if col in given.get(row, {}):
                 out.loc[i, j] = parse_cell(given[row][col], f"table {figure.name}: reference[{row!r}][{col!r}]")
             elif not wide.loc[i, j].absent:

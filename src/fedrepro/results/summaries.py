@@ -30,6 +30,12 @@ def _per_run_labels(table: pd.DataFrame, labels: list[str], exclude: Iterable[st
     return table.drop_duplicates("run_id").set_index("run_id")[keep]
 
 
+def _with_labels(summary: pd.DataFrame, table: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
+    """A per-run summary joined with its runs' labels; a summary column (e.g. `seeds`, the count of seeds
+    summarised) wins over the run setting of that name."""
+    return summary.join(_per_run_labels(table, labels, exclude=summary.columns), on="run_id")
+
+
 def _is_diverged(run: pd.DataFrame, values: np.ndarray) -> bool:
     return bool(run["diverged"].any()) or not np.all(np.isfinite(values))
 
@@ -126,7 +132,7 @@ def auc_fin_per_seed(table: pd.DataFrame, labels: list[str], metric: str, higher
         rows.append({"run_id": run_id, "seed": seed, "diverged": diverged,
                      "auc": worst if diverged else float(values.mean()),
                      "fin": worst if diverged else float(tail.mean())})
-    return pd.DataFrame(rows).join(_per_run_labels(table, labels), on="run_id")
+    return _with_labels(pd.DataFrame(rows), table, labels)
 
 
 def first_reach(xs: np.ndarray, values: np.ndarray, target: float, higher: bool) -> float:
@@ -155,7 +161,22 @@ def mean_curve(run: pd.DataFrame, metric: str, x: str) -> tuple[np.ndarray, np.n
     return wide.index.to_numpy(), wide.mean(axis=1).to_numpy(dtype=float)
 
 
-def time_to_target(table: pd.DataFrame, labels: list[str], metric: str, target: float | dict[str, float],
+def _target_of(run: pd.DataFrame, target: float | dict[str, float] | str) -> float:
+    """One value, one per panel ({panel: value}), or the name of the run's column that holds it (a setting
+    such as `target_accuracy`, which a scale may change per panel)."""
+    if isinstance(target, str):
+        if target not in run:
+            raise ValueError(f"time_to_target: target column {target!r} is not in the table")
+        return float(run[target].iloc[0])
+    if isinstance(target, dict):
+        panel = run["panel"].iloc[0]
+        if panel not in target:
+            raise ValueError(f"time_to_target: no target for panel {panel!r}; targets are given for {sorted(target)}")
+        return float(target[panel])
+    return float(target)
+
+
+def time_to_target(table: pd.DataFrame, labels: list[str], metric: str, target: float | dict[str, float] | str,
                    higher: bool, x: str = "round", seeds: Literal["mean", "median"] = "mean") -> pd.DataFrame:
     """One row per run: t_target, the x at which its curve first reaches `target` (inf if never),
     and seeds, joined with the run's labels. `target` may be one value or one per panel.
@@ -169,7 +190,7 @@ def time_to_target(table: pd.DataFrame, labels: list[str], metric: str, target: 
         raise ValueError(f"time_to_target: seeds {seeds!r}; allowed: mean, median")
     rows = []
     for run_id, run in table.groupby("run_id", sort=False):
-        goal = target[run["panel"].iloc[0]] if isinstance(target, dict) else target
+        goal = _target_of(run, target)
         run = run[[x, "seed", metric]].astype({metric: float})
         if seeds == "mean":
             t = first_reach(*mean_curve(run, metric, x), goal, higher)
@@ -178,7 +199,7 @@ def time_to_target(table: pd.DataFrame, labels: list[str], metric: str, target: 
                         for _, s in run.sort_values(x).groupby("seed")]
             t = float(np.median(per_seed))
         rows.append({"run_id": run_id, "t_target": t, "seeds": run["seed"].nunique()})
-    return pd.DataFrame(rows).join(_per_run_labels(table, labels), on="run_id")
+    return _with_labels(pd.DataFrame(rows), table, labels)
 
 
 def final_mean(table: pd.DataFrame, labels: list[str], metric: str, x: str = "round", window: float = 0.1) -> pd.DataFrame:
@@ -191,4 +212,4 @@ def final_mean(table: pd.DataFrame, labels: list[str], metric: str, x: str = "ro
             xs, values = seed[x].to_numpy(), seed[metric].to_numpy(dtype=float)
             finals.append(values[xs >= xs[0] + (xs[-1] - xs[0]) * (1 - window)].mean())
         rows.append({"run_id": run_id, "final": float(np.mean(finals)), "seeds": len(finals)})
-    return pd.DataFrame(rows).join(_per_run_labels(table, labels), on="run_id")
+    return _with_labels(pd.DataFrame(rows), table, labels)

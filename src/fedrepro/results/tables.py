@@ -68,6 +68,7 @@ def figure_table(figure: Figure, results_dir: Path) -> pd.DataFrame:
         labels = {"figure": figure.name, "panel": curve.panel, "curve": curve.label,
                   "method": curve.method, "run_id": curve.run_id}
         labels.update({k: specs[curve.run_id].get(k) for k in keys})
+        labels.update(curve.analysis)  # from the configuration as it is now (runtable.ANALYSIS_KEYS)
         frames.append(rows.assign(**labels))
     table = pd.concat(frames, ignore_index=True)
     front = figure.label_columns

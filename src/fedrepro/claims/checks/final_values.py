@@ -84,14 +84,14 @@ def monotone_time_to_target(data: ClaimData, *, per: list[str], along: str, eps:
     return verdict(holds, "all", None), measured, ""
 
 
-def time_to_target(data: ClaimData, *, a: dict, b: dict, per: list[str], metric: str, target: float | dict,
+def time_to_target(data: ClaimData, *, a: dict, b: dict, per: list[str], metric: str, target: float | dict | str,
                    higher: bool, x: str = "round", seeds: Literal["mean", "median"] = "mean", factor: float = 1.0,
                    require: Require = "all", fraction: float | None = None) -> Result:
     """A reaches `target` of `metric` (>= when `higher` is better, else <=) in less x than B, in each cell:
     T(a) < T(b) * factor. T is the first x of the seed-mean curve (seeds: mean) or the median of the
     seeds' own first x (seeds: median), results.summaries.time_to_target; a curve that never reaches
     the target has T = inf. A cell where neither reaches it is undecided: listed, not counted. `target`
-    is one value or one per panel."""
+    is one value, one per panel, or the column holding each run's (e.g. target_accuracy)."""
     times = data.times_to_target(metric, target, higher, x, seeds)
     pairs = list(stat_pairs(times, a, b, per, "t_target")) if len(times) else []
     decided = [(n, ta, tb) for n, ta, tb in pairs if not (math.isinf(ta) and math.isinf(tb))]

@@ -1,0 +1,60 @@
+"""The DeFedAvg configuration: the paper's settings per figure, the reduced scales' value maps (n/N and the
+simulated cost of a local training kept), and targets that are analysis settings, not part of a run."""
+
+from pathlib import Path
+
+import yaml
+
+from fedrepro.experiments.runtable import resolve_paper
+
+CONFIG = Path(__file__).resolve().parents[2] / "config" / "papers" / "defedavg.yaml"
+
+
+def _resolve(scale: str, edit=None):
+    cfg = yaml.safe_load(CONFIG.read_text())
+    if edit:
+        edit(cfg)
+    runs, figures = resolve_paper(cfg, scale)
+    return runs, {name: fig for (_, name), fig in figures.items()}
+
+
+def test_the_paper_scale_is_the_papers_settings():
+    runs, figures = _resolve("paper")
+    table = [runs[r] for r in figures["table1"].run_ids]
+    assert len(table) == 64 and {r["n_clients"] for r in table} == {100} and {r["n"] for r in table} == {10, 20, 40, 80}
+    assert set(figures["table1"].run_ids) == {r for f in ("fig2", "fig3", "fig4", "fig5") for r in figures[f].run_ids}
+    assert {(r["algorithm"], r["K"]) for r in table} >= {("asysg", 1), ("fedavg", 50), ("defedavg_niid", 50)}
+    cifar_iid_10 = {r["algorithm"]: (r["lr_global"], r["lr_local"]) for r in table
+                    if (r["dataset"], r["partition"], r["n"]) == ("cifar10", "iid", 10)}
+    assert cifar_iid_10 == {"fedavg": (1.0, 0.01), "favano": (1.0, 0.05), "asysg": (0.1, 1.0), "defedavg_iid": (1.0, 0.05)}
+    assert {runs[r]["n"] for r in figures["fig6"].run_ids} == {5, 10, 20, 40, 80}
+    assert {runs[r]["K"] for r in figures["fig7"].run_ids} == {20, 50, 100}
+
+
+def test_the_quick_scale_keeps_n_over_N_and_the_cost_of_a_local_training():
+    runs, figures = _resolve("quick")
+    table = [runs[r] for r in figures["table1"].run_ids]
+    assert {r["n_clients"] for r in table} == {20} and {r["n"] for r in table} == {2, 4, 8, 16}
+    assert {r["K"] for r in table if r["algorithm"] != "asysg"} == {10} and {r["compute_time_scale"] for r in table} == {5.0}
+    assert {runs[r]["K"] for r in figures["fig7"].run_ids} == {4, 10, 20}
+    assert {runs[r]["n"] for r in figures["fig6"].run_ids} == {1, 2, 4, 8, 16}
+    # the learning rates follow the paper's n column: quick n = 2 of 20 uses Table II's n = 10
+    paper_runs, paper_figures = _resolve("paper")
+    rates = lambda rs: sorted((r["dataset"], r["partition"], r["algorithm"], r["lr_global"], r["lr_local"]) for r in rs)  # noqa: E731
+    assert rates(table) == rates(paper_runs[r] for r in paper_figures["table1"].run_ids)
+    assert any(d.startswith("n = ") and "2 where the paper has 10" in d for d in figures["fig2"].deviations)
+    assert figures["table1"].paper_value("n", 2) == 10 and figures["table1"].paper_value("n", 3) == 3
+
+
+def test_a_target_is_an_analysis_setting_changing_it_retrains_nothing():
+    runs, figures = _resolve("quick")
+    assert not any("target_accuracy" in spec for spec in runs.values())
+    assert {c.analysis["target_accuracy"] for c in figures["table1"].curves} == {0.8, 0.7, 0.35, 0.28}
+    assert "target_accuracy" in figures["table1"].label_columns
+
+    def lower(cfg):
+        cfg["scales"]["quick"]["panels"]["fmnist_iid"]["target_accuracy"] = 0.5
+
+    runs2, figures2 = _resolve("quick", lower)
+    assert runs2.keys() == runs.keys()
+    assert 0.5 in {c.analysis["target_accuracy"] for c in figures2["table1"].curves}
