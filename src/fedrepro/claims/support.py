@@ -69,8 +69,9 @@ def bootstrap(check: str, data: ClaimData, params: dict, result: Result, *seed_p
     weights = np.array([n for _, n in samples], dtype=float) / resamples  # each distinct resample's share
     statuses = np.array([r.status for r in runs])
     margins = np.array([r.margin for r in runs], dtype=float)
-    same = (statuses == result.status).all() and (
-        np.array_equal(margins, np.full(len(margins), result.margin), equal_nan=True))
+    # the same to rounding (a geometric mean of equal ratios is not bit-equal)
+    same = (statuses == result.status).all() and bool(np.allclose(margins, result.margin, rtol=1e-9, atol=1e-12,
+                                                                   equal_nan=True))
     if same:
         return Support(units, unit, reason=f"the same in every resample: does not depend on which {unit}s are drawn",
                        kind="invariant")

@@ -68,7 +68,8 @@ def faster(data: ClaimData, *, a: dict, b: dict, per: list[str], metric: str = "
         sign = 1 if higher else -1  # > 0: A's FIN better than B's
         if fin_rel_tol is not None:
             ok &= fa >= fb * (1 - fin_rel_tol) if higher else fa <= fb * (1 + fin_rel_tol)
-            room.append(sign * (fa - fb) / abs(fb) + fin_rel_tol)
+            with np.errstate(invalid="ignore"):  # two diverged FINs: inf / inf, no margin
+                room.append(sign * (fa - fb) / abs(fb) + fin_rel_tol)
         if fin_abs_tol is not None:
             ok &= fa >= fb - fin_abs_tol if higher else fa <= fb + fin_abs_tol
             room.append(sign * (fa - fb) + fin_abs_tol)
