@@ -109,9 +109,11 @@ def test_checks_that_a_bootstrap_cannot_qualify_have_no_support():
 
 
 def test_a_result_that_no_resample_changes_has_no_support():
-    # a and b scale together seed by seed: the ratio of medians is the same in every resample
-    row = _ledger(_runs(a=[1, 2, 3], b=[10, 20, 30]))
+    # every seed alike: each resample measures what the full data does
+    row = _ledger(_runs(a=[1, 1, 1], b=[10, 10, 10]))
     assert row["status"] == "PASS" and math.isnan(row["support"]) and "same in every resample" in row["note"]
+    # a and b scale together seed by seed: the margin is the same in every resample, the values are not
+    assert _ledger(_runs(a=[1, 2, 3], b=[10, 20, 30]))["support"] == 1.0
 
 
 @pytest.mark.parametrize("status, share, against, expected", [

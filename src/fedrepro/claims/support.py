@@ -19,7 +19,7 @@ support is shown for information and the claim is INCONCLUSIVE. This is the only
 
 A check that a bootstrap cannot qualify (checks.NOT_RESAMPLED: a count fixed by the settings, its own
 binomial test, informational, not tested), a check INCONCLUSIVE on the full data, and a check whose
-result does not change across resamples (e.g. f*, the same in every run) have support NA with the
+measurement is the same in every resample (e.g. f*, the same in every run) have support NA with the
 reason, never a fake 100%.
 """
 
@@ -69,9 +69,9 @@ def bootstrap(check: str, data: ClaimData, params: dict, result: Result, *seed_p
     weights = np.array([n for _, n in samples], dtype=float) / resamples  # each distinct resample's share
     statuses = np.array([r.status for r in runs])
     margins = np.array([r.margin for r in runs], dtype=float)
-    # the same to rounding (a geometric mean of equal ratios is not bit-equal)
-    same = (statuses == result.status).all() and bool(np.allclose(margins, result.margin, rtol=1e-9, atol=1e-12,
-                                                                   equal_nan=True))
+    # every number the check reports is the same in every resample (not only its verdict or margin, which
+    # can be a count that all resamples share): it does not read the spread of the seeds at all
+    same = all(r.status == result.status and r.measured == result.measured for r in runs)
     if same:
         return Support(units, unit, reason=f"the same in every resample: does not depend on which {unit}s are drawn",
                        kind="invariant")
