@@ -104,6 +104,8 @@ def room(value: float, bound: float, log: bool = True) -> float:
     both are positive, else bound - value. Two equal infinities have no room (0)."""
     if value == bound:
         return 0.0
+    if log and min(value, bound) == 0 and max(value, bound) > 0:  # a spread of 0 (one run drawn repeatedly)
+        return math.inf if value == 0 else -math.inf
     if log and value > 0 and bound > 0:
         return math.log10(bound / value) if math.isfinite(value) and math.isfinite(bound) else (
             math.inf if math.isinf(bound) else -math.inf)

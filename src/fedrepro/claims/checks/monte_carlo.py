@@ -41,6 +41,7 @@ def compare_mc(data: ClaimData, *, stats: list[str], a: dict, b: dict, per: list
                   "", min((r.margin for r in results if not np.isnan(r.margin)), default=np.nan))
 
 
+@np.errstate(divide="ignore", invalid="ignore")  # a ratio to a spread of 0 is inf (or nan), not an error
 def compare_with_paper(data: ClaimData, *, a: dict, b: dict, per: list[str], stat: str,
                        paper: dict[str, float], within: float | None = None, min_ratio: float | None = None,
                        coords: list[int] = (0, 1), x: str = "round") -> Result:
@@ -50,7 +51,8 @@ def compare_with_paper(data: ClaimData, *, a: dict, b: dict, per: list[str], sta
     frame = data.mc_summaries(coords, 1e-4, x)
     holds, parts, margins = [], [], []
     for name, ra, rb in pair_rows(frame, a, b, per) if len(frame) else []:
-        (va, la), (vb, lb) = (float(ra[stat]), ra["curve"]), (float(rb[stat]), rb["curve"])
+        # numpy floats: a resample of one run repeated has a spread of 0, so a ratio may be inf or nan
+        (va, la), (vb, lb) = (np.float64(ra[stat]), ra["curve"]), (np.float64(rb[stat]), rb["curve"])
         pa, pb = float(paper["a"]), float(paper["b"])
         ok, margin = va < vb, room(va, vb)
         if within is not None:
