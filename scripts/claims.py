@@ -1,12 +1,19 @@
-# rule claims: check every claim of one paper against our figure tables.
+# rule claims: check every claim of one paper against our figure tables, then draw its claims figure.
 from pathlib import Path
 
 from fedrepro.claims.ledger import write_ledger
+from fedrepro.claims.support import DECIDE
 from fedrepro.cli import run_step
+from fedrepro.plots.claims import draw_claims_figure
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
-run_step(
-    lambda: write_ledger(Path(sm.input.claims), [Path(p) for p in sm.input.tables], sm.params.figures,
-                         sm.params.scale, Path(sm.output[0])),
-    sm.log[0],
-)
+
+
+def main():
+    ledger = Path(sm.output.ledger)
+    write_ledger(Path(sm.input.claims), [Path(p) for p in sm.input.tables], sm.params.figures, sm.params.scale,
+                 ledger, Path(sm.output.record))
+    draw_claims_figure(ledger, sm.wildcards.paper, DECIDE, Path(sm.output.pdf), Path(sm.output.png))
+
+
+run_step(main, sm.log[0])

@@ -79,6 +79,8 @@ def load_and_validate(
             raise ConfigError(f"{path}: engine: {paper_cfg['engine']!r} is not allowed; allowed values: "
                               f"{', '.join(ENGINES)}")
         engines[paper] = paper_cfg["engine"]
+        if "claims" in paper_cfg["figures"]:  # figures/<paper>/claims.* is the claims figure (rule claims)
+            raise ConfigError(f"{path}: a figure may not be named 'claims'; that name is the claims figure's")
         claims_path = config_dir / "claims" / f"{paper}.yaml"
         if not claims_path.exists():
             raise ConfigError(f"no claims file {claims_path} for paper {paper!r}")

@@ -64,7 +64,7 @@ def test_a_run_shown_in_several_figures_counts_once(table):
 
 def test_compare_mc_pass_fail_and_every_stat_must_hold(table):
     ours, theirs = {"method": "ours"}, {"method": "theirs"}
-    status, measured, _ = compare_mc(ClaimData(table, LABEL_COLUMNS), a=ours, b=theirs, per=["panel"], stats=["mean_err_final", "var_final"])
+    status, measured, *_ = compare_mc(ClaimData(table, LABEL_COLUMNS), a=ours, b=theirs, per=["panel"], stats=["mean_err_final", "var_final"])
     assert status == "PASS" and "mean_err_final: 1/1" in measured and "var_final: 1/1" in measured
     assert compare_mc(ClaimData(table, LABEL_COLUMNS), a=theirs, b=ours, per=["panel"], stats=["cep_2d"])[0] == "FAIL"
     assert compare_mc(ClaimData(table, LABEL_COLUMNS), a=ours, b=theirs, per=["panel"], stats=["cep_2d", "t_target"],
@@ -75,7 +75,7 @@ def test_compare_mc_pass_fail_and_every_stat_must_hold(table):
 def test_compare_with_paper_reports_paper_numbers_and_ratio(table):
     args = dict(a={"method": "ours"}, b={"method": "theirs"}, per=["panel"], stat="cep_2d",
                 paper={"a": 0.0029, "b": 0.0059})
-    status, measured, _ = compare_with_paper(ClaimData(table, LABEL_COLUMNS), **args)
+    status, measured, *_ = compare_with_paper(ClaimData(table, LABEL_COLUMNS), **args)
     assert status == "PASS"
     assert "OURS 0.003 (paper 0.0029, x1.03)" in measured and "THEIRS 0.006 (paper 0.0059, x1.02)" in measured
     assert "ratio 2 (paper 2.03)" in measured
@@ -88,7 +88,7 @@ def test_compare_with_paper_reports_paper_numbers_and_ratio(table):
 def test_series_ratio_and_trend(mc_table):
     table = mc_table(curve("ours", 0.1, 1e-5, 0.003, decay=0.1), curve("theirs", 1.0, 1e-3, 0.006, decay=-0.01))
     ours, theirs = {"method": "ours"}, {"method": "theirs"}
-    status, measured, _ = series_ratio(ClaimData(table, LABEL_COLUMNS), a=ours, b=theirs, per=["panel"], window=[2, 20], max_ratio=0.1)
+    status, measured, *_ = series_ratio(ClaimData(table, LABEL_COLUMNS), a=ours, b=theirs, per=["panel"], window=[2, 20], max_ratio=0.1)
     assert status == "PASS" and "gmean var ratio" in measured
     assert series_ratio(ClaimData(table, LABEL_COLUMNS), a=theirs, b=ours, per=["panel"], window=[2, 20], agg="median")[0] == "FAIL"
     assert series_ratio(ClaimData(table, LABEL_COLUMNS), a=ours, b=theirs, per=["panel"], window=[50, 100])[0] == "INCONCLUSIVE"
@@ -104,7 +104,7 @@ def test_series_ratio_and_trend(mc_table):
 def test_mc_stat_within_bounds_and_min_rounds(table):
     assert mc_stat_within(ClaimData(table, LABEL_COLUMNS), select={"method": "ours"}, stat="f_star", low=0.008, high=0.012)[0] == "PASS"
     assert mc_stat_within(ClaimData(table, LABEL_COLUMNS), select={}, stat="rel_err_final", high=1e-3)[0] == "FAIL"
-    status, _, note = mc_stat_within(ClaimData(table, LABEL_COLUMNS), select={}, stat="rel_err_final", high=1.0, min_rounds=100)
+    status, _, note, _ = mc_stat_within(ClaimData(table, LABEL_COLUMNS), select={}, stat="rel_err_final", high=1.0, min_rounds=100)
     assert status == "INCONCLUSIVE" and "only 20 rounds" in note
 
 
@@ -129,4 +129,14 @@ def test_ledger_runs_the_new_checks_and_gates_on_runs(table):
     """)
     ledger = evaluate_claims(claims, {"f": table}, "smoke", {"f": LABEL_COLUMNS}).set_index("claim_id")
     assert list(ledger["status"]) == ["PASS", "INCONCLUSIVE", "PASS"]
-    assert "only 6 seed(s)" in ledger.loc["B", "note"] and "paper 0.0029" in ledger.loc["C", "measured"]
+    assert "not decided by 6 Monte Carlo runs" in ledger.loc["B", "note"] and "paper 0.0029" in ledger.loc["C", "measured"]
+    # the bootstrap draws Monte Carlo runs: ours' variance is 1e4 x smaller in every resample
+    assert ledger.loc["A", "support"] == 1.0 and ledger.loc["A", "margin"] > 3
+
+
+def test_a_resample_of_monte_carlo_runs_takes_whole_runs(table):
+    (labels, runs), = [c for c in ClaimData(table, LABEL_COLUMNS).mc_curves("round") if c[0]["method"] == "ours"]
+    taken = runs.take(np.array([5, 5, 0, 9]))  # run 9 does not exist: left out
+    assert taken.n_runs == 3 and list(taken.seeds) == [0, 1, 2]
+    np.testing.assert_array_equal(taken.cost, runs.cost[[5, 5, 0]])
+    np.testing.assert_array_equal(taken.theta_final, runs.theta_final[[5, 5, 0]])

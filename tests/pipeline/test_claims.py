@@ -107,6 +107,6 @@ def test_ledger_marks_too_few_seeds_and_missing_figures_inconclusive():
     table = _table(_curve("fast", 0.1, 5), _curve("slow", 0.1, 1))
     ledger = evaluate_claims(claims, {"f": table}, "quick", {"f": LABELS}).set_index("claim_id")
     assert ledger.loc["X1", "status"] == "PASS" and ledger.loc["X1", "expected"] == "fast wins"
-    assert ledger.loc["X2", "status"] == "INCONCLUSIVE" and "only 3 seed(s)" in ledger.loc["X2", "note"]
+    assert ledger.loc["X2", "status"] == "INCONCLUSIVE" and "not decided by 3 seeds: the claim needs >= 5" in ledger.loc["X2", "note"]
     assert ledger.loc["X3", "status"] == "INCONCLUSIVE" and "not produced" in ledger.loc["X3", "note"]
     assert set(ledger.columns) >= {"figure", "scale", "status", "measured", "expected", "note"}

@@ -61,6 +61,8 @@ def test_smoke_run_report_and_dvc_round_trip(tmp_path):
             assert (work / "results" / paper / f"{fig}.csv").exists()
         claims = pd.read_csv(work / "results" / "claims" / f"{paper}.csv")
         assert set(claims["status"]) <= {"PASS", "FAIL", "INCONCLUSIVE"} and (claims["scale"] == "smoke").all()
+        assert {"support", "margin", "margin_se"} <= set(claims.columns)
+        assert {"claims.pdf", "claims.png"} <= set(made) and (work / "results" / "claims" / f"{paper}.json").exists()
     fedpage_claims = set(pd.read_csv(work / "results" / "claims" / "fedpage.csv")["claim_id"])
     assert {"C5a", "C6a", "C10", "C11"} <= fedpage_claims
     record = next((work / "results" / "runs").glob("*/run.json")).read_text()
@@ -68,7 +70,7 @@ def test_smoke_run_report_and_dvc_round_trip(tmp_path):
 
     sh(BIN / "snakemake", "--cores", "1", "--config", "scale=smoke", "--report", "report.html", cwd=work)
     report = (work / "report.html").read_text(errors="replace")
-    assert "fig2a" in report and "fedpage.csv" in report
+    assert "fig2a" in report and "fedpage.csv" in report and "claims support" in report
 
     # record, then a single changed byte is reported
     sh(BIN / "dvc", "add", "--quiet", *TRACKED, cwd=work)

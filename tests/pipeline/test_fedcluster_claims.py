@@ -53,7 +53,7 @@ def test_faster_passes_fails_and_needs_a_seed_majority():
     table = _table(_curve("FC", "fedcluster", 3.0), _curve("FedAvg", "fedavg", 1.0))
     assert faster(_data(table), a=FC, b=AVG, per=["panel"], fin_rel_tol=0.01)[0] == "PASS"
     assert faster(_data(table), a=AVG, b=FC, per=["panel"])[0] == "FAIL"
-    status, measured, _ = faster(_data(table), a=FC, b=AVG, per=["panel"], min_gain=0.9)
+    status, measured, *_ = faster(_data(table), a=FC, b=AVG, per=["panel"], min_gain=0.9)
     assert status == "FAIL" and "> 0 in 3/3" in measured  # wins, but not by 90%
     assert faster(_data(table), a=FC, b={"method": "absent"}, per=["panel"])[0] == "INCONCLUSIVE"
     # the mean wins but only 1 of 3 paired seeds does: not "faster" (spec §4)
@@ -76,7 +76,7 @@ def test_faster_on_accuracy_and_against_a_diverged_run():
 def test_one_selector_compares_every_curve_it_matches():
     table = _table(_curve("M=5", "fedcluster", 1.02, M=5), _curve("M=10", "fedcluster", 2.0, M=10),
                    _curve("FedAvg", "fedavg", 1.0))
-    status, measured, _ = faster(_data(table), a={"method": "fedcluster"}, b=AVG, per=["panel"])
+    status, measured, *_ = faster(_data(table), a={"method": "fedcluster"}, b=AVG, per=["panel"])
     assert status == "PASS" and measured.startswith("2/2") and "M=5" in measured
     assert faster(_data(table), a={"method": "fedcluster", "M": [10]}, b=AVG, per=["panel"], min_gain=0.1)[0] == "PASS"
     assert faster(_data(table), a={"method": "fedcluster"}, b=AVG, per=["panel"], min_gain=0.1)[0] == "FAIL"

@@ -63,7 +63,7 @@ def test_time_to_target_check_pass_fail_and_undecided():
     assert _check(table, target=0.7, factor=0.5)[0] == "FAIL"  # 4 is not under half of 6
     assert _check(table, target=0.9)[0] == "PASS"  # the slow curve never reaches it: inf
     assert _check(table, a="slow", b="fast", target=0.9)[0] == "FAIL"
-    status, measured, _ = _check(table, target=0.99)  # neither reaches it: the cell is undecided
+    status, measured, *_ = _check(table, target=0.99)  # neither reaches it: the cell is undecided
     assert status == "INCONCLUSIVE" and "undecided" in measured and measured.startswith("0/0")
     assert _check(table, metric="train_loss", higher=False, target=0.3)[0] == "PASS"
     assert _check(table, a="absent", target=0.7)[0] == "INCONCLUSIVE"
@@ -71,7 +71,7 @@ def test_time_to_target_check_pass_fail_and_undecided():
 
 def test_time_to_target_per_panel_targets_and_a_diverged_seed():
     table = pd.concat([_table(panel="easy"), _table(panel="hard")], ignore_index=True)
-    status, measured, _ = _check(table, target={"easy": 0.7, "hard": 0.9})
+    status, measured, *_ = _check(table, target={"easy": 0.7, "hard": 0.9})
     assert status == "PASS" and "[easy] fast 4 vs slow 6" in measured and "[hard] fast 9 vs slow inf" in measured
     wild = {**RUNS, "fast": {**RUNS["fast"], 1: ([0, 2.0, 5.0, 9.0], [0.1, 0.6, float("nan"), float("nan")])}}
     assert _check(_table(wild), target=0.7)[0] == "FAIL"  # the mean curve ends at the divergence

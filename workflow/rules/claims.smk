@@ -1,4 +1,5 @@
-# Check each claim of a paper against our figure tables: PASS / FAIL / INCONCLUSIVE.
+# Check each claim of a paper against our figure tables: PASS / FAIL / INCONCLUSIVE, each with its
+# bootstrap support and margin (the bootstrap's settings in the .json), and the claims figure.
 
 
 rule claims:
@@ -8,11 +9,21 @@ rule claims:
         ],
         claims="config/claims/{paper}.yaml",
     output:
-        report(
+        ledger=report(
             "results/claims/{paper}.csv",
             caption="../report/claims.rst",
             category="{paper}",
+            subcategory="claims",
             labels={"figure": "claims ledger"},
+        ),
+        record="results/claims/{paper}.json",
+        pdf="figures/{paper}/claims.pdf",
+        png=report(
+            "figures/{paper}/claims.png",
+            caption="../report/claims_figure.rst",
+            category="{paper}",
+            subcategory="claims",
+            labels={"figure": "claims support"},
         ),
     params:
         scale=config["scale"],

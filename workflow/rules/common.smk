@@ -8,7 +8,7 @@ wildcard_constraints:
     paper="|".join(PAPERS),
     dataset="|".join(REGISTRY),
     run_id="[0-9a-f]{16}",
-    figure="[A-Za-z0-9_]+",
+    figure="(?!claims\b)[A-Za-z0-9_]+",  # figures/<paper>/claims.* is the claims rule's figure
     view="|".join(VIEWS),
 
 
@@ -24,7 +24,8 @@ def paper_targets(paper):
     # a drawing is figures/<paper>/<name>.{pdf,png}, a table figure .{csv,md,tex} (Figure.formats)
     figures = RUNS.paper_figures(paper)
     return [f"figures/{paper}/{f.name}.{ext}" for f in figures for ext in f.formats] + [
-        f"results/claims/{paper}.csv"
+        f"results/claims/{paper}.csv",
+        f"figures/{paper}/claims.png",
     ]
 
 

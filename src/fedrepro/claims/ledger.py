@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import yaml
 
-from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, check_choices, check_parameters
+from fedrepro.claims import support as bootstrap_rule
+from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, UNITS, Result, check_choices, check_parameters
 from fedrepro.claims.data import ClaimData
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import Figure
 from fedrepro.results.tables import merged_labels, read_figure_table
 from fedrepro.utils.atomic import atomic_path
 
-COLUMNS = ["claim_id", "figure", "scale", "status", "measured", "expected", "note", "quote"]
+# support: share of bootstrap resamples in which the claim holds (empty: NA, the reason in note); margin: the
+# check's distance from its threshold in its own units (> 0: holds); margin_se: margin / its bootstrap s.d.
+COLUMNS = ["claim_id", "figure", "scale", "status", "support", "margin", "margin_se", "measured", "expected", "note",
+           "quote"]
 # keys of a claim entry that are not parameters of its check
 CLAIM_FIELDS = {"id", "quote", "figures", "check", "expected", "note", "min_seeds"}
 # top-level keys of a claims file (each check names its own metric, x column and window)
@@ -78,24 +84,43 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
     for claim in claims_cfg["claims"]:
         figures = [f for f in claim.get("figures", []) if f in tables]
         params = {k: v for k, v in claim.items() if k not in CLAIM_FIELDS}
-        note = claim.get("note", "")
         if claim.get("figures") and not figures:
-            status, measured, extra = INCONCLUSIVE, "", f"figures {claim['figures']} not produced at scale {scale}"
+            result = Result(INCONCLUSIVE, "", f"figures {claim['figures']} not produced at scale {scale}")
+            support = bootstrap_rule.Support(0, UNITS[claim["check"]], reason="no data", kind="none")
         else:
             data = data_of(figures)
-            status, measured, extra = CHECKS[claim["check"]](data, **params)
-            seeds = data.seeds()
-            if status != INCONCLUSIVE and seeds < claim.get("min_seeds", 1):
-                status, extra = INCONCLUSIVE, (
-                    f"only {seeds} seed(s) at this scale; the claim needs >= {claim['min_seeds']} to be judged "
-                    f"(result shown for information). {extra}"
-                )
+            result = CHECKS[claim["check"]](data, **params)
+            support = bootstrap_rule.bootstrap(claim["check"], data, params, result, *figures)
+        status, ruling = bootstrap_rule.decide(result.status, support, claim.get("min_seeds", 1))
+        na = f"support n/a: {support.reason}" if support.kind in ("none", "invariant") else ""
         rows.append({
             "claim_id": claim["id"], "figure": " ".join(figures or claim.get("figures", [])), "scale": scale,
-            "status": status, "measured": measured, "expected": claim.get("expected", ""),
-            "note": " ".join(x for x in (extra, note) if x).strip(), "quote": claim.get("quote", ""),
+            "status": status, "support": _rounded(support.share, 3), "margin": _rounded(result.margin, 4),
+            "margin_se": _rounded(result.margin / support.margin_sd, 3) if support.margin_sd > 0 else math.nan,
+            "measured": result.measured, "expected": claim.get("expected", ""),
+            "note": " ".join(x for x in (ruling, result.note, na, claim.get("note", "")) if x).strip(),
+            "quote": claim.get("quote", ""),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _rounded(value: float, digits: int) -> float:
+    """`digits` significant digits: a ledger a reviewer reads, and the same text on every platform."""
+    return float(f"{value:.{digits}g}") if math.isfinite(value) else value
+
+
+def bootstrap_record(paper: str, scale: str) -> dict[str, Any]:
+    """What a reader needs to redo the bootstrap of a ledger (results/claims/<paper>.json)."""
+    return {
+        "paper": paper, "scale": scale,
+        "bootstrap": {"resamples": bootstrap_rule.RESAMPLES, "seed": bootstrap_rule.SEED,
+                      "stream": "fedrepro.seeding.numpy_rng('claims-bootstrap', seed, *figures of the claim)",
+                      "resampled": "the column seed (training seeds; Monte Carlo runs for engine monte_carlo), "
+                                   "drawn with replacement, the same draw for every run of the claim"},
+        "rule": {"decide": bootstrap_rule.DECIDE, "min_units": bootstrap_rule.MIN_UNITS,
+                 "text": "a verdict stands when >= decide of the resamples agree with it; with fewer than "
+                         "max(min_units, the claim's min_seeds) units, or less agreement, it is INCONCLUSIVE"},
+    }
 
 
 def load_claims(path: Path, figures: set[str] | None = None) -> dict[str, Any]:
@@ -107,13 +132,16 @@ def load_claims(path: Path, figures: set[str] | None = None) -> dict[str, Any]:
 
 
 def write_ledger(claims_path: Path, table_paths: list[Path], figures: list[Figure], scale: str,
-                 out: Path) -> pd.DataFrame:
+                 out: Path, record: Path | None = None) -> pd.DataFrame:
     """The ledger of one paper: its claims file, its figure tables and the figures they belong to
-    (for their label columns)."""
+    (for their label columns); `record` gets the bootstrap's settings (bootstrap_record)."""
     claims_cfg = load_claims(claims_path)
     tables = {p.stem: read_figure_table(p) for p in table_paths}
     labels = {f.name: f.label_columns for f in figures}
     ledger = evaluate_claims(claims_cfg, tables, scale, labels)
     with atomic_path(out, suffix=".csv") as tmp:
         ledger.to_csv(tmp, index=False)
+    if record is not None:
+        with atomic_path(record, suffix=".json") as tmp:
+            tmp.write_text(json.dumps(bootstrap_record(claims_cfg.get("paper", out.stem), scale), indent=2) + "\n")
     return ledger

@@ -51,13 +51,17 @@ def finish_figure(fig: plt.Figure, axes, used: int, table: pd.DataFrame, figure:
 
 def save_figure(fig: plt.Figure, figure: Figure, pdf: Path, png: Path) -> None:
     """Write PDF and PNG atomically; the scale and deviations go into the file metadata."""
-    description = f"{figure.title}. {scale_note(figure)}. " + "; ".join(figure.deviations)
-    pdf_meta = {"Title": figure.title, "Subject": description, "Creator": "fedrepro"}
+    save_pdf_png(fig, pdf, png, figure.title, f"{figure.title}. {scale_note(figure)}. " + "; ".join(figure.deviations))
+
+
+def save_pdf_png(fig: plt.Figure, pdf: Path, png: Path, title: str, description: str) -> None:
+    """Write PDF and PNG atomically with `title` and `description` in the file metadata."""
+    pdf_meta = {"Title": title, "Subject": description, "Creator": "fedrepro"}
     # PDF dates would make every rebuild differ byte-wise; leave them out.
     pdf_meta.update({"CreationDate": None, "ModDate": None})
     with atomic_path(pdf, suffix=".pdf") as tmp:
         fig.savefig(tmp, format="pdf", metadata=pdf_meta, bbox_inches="tight")
     with atomic_path(png, suffix=".png") as tmp:
-        fig.savefig(tmp, format="png", dpi=150, metadata={"Title": figure.title, "Description": description},
+        fig.savefig(tmp, format="png", dpi=150, metadata={"Title": title, "Description": description},
                     bbox_inches="tight")
     plt.close(fig)

@@ -8,7 +8,7 @@ this module is the one place that reshapes them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator
 
 import numpy as np
@@ -25,10 +25,19 @@ class MonteCarloRuns:
     theta_final: np.ndarray  # (R, d), the iterates at the last round
     theta_star: np.ndarray  # (d,)
     diverged: np.ndarray  # (R,) bool
+    seeds: np.ndarray  # (R,) the run ids (column `seed`), ascending
 
     @property
     def n_runs(self) -> int:
         return self.cost.shape[0]
+
+    def take(self, seeds: np.ndarray) -> MonteCarloRuns:
+        """The runs `seeds` (repeats allowed; a bootstrap resample), numbered 0.. in that order; a seed
+        this curve does not have is left out."""
+        rows = np.searchsorted(self.seeds, seeds)
+        rows = rows[(rows < len(self.seeds)) & (self.seeds[np.minimum(rows, len(self.seeds) - 1)] == seeds)]
+        return replace(self, cost=self.cost[rows], theta_final=self.theta_final[rows], diverged=self.diverged[rows],
+                       seeds=np.arange(len(rows)))
 
     def curves(self) -> dict[str, np.ndarray]:
         """err, mean_err, sqdev, var (results/cep.py cost_curves), each over x."""
@@ -57,6 +66,7 @@ def monte_carlo_runs(run: pd.DataFrame, x: str = "round") -> MonteCarloRuns:
         theta_final=last[_coords(run, "theta_")].to_numpy(dtype=np.float64),
         theta_star=first[_coords(run, "theta_star_")].to_numpy(dtype=np.float64),
         diverged=run.groupby("seed")["diverged"].any().sort_index().to_numpy(),
+        seeds=cost.index.to_numpy(),
     )
 
 

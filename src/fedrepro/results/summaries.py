@@ -21,7 +21,7 @@ from typing import Iterable, Literal
 import numpy as np
 import pandas as pd
 
-from fedrepro.results.monte_carlo import curves_of
+from fedrepro.results.monte_carlo import MonteCarloRuns, curves_of
 
 
 def _per_run_labels(table: pd.DataFrame, labels: list[str], exclude: Iterable[str] = ()) -> pd.DataFrame:
@@ -67,13 +67,22 @@ def seed_summaries(table: pd.DataFrame, metric: str, window: float, eps: Iterabl
 def curve_medians(table: pd.DataFrame, labels: list[str], metric: str, window: float, eps: Iterable[float],
                   x: str = "round") -> pd.DataFrame:
     """Seed-medians per run, joined with the run's labels (panel, curve, method, settings)."""
-    eps = list(eps)
-    summaries = seed_summaries(table, metric, window, eps, x)
-    value_cols = ["final", "auc", "g0"] + [f"T_{e:g}" for e in eps]
+    return seed_medians(seed_summaries(table, metric, window, list(eps), x), run_labels(table, labels))
+
+
+def run_labels(table: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
+    """The label columns of each run (one row per run_id, indexed by it)."""
+    return _per_run_labels(table, labels)
+
+
+def seed_medians(summaries: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
+    """The medians over seeds of per-seed summaries (seed_summaries), joined with the runs' `labels`
+    (run_labels). Apart from curve_medians so that a bootstrap can re-aggregate drawn seeds."""
+    value_cols = ["final", "auc", "g0"] + [c for c in summaries.columns if c.startswith("T_")]
     med = summaries.groupby("run_id")[value_cols].median()
     med["seeds"] = summaries.groupby("run_id")["seed"].nunique()
     med["diverged_seeds"] = summaries.groupby("run_id")["diverged"].sum()
-    return med.join(_per_run_labels(table, labels, exclude=med.columns)).reset_index()
+    return med.join(labels[[c for c in labels.columns if c not in med.columns]]).reset_index()
 
 
 def monte_carlo_summaries(table: pd.DataFrame, labels: list[str], coords: tuple[int, int] = (0, 1),
@@ -87,8 +96,15 @@ def monte_carlo_summaries(table: pd.DataFrame, labels: list[str], coords: tuple[
     opt_dist       : ||mean_r θ_K − θ*||                     f_star, runs, last_x, diverged_runs
     A curve with a diverged (non-finite) run gets inf for every statistic but f_star.
     """
+    return monte_carlo_statistics(curves_of(table, labels, x), coords, target)
+
+
+def monte_carlo_statistics(curves: Iterable[tuple[dict, MonteCarloRuns]], coords: tuple[int, int] = (0, 1),
+                           target: float = 1e-4) -> pd.DataFrame:
+    """monte_carlo_summaries of (labels, runs) per curve (results.monte_carlo.curves_of), so that a
+    bootstrap can pass curves of drawn runs (MonteCarloRuns.take)."""
     rows = []
-    for curve, mc in curves_of(table, labels, x):
+    for curve, mc in curves:
         row = {**curve, "runs": mc.n_runs, "last_x": mc.x[-1], "diverged_runs": int(mc.diverged.sum()),
                "f_star": mc.f_star}
         stats = ("mean_err_final", "rel_err_final", "auc", "t_target", "var_final", "cep_2d", "cep_full",

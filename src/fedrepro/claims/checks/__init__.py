@@ -1,9 +1,10 @@
-"""Claim checks on figure tables. Each returns (status, measured, note).
+"""Claim checks on figure tables. Each returns a Result (status, measured, note, margin).
 
 The configuration (config/claims/<paper>.yaml) names the check and its keyword parameters; the
 checks know nothing about any particular paper. A check takes the claim's data (claims/data.py
 ClaimData) and asks it for the summary it needs, with its own metric, x column and window. A check
-without data for any cell is INCONCLUSIVE, never PASS.
+without data for any cell is INCONCLUSIVE, never PASS. The ledger (claims/support.py) reruns a check
+on bootstrap resamples of the data, unless NOT_RESAMPLED says why that would mean nothing.
 """
 
 from __future__ import annotations
@@ -15,18 +16,26 @@ from typing import Any, Callable
 from fedrepro.claims.checks import final_values, learning_curves, monte_carlo
 from fedrepro.claims.checks.common import FAIL, INCONCLUSIVE, PASS, Result
 
-CHECKS: dict[str, Callable[..., Result]] = {
-    name: getattr(module, name)
-    for module, names in (
-        (final_values, ["compare_final", "log_ratio_within", "monotone_time_to_target", "time_to_target",
-                        "rate_within", "participation_rate", "diverged_runs", "not_tested"]),
-        (monte_carlo, ["compare_mc", "compare_with_paper", "series_ratio", "series_trend", "mc_stat_within"]),
-        (learning_curves, ["faster", "comparable", "ordered", "slight", "gain_by_group", "less_sensitive"]),
-    )
-    for name in names
+_MODULES = (  # (module, what its `seed` column counts, its checks)
+    (final_values, "seed", ["compare_final", "log_ratio_within", "monotone_time_to_target", "time_to_target",
+                            "rate_within", "participation_rate", "diverged_runs", "not_tested"]),
+    (monte_carlo, "Monte Carlo run", ["compare_mc", "compare_with_paper", "series_ratio", "series_trend",
+                                      "mc_stat_within"]),
+    (learning_curves, "seed", ["faster", "comparable", "ordered", "slight", "gain_by_group", "less_sensitive"]),
+)
+CHECKS: dict[str, Callable[..., Result]] = {name: getattr(module, name) for module, _, names in _MODULES for name in names}
+# the unit of replication a check's bootstrap resamples, as the ledger names it
+UNITS: dict[str, str] = {name: unit for _, unit, names in _MODULES for name in names}
+# checks whose verdict a bootstrap over seeds cannot qualify: their support is NA with this reason
+NOT_RESAMPLED: dict[str, str] = {
+    "rate_within": "a count fixed by the run's settings, the same in every seed",
+    "participation_rate": "its own binomial test on all seeds pooled (a resample would repeat coin flips)",
+    "diverged_runs": "informational",
+    "not_tested": "not tested",
 }
 
-__all__ = ["CHECKS", "PASS", "FAIL", "INCONCLUSIVE", "Result", "check_parameters", "check_choices"]
+__all__ = ["CHECKS", "UNITS", "NOT_RESAMPLED", "PASS", "FAIL", "INCONCLUSIVE", "Result", "check_parameters",
+           "check_choices"]
 
 
 def check_parameters(name: str) -> tuple[set[str], set[str]]:

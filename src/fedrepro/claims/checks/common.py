@@ -1,15 +1,25 @@
-"""What every claim check shares: statuses, row selection, cells of a figure table, the verdict."""
+"""What every claim check shares: statuses, row selection, cells of a figure table, the verdict, the margin."""
 
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
-Result = tuple[str, str, str]  # (status, measured, note)
+
+
+class Result(NamedTuple):
+    """What a check says. `margin`: how far the deciding value lies from the check's threshold, in the
+    check's own units (each check's docstring says which); > 0 on the side where the condition holds,
+    nan where there is nothing to measure."""
+    status: str
+    measured: str
+    note: str = ""
+    margin: float = math.nan
+
 Require = Literal["all", "most", "fraction"]  # how many cells must hold (verdict)
 
 
@@ -52,20 +62,54 @@ def stat_pairs(curves: pd.DataFrame, a: dict, b: dict, per: list[str], stat: str
 def compare_stat(frame: pd.DataFrame, a: dict, b: dict, per: list[str], stat: str, factor: float = 1.0,
                  require: str = "all", fraction: float | None = None) -> Result:
     """Holds in a cell when stat(a) < stat(b) * factor (factor < 1: a wins by a margin; > 1: a tolerance)."""
+    """Margin: decades by which stat(a) lies below stat(b) * factor; for `auc` (already a mean log10) the
+    difference, also in decades."""
     pairs = list(stat_pairs(frame, a, b, per, stat)) if len(frame) else []
     holds = [va < vb * factor for _, va, vb in pairs]
+    margins = [room(va, vb * factor, log=stat != "auc") for _, va, vb in pairs]
     name_a, name_b = selector_name(a), selector_name(b)
     detail = "; ".join(f"[{n}] {name_a} {fmt(va)} vs {name_b} {fmt(vb)}" for n, va, vb in pairs)
     measured = f"{sum(holds)}/{len(holds)} cells hold: {detail}" if pairs else "no cell has both curves"
-    return verdict(holds, require, fraction), measured, ""
+    return judged(holds, margins, measured, require, fraction)
+
+
+def _needed(require: str, fraction: float | None) -> float:
+    return {"all": 1.0, "most": 0.5 + 1e-9}.get(require, fraction if fraction is not None else 1.0)
 
 
 def verdict(holds: list[bool], require: str, fraction: float | None) -> str:
     if not holds:
         return INCONCLUSIVE
-    share = sum(holds) / len(holds)
-    needed = {"all": 1.0, "most": 0.5 + 1e-9}.get(require, fraction if fraction is not None else 1.0)
-    return PASS if share >= needed else FAIL
+    return PASS if sum(holds) / len(holds) >= _needed(require, fraction) else FAIL
+
+
+def deciding_margin(margins: list[float], require: str = "all", fraction: float | None = None) -> float:
+    """The margin of the cell that decides the verdict: with m of n cells required to hold, the m-th
+    largest (for "all" the smallest), so it is > 0 exactly when enough cells hold."""
+    if not margins:
+        return math.nan
+    ranked = sorted((-math.inf if math.isnan(m) else m for m in margins), reverse=True)
+    required = max(1, math.ceil(_needed(require, fraction) * len(ranked) - 1e-9))
+    return ranked[min(required, len(ranked)) - 1]
+
+
+def judged(holds: list[bool], margins: list[float], measured: str, require: str = "all",
+           fraction: float | None = None, note: str = "") -> Result:
+    """The Result of a check that judged cells: verdict from `holds`, margin of the deciding cell."""
+    return Result(verdict(holds, require, fraction), measured, note, deciding_margin(margins, require, fraction))
+
+
+def room(value: float, bound: float, log: bool = True) -> float:
+    """How far `value` lies below `bound` (> 0: below): in decades, log10(bound / value), when `log` and
+    both are positive, else bound - value. Two equal infinities have no room (0)."""
+    if value == bound:
+        return 0.0
+    if log and min(value, bound) == 0 and max(value, bound) > 0:  # a spread of 0 (one run drawn repeatedly)
+        return math.inf if value == 0 else -math.inf
+    if log and value > 0 and bound > 0:
+        return math.log10(bound / value) if math.isfinite(value) and math.isfinite(bound) else (
+            math.inf if math.isinf(bound) else -math.inf)
+    return bound - value
 
 
 def selector_name(selector: dict) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedrepro.claims.checks.common import FAIL, INCONCLUSIVE, PASS, Require, Result, cells_of, fmt, rows_matching, verdict
+from fedrepro.claims.checks.common import FAIL, INCONCLUSIVE, PASS, Require, Result, cells_of, fmt, judged, rows_matching
 from fedrepro.claims.data import ClaimData
 
 
@@ -55,43 +55,54 @@ def faster(data: ClaimData, *, a: dict, b: dict, per: list[str], metric: str = "
     """A converges faster than B in a cell (spec §4 pass rule) when, on means over the paired seeds,
     G(A over B) > 0 and >= min_gain ("significantly": 0.05), FIN(A) is no worse than FIN(B) within
     fin_rel_tol (relative) or fin_abs_tol (absolute), and, with 3 or more seeds, G > 0 in at least
-    `seed_share` of them."""
-    holds, parts = [], []
+    `seed_share` of them. Margin: the smallest of its conditions' margins, each a fraction: G - min_gain,
+    the FIN tolerance left (relative, or absolute in the metric's units), the share of winning seeds -
+    seed_share."""
+    holds, parts, margins = [], [], []
     for name, _, sa, sb in _seed_pairs(data, a, b, per, metric, higher, x):
         g_seeds = _gain(sa["auc"].to_numpy(), sb["auc"].to_numpy(), higher)
         g = float(_gain(sa["auc"].mean(), sb["auc"].mean(), higher))
         fa, fb = sa["fin"].mean(), sb["fin"].mean()
         ok = g > 0 and g >= min_gain
+        room = [g - max(min_gain, 0.0)]
+        sign = 1 if higher else -1  # > 0: A's FIN better than B's
         if fin_rel_tol is not None:
             ok &= fa >= fb * (1 - fin_rel_tol) if higher else fa <= fb * (1 + fin_rel_tol)
+            with np.errstate(invalid="ignore"):  # two diverged FINs: inf / inf, no margin
+                room.append(sign * (fa - fb) / abs(fb) + fin_rel_tol)
         if fin_abs_tol is not None:
             ok &= fa >= fb - fin_abs_tol if higher else fa <= fb + fin_abs_tol
+            room.append(sign * (fa - fb) + fin_abs_tol)
         wins = int(np.sum(g_seeds > 0))
         if len(g_seeds) >= 3:
             ok &= wins >= seed_share * len(g_seeds)
+            room.append(wins / len(g_seeds) - seed_share)
         holds.append(bool(ok))
+        margins.append(min((r for r in room if not np.isnan(r)), default=np.nan))  # nan: an undefined ratio (inf/inf)
         parts.append(f"[{name}] G {g:+.3f} (seeds {_pm(g_seeds)}, > 0 in {wins}/{len(g_seeds)}); "
                      f"AUC {_pm(sa['auc'])} vs {_pm(sb['auc'])}; FIN {_pm(sa['fin'])} vs {_pm(sb['fin'])}")
     measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has both curves"
-    return verdict(holds, require, fraction), measured, ""
+    return judged(holds, margins, measured, require, fraction)
 
 
 def comparable(data: ClaimData, *, a: dict, b: dict, per: list[str],
                metric: str = "train_loss", x: str = "round", higher: bool = False, tol: float = 0.05, reference: dict | None = None) -> Result:
     """|G(A over B)| <= tol in each cell (spec §4 "comparable"); with a `reference` selector also
-    |G(A over B)| < G(reference over B), i.e. clearly smaller than the gain of a curve that wins."""
+    |G(A over B)| < G(reference over B), i.e. clearly smaller than the gain of a curve that wins.
+    Margin: tol - |G| (or G(reference) - |G|, if smaller), a fraction."""
     ref = {cell: float(_gain(sr["auc"].mean(), sb["auc"].mean(), higher))
            for _, cell, sr, sb in (_seed_pairs(data, reference, b, per, metric, higher, x) if reference else [])}
-    holds, parts = [], []
+    holds, parts, margins = [], [], []
     for name, cell, sa, sb in _seed_pairs(data, a, b, per, metric, higher, x):
         g_seeds = _gain(sa["auc"].to_numpy(), sb["auc"].to_numpy(), higher)
         g = float(_gain(sa["auc"].mean(), sb["auc"].mean(), higher))
         ok = abs(g) <= tol and (reference is None or abs(g) < ref.get(cell, -np.inf))
         holds.append(bool(ok))
+        margins.append(min(tol - abs(g), ref.get(cell, -np.inf) - abs(g) if reference else np.inf))
         parts.append(f"[{name}] G {g:+.3f} (seeds {_pm(g_seeds)})"
                      + (f", reference G {ref[cell]:+.3f}" if cell in ref else ""))
     measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has both curves"
-    return verdict(holds, "all", None), measured, ""
+    return judged(holds, margins, measured)
 
 
 def _series(cell: pd.DataFrame, along: str, order: list) -> list[float]:
@@ -102,26 +113,28 @@ def _series(cell: pd.DataFrame, along: str, order: list) -> list[float]:
 def ordered(data: ClaimData, *, select: dict, per: list[str], along: str, order: list,
             metric: str = "train_loss", x: str = "round", higher: bool = False, strict: bool = True) -> Result:
     """The mean AUC of the selected curves gets better at every step along `order` of the values of
-    `along` (strictly, or not worse): e.g. along M, order [5, 10, 20], a loss falls 5 -> 10 -> 20."""
+    `along` (strictly, or not worse): e.g. along M, order [5, 10, 20], a loss falls 5 -> 10 -> 20.
+    Margin: the smallest step's improvement of the mean AUC, in the metric's units."""
     frame = data.auc_fin(metric, higher, x)
-    holds, parts = [], []
+    holds, parts, margins = [], [], []
     for name, cell in cells_of(rows_matching(frame, select), per, named=True) if len(frame) else []:
         auc = np.array(_series(cell, along, order))
         if np.isnan(auc).any():
             continue
         steps = np.diff(auc) if higher else -np.diff(auc)  # > 0: better
         holds.append(bool(np.all(steps > 0) if strict else np.all(steps >= 0)))
+        margins.append(float(np.nan_to_num(steps.min(), nan=-np.inf)))
         parts.append(f"[{name}] " + ", ".join(f"{along}={v}: {fmt(x)}" for v, x in zip(order, auc)))
     measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has every value"
-    return verdict(holds, "all", None), measured, ""
+    return judged(holds, margins, measured)
 
 
 def slight(data: ClaimData, *, select: dict, b: dict, per: list[str], along: str,
            order: list, metric: str = "train_loss", x: str = "round", higher: bool = False) -> Result:
     """"Slightly" (spec §4, C14): the spread of the selected curves' mean AUC over `order` is smaller
-    than the gap from B (e.g. FedAvg) to the worst of them."""
+    than the gap from B (e.g. FedAvg) to the worst of them. Margin: gap - spread, in the metric's units."""
     frame = data.auc_fin(metric, higher, x)
-    holds, parts = [], []
+    holds, parts, margins = [], [], []
     for name, cell in cells_of(frame, per, named=True) if len(frame) else []:
         auc, ref = np.array(_series(rows_matching(cell, select), along, order)), rows_matching(cell, b)["auc"]
         if np.isnan(auc).any() or not len(ref):
@@ -129,43 +142,46 @@ def slight(data: ClaimData, *, select: dict, b: dict, per: list[str], along: str
         worst = auc.min() if higher else auc.max()
         spread, gap = float(auc.max() - auc.min()), float(_gain(worst, ref.mean(), higher, relative=False))
         holds.append(spread < gap)
+        margins.append(gap - spread)
         parts.append(f"[{name}] spread over {along} {fmt(spread)} vs gap to {'/'.join(map(str, b.values()))} "
                      f"{fmt(gap)}")
     measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has every curve"
-    return verdict(holds, "all", None), measured, ""
+    return judged(holds, margins, measured)
 
 
 def gain_by_group(data: ClaimData, *, a: dict, b: dict, per: list[str], group: str,
                   greater: Any, than: Any, metric: str = "train_loss", x: str = "round", higher: bool = False, relative: bool = True) -> Result:
     """The mean over cells of G(A over B) is larger where `group` is `greater` than where it is `than`
-    (e.g. dataset: FedCluster's edge larger on CIFAR-10 than on MNIST, spec C5, C8)."""
+    (e.g. dataset: FedCluster's edge larger on CIFAR-10 than on MNIST, spec C5, C8). Margin: the
+    difference of the two means (of G, or of the AUC difference when not `relative`)."""
     gains: dict[Any, list[float]] = {greater: [], than: []}
     for _, _, sa, sb in _seed_pairs(data, a, b, per, metric, higher, x):
         key = sa[group].iloc[0]
         if key in gains:
             gains[key].append(float(_gain(sa["auc"].mean(), sb["auc"].mean(), higher, relative)))
     if not (gains[greater] and gains[than]):
-        return INCONCLUSIVE, f"cells per {group}: " + ", ".join(f"{k}: {len(v)}" for k, v in gains.items()), ""
+        return Result(INCONCLUSIVE, f"cells per {group}: " + ", ".join(f"{k}: {len(v)}" for k, v in gains.items()))
     mg, mt = float(np.mean(gains[greater])), float(np.mean(gains[than]))
     kind = "G" if relative else "AUC difference"
     measured = (f"mean {kind} {greater}: {mg:+.4f} over {len(gains[greater])} cells; {than}: {mt:+.4f} over "
                 f"{len(gains[than])} cells")
-    return (PASS if mg > mt else FAIL), measured, ""
+    return Result(PASS if mg > mt else FAIL, measured, "", mg - mt)
 
 
 def less_sensitive(data: ClaimData, *, a: dict, b: dict, per: list[str], along: str,
                    low: Any, high: Any, metric: str = "train_loss", x: str = "round", higher: bool = False) -> Result:
     """A suffers less than B from `along` going low -> high (spec C16): the mean AUC of A worsens by
-    less than B's, in each cell."""
+    less than B's, in each cell. Margin: B's worsening - A's, in the metric's units."""
     frame = data.auc_fin(metric, higher, x)
-    holds, parts = [], []
+    holds, parts, margins = [], [], []
     for name, cell in cells_of(frame, per, named=True) if len(frame) else []:
         (a_lo, a_hi), (b_lo, b_hi) = (_series(rows_matching(cell, s), along, [low, high]) for s in (a, b))
         if np.isnan([a_lo, a_hi, b_lo, b_hi]).any():
             continue
         da, db = (float(_gain(lo, hi, higher, relative=False)) for lo, hi in ((a_lo, a_hi), (b_lo, b_hi)))
         holds.append(da < db)
+        margins.append(db - da)
         parts.append(f"[{name}] AUC worsens by {fmt(da)} ({fmt(a_lo)} -> {fmt(a_hi)}) vs {fmt(db)} "
                      f"({fmt(b_lo)} -> {fmt(b_hi)})")
     measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has both ends"
-    return verdict(holds, "all", None), measured, ""
+    return judged(holds, margins, measured)

@@ -16,9 +16,10 @@ from fedrepro.claims.checks.common import (
     Result,
     compare_stat,
     fmt,
+    judged,
     pair_rows,
+    room,
     rows_matching,
-    verdict,
 )
 from fedrepro.claims.data import ClaimData
 
@@ -32,32 +33,40 @@ def _combine(statuses: list[str]) -> str:
 def compare_mc(data: ClaimData, *, stats: list[str], a: dict, b: dict, per: list[str],
                factor: float = 1.0, require: Require = "all", fraction: float | None = None,
                coords: list[int] = (0, 1), target: float = 1e-4, x: str = "round") -> Result:
-    """compare_final on across-run statistics (results.summaries.monte_carlo_summaries); every stat must hold."""
+    """compare_final on across-run statistics (results.summaries.monte_carlo_summaries); every stat must
+    hold. Margin: decades, the smallest over the stats (common.compare_stat)."""
     frame = data.mc_summaries(coords, target, x)
     results = [compare_stat(frame, a, b, per, s, factor, require, fraction) for s in stats]
-    return _combine([r[0] for r in results]), "; ".join(f"{s}: {r[1]}" for s, r in zip(stats, results)), ""
+    return Result(_combine([r.status for r in results]), "; ".join(f"{s}: {r.measured}" for s, r in zip(stats, results)),
+                  "", min((r.margin for r in results if not np.isnan(r.margin)), default=np.nan))
 
 
+@np.errstate(divide="ignore", invalid="ignore")  # a ratio to a spread of 0 is inf (or nan), not an error
 def compare_with_paper(data: ClaimData, *, a: dict, b: dict, per: list[str], stat: str,
                        paper: dict[str, float], within: float | None = None, min_ratio: float | None = None,
                        coords: list[int] = (0, 1), x: str = "round") -> Result:
     """Our stat(a) and stat(b) beside the paper's values and ratios. Holds when stat(a) < stat(b) and,
-    where given, each value lies within a factor `within` of the paper's and stat(b)/stat(a) >= min_ratio."""
+    where given, each value lies within a factor `within` of the paper's and stat(b)/stat(a) >= min_ratio.
+    Margin: decades, the smallest of log10 stat(b)/stat(a) and the room left by `within` and `min_ratio`."""
     frame = data.mc_summaries(coords, 1e-4, x)
-    holds, parts = [], []
+    holds, parts, margins = [], [], []
     for name, ra, rb in pair_rows(frame, a, b, per) if len(frame) else []:
-        (va, la), (vb, lb) = (float(ra[stat]), ra["curve"]), (float(rb[stat]), rb["curve"])
+        # numpy floats: a resample of one run repeated has a spread of 0, so a ratio may be inf or nan
+        (va, la), (vb, lb) = (np.float64(ra[stat]), ra["curve"]), (np.float64(rb[stat]), rb["curve"])
         pa, pb = float(paper["a"]), float(paper["b"])
-        ok = va < vb
+        ok, margin = va < vb, room(va, vb)
         if within is not None:
             ok &= all(max(v / p, p / v) <= within for v, p in ((va, pa), (vb, pb)))
+            margin = min(margin, *(room(max(v / p, p / v), within) for v, p in ((va, pa), (vb, pb))))
         if min_ratio is not None:
             ok &= vb / va >= min_ratio
+            margin = min(margin, room(min_ratio, vb / va))
         holds.append(bool(ok))
+        margins.append(margin)
         parts.append(f"[{name}] {la} {fmt(va)} (paper {pa:g}, x{fmt(va / pa)}); {lb} {fmt(vb)} (paper {pb:g}, "
                      f"x{fmt(vb / pb)}); ratio {fmt(vb / va)} (paper {fmt(pb / pa)})")
     measured = f"{stat}: " + "; ".join(parts) if parts else "no cell has both curves"
-    return verdict(holds, "all", None), measured, ""
+    return judged(holds, margins, measured)
 
 
 def _mc_series(data: ClaimData, x: str) -> tuple[pd.DataFrame, list[dict[str, np.ndarray]]]:
@@ -77,61 +86,67 @@ def series_ratio(data: ClaimData, *, a: dict, b: dict, per: list[str], series: s
                  window: list[float] = (10, 100), agg: Literal["gmean", "median"] = "gmean", max_ratio: float = 1.0,
                  x: str = "round") -> Result:
     """agg (gmean | median) over x in `window` of series_a[k] / series_b[k] <= max_ratio
-    (series: var, mean_err of results/cep.py cost_curves)."""
+    (series: var, mean_err of results/cep.py cost_curves). Margin: decades, log10 max_ratio / value."""
     if agg not in ("gmean", "median"):
         raise ValueError(f"series_ratio: agg {agg!r}; allowed: gmean, median")
     frame, curves = _mc_series(data, x)
-    holds, parts = [], []
+    holds, parts, margins = [], [], []
     for name, ra, rb in pair_rows(frame, a, b, per) if len(frame) else []:
         ratio = _window(curves[int(ra["i"])], series, window) / _window(curves[int(rb["i"])], series, window)
         if not len(ratio):
             continue  # the run is shorter than the window (reduced scale)
         value = float(np.exp(np.mean(np.log(ratio)))) if agg == "gmean" else float(np.median(ratio))
         holds.append(value <= max_ratio)
+        margins.append(room(value, max_ratio))
         parts.append(f"[{name}] {agg} {series} ratio over k in [{window[0]}, {window[1]}]: {fmt(value)}")
-    return verdict(holds, "all", None), "; ".join(parts) or "no cell has both curves over the window", ""
+    return judged(holds, margins, "; ".join(parts) or "no cell has both curves over the window")
 
 
 def series_trend(data: ClaimData, *, select: dict, series: str = "var",
                  early: list[float] = (11, 30), late: list[float] = (81, 100), factor: float = 1.0,
                  expect: Literal["below", "above"] = "below", x: str = "round") -> Result:
     """Per selected curve: mean of the series over x in `late` below (or, expect: above, at least)
-    factor x its mean over x in `early`; Spearman rho(x, series) over early..late reported."""
+    factor x its mean over x in `early`; Spearman rho(x, series) over early..late reported. Margin:
+    decades, log10 of late / (factor x early), its sign flipped for `below`."""
     from scipy.stats import spearmanr  # only this check needs scipy
 
     if expect not in ("below", "above"):
         raise ValueError(f"series_trend: expect {expect!r}; allowed: below, above")
     frame, curves = _mc_series(data, x)
-    holds, parts = [], []
+    holds, parts, margins = [], [], []
     for row in rows_matching(frame, select).itertuples() if len(frame) else []:
         s = curves[row.i]
         if not (len(_window(s, series, early)) and len(_window(s, series, late))):
             continue  # the run is shorter than the windows (reduced scale)
         m_early, m_late = float(np.mean(_window(s, series, early))), float(np.mean(_window(s, series, late)))
         holds.append(m_late < factor * m_early if expect == "below" else m_late >= factor * m_early)
+        margins.append(room(m_late, factor * m_early) if expect == "below" else -room(m_late, factor * m_early))
         span = (s["x"] >= early[0]) & (s["x"] <= late[1])
         rho = spearmanr(s["x"][span], s[series][span]).statistic
         parts.append(f"[{row.panel}, {row.curve}] mean {series} k in [{early[0]}, {early[1]}]: {fmt(m_early)}, "
                      f"k in [{late[0]}, {late[1]}]: {fmt(m_late)} (late/early {fmt(m_late / m_early)}, "
                      f"Spearman rho {rho:.2f})")
-    return verdict(holds, "all", None), "; ".join(parts) or "no selected curve covers both windows", ""
+    return judged(holds, margins, "; ".join(parts) or "no selected curve covers both windows")
 
 
 def mc_stat_within(data: ClaimData, *, select: dict, stat: str, low: float | None = None,
                    high: float | None = None, min_rounds: float = 0, coords: list[int] = (0, 1), target: float = 1e-4,
                    x: str = "round") -> Result:
     """An across-run statistic of every selected curve within [low, high] (either bound optional);
-    INCONCLUSIVE when a curve ends before x = `min_rounds` (a bound set for the paper's horizon)."""
+    INCONCLUSIVE when a curve ends before x = `min_rounds` (a bound set for the paper's horizon).
+    Margin: decades to the nearer bound (log10 value/low, log10 high/value)."""
     frame = data.mc_summaries(coords, target, x)
     frame = rows_matching(frame, select) if len(frame) else frame
     short = frame[frame["last_x"] < min_rounds] if len(frame) else frame
     if len(short):
-        return INCONCLUSIVE, f"{stat} = " + ", ".join(fmt(v) for v in short[stat]), (
-            f"only {short['last_x'].min():g} {x}s at this scale; the bound is for >= {min_rounds}")
-    holds, parts = [], []
+        return Result(INCONCLUSIVE, f"{stat} = " + ", ".join(fmt(v) for v in short[stat]),
+                      f"only {short['last_x'].min():g} {x}s at this scale; the bound is for >= {min_rounds}")
+    holds, parts, margins = [], [], []
     for row in frame.itertuples():
         value = float(getattr(row, stat))
         holds.append((low is None or value >= low) and (high is None or value <= high))
+        margins.append(min(-room(value, low) if low is not None else np.inf,
+                           room(value, high) if high is not None else np.inf))
         parts.append(f"[{row.panel}, {row.curve}] {stat} = {fmt(value)}")
     bounds = f"in [{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}]"
-    return verdict(holds, "all", None), f"{sum(holds)}/{len(holds)} {bounds}: " + "; ".join(parts), ""
+    return judged(holds, margins, f"{sum(holds)}/{len(holds)} {bounds}: " + "; ".join(parts))

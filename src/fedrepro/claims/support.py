@@ -1,0 +1,103 @@
+"""How solid a verdict is: a seeded bootstrap over the units of replication, and the one rule that
+turns a check's verdict and its bootstrap support into the ledger's verdict.
+
+support = the share of bootstrap resamples (seeds, or Monte Carlo runs, drawn with replacement; the
+same draw for every run of the claim, claims/data.py ClaimData.resamples) in which the check's
+condition holds, i.e. the check rerun on the resample says PASS.
+
+The rule (decide): a verdict on the full data stands only when at least DECIDE = 90% of the resamples
+reach the same verdict; otherwise the claim is INCONCLUSIVE, "not decided by N seeds (support x%)".
+Why 90%: it is the one-sided 90% percentile-bootstrap bound of the margin lying on the verdict's side
+of the threshold (the bootstrap reading of a one-sided test at 10%). 95% would overturn every median
+verdict of 5 seeds that one outlying seed could flip (the outlier is the median of a resample ~6% of
+the time); lower thresholds would let one seed in four decide. With 200 resamples the support itself
+is known to +-2 percentage points (binomial s.e. at 90%), well inside the band.
+With fewer than MIN_UNITS = 3 units there is no bootstrap: 2 seeds give 3 distinct resamples, one of
+which is each seed alone, so "support" would only restate whether the two seeds agree. A claim's own
+`min_seeds` (e.g. 10 Monte Carlo runs for a variance) raises that minimum for the claim: below it, the
+support is shown for information and the claim is INCONCLUSIVE. This is the only seed-count rule.
+
+A check that a bootstrap cannot qualify (checks.NOT_RESAMPLED: a count fixed by the settings, its own
+binomial test, informational, not tested), a check INCONCLUSIVE on the full data, and a check whose
+measurement is the same in every resample (e.g. f*, the same in every run) have support NA with the
+reason, never a fake 100%.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedrepro.claims.checks import CHECKS, FAIL, INCONCLUSIVE, NOT_RESAMPLED, PASS, UNITS, Result
+from fedrepro.claims.data import ClaimData
+
+RESAMPLES = 200  # bootstrap resamples per set of figures (recorded in results/claims/<paper>.json)
+SEED = 13  # seeds the bootstrap streams with the claim's figures (fedrepro.seeding)
+DECIDE = 0.9  # share of resamples that must agree with a verdict for it to stand
+MIN_UNITS = 3  # fewer seeds (Monte Carlo runs) than this: no bootstrap
+
+
+@dataclass(frozen=True)
+class Support:
+    units: int  # seeds (Monte Carlo runs) of the claim's data: the fewest of any run
+    unit: str  # what a unit is: "seed" or "Monte Carlo run"
+    share: float = math.nan  # resamples in which the condition holds (PASS); nan: not bootstrapped
+    against: float = math.nan  # resamples in which it fails (FAIL)
+    margin_sd: float = math.nan  # standard deviation of the margin over the resamples
+    reason: str = ""  # why there is no support ("" when there is one)
+    kind: str = "bootstrap"  # or: too_few (units), invariant (same in every resample), none (not resampled, undecided)
+
+    def units_text(self) -> str:
+        return f"{self.units} {self.unit}{'' if self.units == 1 else 's'}"
+
+
+def bootstrap(check: str, data: ClaimData, params: dict, result: Result, *seed_parts: object,
+              resamples: int = RESAMPLES, seed: int = SEED) -> Support:
+    """The support of `check` (with `params`; `result` on the full data) from `resamples` resamples of
+    `data`, the stream seeded by `seed` and `seed_parts` (the claim's figures)."""
+    units, unit = data.seeds(), UNITS[check]
+    if check in NOT_RESAMPLED:
+        return Support(units, unit, reason=NOT_RESAMPLED[check], kind="none")
+    if result.status == INCONCLUSIVE:
+        return Support(units, unit, reason="undecided on the full data", kind="none")
+    if units < MIN_UNITS:
+        return Support(units, unit, reason=f"too few {unit}s for a bootstrap (needs >= {MIN_UNITS})", kind="too_few")
+    samples = data.resamples(resamples, seed, *seed_parts)
+    runs = [CHECKS[check](sample, **params) for sample, _ in samples]
+    weights = np.array([n for _, n in samples], dtype=float) / resamples  # each distinct resample's share
+    statuses = np.array([r.status for r in runs])
+    margins = np.array([r.margin for r in runs], dtype=float)
+    # every number the check reports is the same in every resample (not only its verdict or margin, which
+    # can be a count that all resamples share): it does not read the spread of the seeds at all
+    same = all(r.status == result.status and r.measured == result.measured for r in runs)
+    if same:
+        return Support(units, unit, reason=f"the same in every resample: does not depend on which {unit}s are drawn",
+                       kind="invariant")
+    spread = math.nan
+    if np.isfinite(margins).all():  # the s.d. over the `resamples` draws (ddof 1)
+        mean = float(weights @ margins)
+        spread = math.sqrt(float(weights @ (margins - mean) ** 2) * resamples / (resamples - 1))
+    return Support(units, unit, float(weights @ (statuses == PASS)), float(weights @ (statuses == FAIL)), spread)
+
+
+def decide(status: str, support: Support, min_units: int = 1) -> tuple[str, str]:
+    """The ledger's verdict and a note on it, from the check's verdict on the full data, its support
+    and the claim's own minimum of units (`min_seeds`)."""
+    if support.kind == "none":
+        return status, ""  # nothing to qualify: not resampled, or undecided on the full data
+    needed = min_units if support.kind == "invariant" else max(MIN_UNITS, min_units)
+    if support.units < needed:
+        shown = "" if math.isnan(support.share) else f"support {support.share:.0%}, "
+        why = (f"a bootstrap needs >= {MIN_UNITS}" if support.units < MIN_UNITS
+               else f"the claim needs >= {min_units}")
+        return INCONCLUSIVE, (f"not decided by {support.units_text()}: {why} ({shown}{status} on the full data, "
+                              f"shown for information)")
+    if support.kind == "invariant":
+        return status, ""
+    agree = support.share if status == PASS else support.against
+    if agree >= DECIDE:
+        return status, ""
+    return INCONCLUSIVE, (f"not decided by {support.units_text()} (support {support.share:.0%}; {status} on the "
+                          f"full data, by {agree:.0%} of the resamples)")

@@ -1,0 +1,146 @@
+"""The support of a verdict (claims/support.py): a seeded bootstrap over seeds, and the rule that maps
+it to PASS / FAIL / INCONCLUSIVE, on data where the answer is known."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from fedrepro.claims.checks.common import deciding_margin
+from fedrepro.claims.data import ClaimData, take_seeds
+from fedrepro.claims.ledger import evaluate_claims
+from fedrepro.claims.support import DECIDE, MIN_UNITS, SEED, Support, bootstrap, decide
+
+LABELS = ["figure", "panel", "curve", "method", "run_id"]
+ROUNDS = np.arange(0, 11)
+
+
+def _runs(**finals) -> pd.DataFrame:
+    """One run per method, seed s flat at finals[method][s] (so its `final` is that value)."""
+    rows = [{"figure": "f", "panel": "p", "curve": m, "method": m, "run_id": m, "seed": s, "round": r,
+             "grad_norm": v, "diverged": False}
+            for m, values in finals.items() for s, v in enumerate(values) for r in ROUNDS]
+    return pd.DataFrame(rows)
+
+
+CLAIM = {"check": "compare_final", "a": {"method": "a"}, "b": {"method": "b"}, "per": ["panel"], "metric": "grad_norm"}
+
+
+def _ledger(table: pd.DataFrame, **extra) -> pd.Series:
+    claims = {"claims": [{"id": "X", "figures": ["f"], **CLAIM, **extra}]}
+    return evaluate_claims(claims, {"f": table}, "quick", {"f": LABELS}).iloc[0]
+
+
+def _half_flip(good: int, seeds: int = 21) -> pd.DataFrame:
+    """a beats b by 10x on `good` seeds and loses by 10x on the others; b varies a little by seed."""
+    return _runs(a=[1.0] * good + [100.0] * (seeds - good), b=[10 * (1 + 0.01 * s) for s in range(seeds)])
+
+
+def test_all_seeds_agree_gives_full_support_and_a_firm_verdict():
+    table = _runs(a=[1, 1.5, 1.2, 0.8, 1.1], b=[10, 12, 9, 11, 13])
+    row = _ledger(table)
+    assert row["status"] == "PASS" and row["support"] == 1.0
+    assert row["margin"] == pytest.approx(np.log10(11 / 1.1), rel=1e-3)  # decades: median b / median a
+    assert row["margin_se"] > 3  # far from the threshold in bootstrap standard deviations
+    swapped = _ledger(table.assign(method=table["method"].map({"a": "b", "b": "a"})))
+    assert swapped["status"] == "FAIL" and swapped["support"] == 0.0 and swapped["margin"] < 0
+
+
+def test_half_the_seeds_flip_gives_support_near_half_and_no_verdict():
+    for good in (10, 11):  # 10 or 11 good seeds of 21: the median is a coin flip
+        row = _ledger(_half_flip(good))
+        assert 0.3 < row["support"] < 0.7, row["support"]
+        assert row["status"] == "INCONCLUSIVE" and "not decided by 21 seeds (support" in row["note"]
+    assert _ledger(_half_flip(18))["support"] > 0.95  # 18 of 21: firm
+
+
+def test_bootstrap_is_deterministic_and_seeded():
+    table = _half_flip(10)
+    first, again = _ledger(table), _ledger(table.copy())
+    pd.testing.assert_series_equal(first, again)
+    data = ClaimData(table, LABELS)
+    params = {k: v for k, v in CLAIM.items() if k != "check"}
+    result = __import__("fedrepro.claims.checks", fromlist=["CHECKS"]).CHECKS["compare_final"](data, **params)
+    ours = bootstrap("compare_final", data, params, result, "f")
+    assert ours.share == first["support"]
+    other = bootstrap("compare_final", ClaimData(table, LABELS), params, result, "f", seed=SEED + 1)
+    assert other.share != ours.share  # another stream draws other seeds
+    # the resamples are equal draws of seeds, shared by claims on the same figures
+    assert data.resamples(200, SEED, "f") is data.resamples(200, SEED, "f")
+    assert sum(n for _, n in data.resamples(200, SEED, "f")) == 200
+
+
+def test_a_resample_draws_whole_seeds_with_replacement_and_renumbers_them():
+    table = _runs(a=[1.0, 2.0, 3.0], b=[4.0, 5.0, 6.0])
+    taken = take_seeds(table, np.array([2, 2, 0]))
+    assert sorted(taken["seed"].unique()) == [0, 1, 2]
+    per_seed = taken[taken["round"] == 0].set_index(["method", "seed"])["grad_norm"]
+    assert per_seed[("a", 0)] == per_seed[("a", 1)] == 3.0 and per_seed[("a", 2)] == 1.0
+    assert per_seed[("b", 0)] == 6.0  # the same seed drawn for every run (paired)
+
+
+def test_too_few_seeds_are_said_not_bootstrapped():
+    row = _ledger(_runs(a=[1, 1.5], b=[10, 12]))
+    assert row["status"] == "INCONCLUSIVE" and math.isnan(row["support"])
+    assert "not decided by 2 seeds: a bootstrap needs >= 3" in row["note"] and "PASS on the full data" in row["note"]
+    assert row["margin"] > 0  # the measurement is still shown
+
+
+def test_a_claims_min_seeds_is_the_same_rule():
+    row = _ledger(_runs(a=[1, 1.5, 1.2, 0.8], b=[10, 12, 9, 11]), min_seeds=10)
+    assert row["status"] == "INCONCLUSIVE" and row["support"] == 1.0
+    assert "not decided by 4 seeds: the claim needs >= 10" in row["note"]
+
+
+def test_checks_that_a_bootstrap_cannot_qualify_have_no_support():
+    table = _runs(a=[1, 1.5, 1.2], b=[10, 12, 9]).assign(clients=10, S=10)
+    claims = yaml.safe_load("""
+    claims:
+      - {id: R, figures: [f], check: rate_within, select: {}, rate: "clients", target: "S", rel_tol: 0.01}
+      - {id: N, check: not_tested, reason: "theory"}
+    """)
+    ledger = evaluate_claims(claims, {"f": table}, "quick", {"f": LABELS}).set_index("claim_id")
+    assert ledger.loc["R", "status"] == "PASS" and math.isnan(ledger.loc["R", "support"])
+    assert "support n/a: a count fixed by the run's settings" in ledger.loc["R", "note"]
+    assert ledger.loc["R", "margin"] == pytest.approx(0.01)
+    assert ledger.loc["N", "status"] == "INCONCLUSIVE" and math.isnan(ledger.loc["N", "support"])
+
+
+def test_a_result_that_no_resample_changes_has_no_support():
+    # every seed alike: each resample measures what the full data does
+    row = _ledger(_runs(a=[1, 1, 1], b=[10, 10, 10]))
+    assert row["status"] == "PASS" and math.isnan(row["support"]) and "same in every resample" in row["note"]
+    # a and b scale together seed by seed: the margin is the same in every resample, the values are not
+    assert _ledger(_runs(a=[1, 2, 3], b=[10, 20, 30]))["support"] == 1.0
+
+
+@pytest.mark.parametrize("status, share, against, expected", [
+    ("PASS", DECIDE, 1 - DECIDE, "PASS"),
+    ("PASS", DECIDE - 0.005, 1 - DECIDE + 0.005, "INCONCLUSIVE"),
+    ("FAIL", 1 - DECIDE, DECIDE, "FAIL"),
+    ("FAIL", 0.0, DECIDE - 0.005, "INCONCLUSIVE"),  # the others undecided: not enough FAILs
+    ("FAIL", 0.6, 0.4, "INCONCLUSIVE"),
+])
+def test_the_rule_at_its_threshold(status, share, against, expected):
+    assert decide(status, Support(20, "seed", share, against))[0] == expected
+
+
+def test_the_rule_at_the_minimum_of_units():
+    firm = dict(unit="seed", share=1.0, against=0.0)
+    assert decide("PASS", Support(MIN_UNITS, **firm))[0] == "PASS"
+    assert decide("PASS", Support(MIN_UNITS - 1, "seed", reason="too few", kind="too_few"))[0] == "INCONCLUSIVE"
+    assert decide("PASS", Support(9, **firm), min_units=10)[0] == "INCONCLUSIVE"
+    assert decide("PASS", Support(10, **firm), min_units=10)[0] == "PASS"
+    assert decide("FAIL", Support(2, "seed", reason="informational", kind="none"))[0] == "FAIL"
+    assert decide("PASS", Support(2, "seed", reason="same", kind="invariant"), min_units=3)[0] == "INCONCLUSIVE"
+
+
+def test_the_deciding_margin_has_the_sign_of_the_verdict():
+    margins = [0.5, -0.2, 0.1, 0.3]
+    assert deciding_margin(margins, "all") == -0.2
+    assert deciding_margin(margins, "fraction", 0.75) == 0.1  # 3 of 4 must hold: the 3rd best
+    assert deciding_margin(margins, "most") == 0.1
+    assert deciding_margin(margins, "fraction", 0.5) == 0.3
+    assert math.isnan(deciding_margin([]))
