@@ -164,3 +164,23 @@ def test_an_interrupted_run_resumes_to_identical_metrics(tmp_path, images, monke
                 log_path=tmp_path / "resumed.log", repo=REPO)
     assert "resuming from checkpoint: seed 1, round 4" in (tmp_path / "resumed.log").read_text()
     pd.testing.assert_frame_equal(pd.read_csv(files.metrics), reference)
+
+
+def test_versions_are_freed_once_no_training_starts_from_them(tmp_path, images):
+    """Memory stays bounded: the replay keeps only versions that a training still to be computed starts from
+    (a leak kept every version since w^0)."""
+    import logging
+
+    spec = spec_of(algorithm="fedbuff", method="fedbuff", fedbuff_staleness="sqrt", n=2, seeds=1,
+                   time_horizon=6.0, eval_every_time=3.0)
+    arrays = dict(np.load(images["prepared"]["fashion_mnist-pool2"]))
+    ctx = context.RunContext("v", spec, "cpu", tmp_path / "c.pt", logging.getLogger("test"), show_progress=False)
+    setup = asynchronous.AsyncSetup(spec, arrays, ctx)
+    trainer = setup.start([0])
+    rounds, held = trainer.trace.n_rounds, []
+    for r in range(rounds):
+        trainer.advance(r)
+        held.append(len(trainer.replay.versions))
+        pending = set(trainer.trace.start_version[trainer.replay.bounds[r + 1]:])  # starts of trainings to come
+        assert set(trainer.replay.versions) <= pending | {r + 1}
+    assert rounds > 50 and max(held) <= 1 + int(trainer.trace.staleness.max())

@@ -136,8 +136,10 @@ class Replay:
             self._free(int(v))
 
     def _free(self, v: int) -> None:
-        if self.remaining[v] == 0 and v in self.versions and self.versions[v] is not self.w:
-            del self.versions[v]
+        """Forget version v once no training left to compute starts from it (the server keeps its current
+        model in self.w either way)."""
+        if self.remaining[v] == 0:
+            self.versions.pop(v, None)
 
     def state_dict(self) -> dict[str, Any]:
         return {"w": self.w, "versions": dict(self.versions), "deltas": dict(self.deltas),
