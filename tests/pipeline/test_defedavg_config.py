@@ -58,3 +58,20 @@ def test_a_target_is_an_analysis_setting_changing_it_retrains_nothing():
     runs2, figures2 = _resolve("quick", lower)
     assert runs2.keys() == runs.keys()
     assert 0.5 in {c.analysis["target_accuracy"] for c in figures2["table1"].curves}
+
+
+def test_claims_read_a_reduced_scale_in_the_papers_terms():
+    """A claim names the paper's n (order [5, 10, 20, 40, 80]); at the quick scale the table holds 1, 2, 4, 8,
+    16 of 20 clients, which the ledger reads back as the paper's values before any check runs."""
+    import pandas as pd
+
+    from fedrepro.claims.ledger import in_paper_terms
+
+    _, figures = _resolve("quick")
+    fig6 = figures["fig6"]
+    table = pd.DataFrame({"n": [1, 2, 4, 8, 16], "K": [10] * 5, "test_accuracy": [0.1] * 5})
+    back = in_paper_terms(table, fig6)
+    assert back["n"].tolist() == [5, 10, 20, 40, 80] and back["K"].tolist() == [50] * 5
+    assert table["n"].tolist() == [1, 2, 4, 8, 16]  # the figure table itself is left as it is
+    _, paper_figures = _resolve("paper")
+    assert in_paper_terms(table, paper_figures["fig6"])["n"].tolist() == [1, 2, 4, 8, 16]  # no map at paper scale

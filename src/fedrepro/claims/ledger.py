@@ -131,12 +131,26 @@ def load_claims(path: Path, figures: set[str] | None = None) -> dict[str, Any]:
     return claims_cfg
 
 
+def in_paper_terms(table: pd.DataFrame, figure: Figure | None) -> pd.DataFrame:
+    """The figure table with the settings its scale maps (a scale's `values`, e.g. n = 2 of 20 clients for
+    the paper's 10 of 100) back at the paper's values: claims are written in the paper's terms and read the
+    same at every scale."""
+    if figure is None or not figure.values:
+        return table
+    table = table.copy()
+    for key in figure.values:
+        if key in table:
+            table[key] = table[key].map(lambda v, key=key: figure.paper_value(key, v))
+    return table
+
+
 def write_ledger(claims_path: Path, table_paths: list[Path], figures: list[Figure], scale: str,
                  out: Path, record: Path | None = None) -> pd.DataFrame:
     """The ledger of one paper: its claims file, its figure tables and the figures they belong to
     (for their label columns); `record` gets the bootstrap's settings (bootstrap_record)."""
     claims_cfg = load_claims(claims_path)
-    tables = {p.stem: read_figure_table(p) for p in table_paths}
+    by_name = {f.name: f for f in figures}
+    tables = {p.stem: in_paper_terms(read_figure_table(p), by_name.get(p.stem)) for p in table_paths}
     labels = {f.name: f.label_columns for f in figures}
     ledger = evaluate_claims(claims_cfg, tables, scale, labels)
     with atomic_path(out, suffix=".csv") as tmp:

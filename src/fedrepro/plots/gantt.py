@@ -81,7 +81,7 @@ def gantt(table: pd.DataFrame, figure: Figure, *, until: float | None = None, se
         ax.set_ylim(len(clients) - 0.5, -0.5)  # client 0 on top
         ax.set_xlim(0, end)
         ax.grid(axis="y", visible=False)
-        ax.set_title(f"{panel}: {curve}" if several else curve, fontsize=9)
+        ax.set_title(f"{panel}: {curve}" if several and panel != curve else curve, fontsize=9)
         if i + ncols >= len(panels):  # the lowest panel of its column (the x axis is shared)
             ax.set_xlabel("simulated time (s)")
     legend = [Patch(color=COLORS["train"][0], label="local training (even index)"),
