@@ -103,8 +103,13 @@ class Replay:
         self._free(t + 1)
 
     def _compute(self, t: int) -> None:
+        """Train round t's trainings not yet computed, and with them every later one that can start already
+        (its version exists): computing only when something is due, not as soon as a version appears,
+        is what makes the calls large (a training usually waits several rounds to be consumed)."""
         lo, hi = self.bounds[t], self.bounds[t + 1]
         due = [i for i in range(lo, hi) if i not in self.deltas]
+        if not due:
+            return
         ahead_end = self.bounds[min(t + 1 + self.lookahead, len(self.bounds) - 1)]
         room = self.ahead - (len(self.deltas) - (hi - lo - len(due)))  # Deltas held beyond this round's
         if room > 0 and ahead_end > hi:
