@@ -19,6 +19,7 @@ EXPECTED_FIGURES = {
     "fedpage": ["fig1a", "fig1b", "fig2a", "fig2b", "fig3a", "fig3b", "fig4", "fig5", "fig6"],
     "fedvr": ["fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9"],
     "fedcluster": ["fig2", "fig3", "fig4", "fig5", "fig6"],
+    "defedavg": ["fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7"],
 }
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
 
@@ -63,6 +64,8 @@ def test_smoke_run_report_and_dvc_round_trip(tmp_path):
         assert set(claims["status"]) <= {"PASS", "FAIL", "INCONCLUSIVE"} and (claims["scale"] == "smoke").all()
         assert {"support", "margin", "margin_se"} <= set(claims.columns)
         assert {"claims.pdf", "claims.png"} <= set(made) and (work / "results" / "claims" / f"{paper}.json").exists()
+    table1 = pd.read_csv(work / "figures" / "defedavg" / "table1.csv", dtype=str, keep_default_na=False)
+    assert len(table1) == 64 and (table1["ours"] != "").all() and (table1["paper"] != "").all()  # Table I, every cell
     fedpage_claims = set(pd.read_csv(work / "results" / "claims" / "fedpage.csv")["claim_id"])
     assert {"C5a", "C6a", "C10", "C11"} <= fedpage_claims
     record = next((work / "results" / "runs").glob("*/run.json")).read_text()
