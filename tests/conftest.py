@@ -24,3 +24,26 @@ def write_run_inputs(tmp_path: Path):
         return {"prepared": {name: prepared}, "data_provenance": [provenance]}
 
     return write
+
+
+@pytest.fixture
+def kill_at_checkpoint(monkeypatch):
+    """kill_at_checkpoint(n): the n-th checkpoint a run saves is written, then the run is interrupted
+    (KeyboardInterrupt, as a killed job); call the returned `restore()` to save normally again."""
+    from fedrepro.engines import context
+
+    original = context.RunContext.save_checkpoint
+
+    def arm(n: int):
+        saves = {"n": 0}
+
+        def save_then_fail(self, state):
+            original(self, state)
+            saves["n"] += 1
+            if saves["n"] == n:
+                raise KeyboardInterrupt
+
+        monkeypatch.setattr(context.RunContext, "save_checkpoint", save_then_fail)
+        return lambda: monkeypatch.setattr(context.RunContext, "save_checkpoint", original)
+
+    return arm

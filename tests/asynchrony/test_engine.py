@@ -141,25 +141,17 @@ def test_rates_that_the_algorithm_does_not_have_are_refused(tmp_path, images):
         run(tmp_path, "asysg", spec_of(algorithm="asysg", method="asysg", K=3), images)
 
 
-def test_an_interrupted_run_resumes_to_identical_metrics(tmp_path, images, monkeypatch):
+def test_an_interrupted_run_resumes_to_identical_metrics(tmp_path, images, kill_at_checkpoint):
     spec = spec_of(algorithm="fedbuff", method="fedbuff", fedbuff_staleness="sqrt", time_horizon=None,
                    eval_every_time=None, rounds=12, eval_every=2, checkpoint_every=4)
     reference, _ = run(tmp_path, "reference", spec, images)
-    saves, original = {"n": 0}, context.RunContext.save_checkpoint
-
-    def save_then_fail(self, state):
-        original(self, state)
-        saves["n"] += 1
-        if saves["n"] == 3:  # seed 1, after round 4 (seed 0 saved at rounds 4 and 8)
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(context.RunContext, "save_checkpoint", save_then_fail)
+    restore = kill_at_checkpoint(3)  # seed 1, after round 4 (seed 0 saved at rounds 4 and 8)
     rid = run_id_of(spec)
     files = RunFiles(tmp_path / "killed" / rid)
     with pytest.raises(KeyboardInterrupt):
         execute_run(rid, spec, files, images["prepared"], images["data_provenance"], device="cpu",
                     log_path=tmp_path / "killed.log", repo=REPO)
-    monkeypatch.setattr(context.RunContext, "save_checkpoint", original)
+    restore()
     execute_run(rid, spec, files, images["prepared"], images["data_provenance"], device="cpu",
                 log_path=tmp_path / "resumed.log", repo=REPO)
     assert "resuming from checkpoint: seed 1, round 4" in (tmp_path / "resumed.log").read_text()

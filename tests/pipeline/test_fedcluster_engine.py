@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 
 from fedrepro.engines.federated_nn import COLUMNS
-from fedrepro.engines import context
 from fedrepro.experiments.execute import execute_run
 from fedrepro.experiments.runtable import run_id_of
 from fedrepro.validate import check
@@ -96,25 +95,17 @@ def test_centralized_sgd_uses_as_many_samples_per_round(tmp_path, image_inputs):
     assert record["summary"]["lr"] == 0.05
 
 
-def test_an_interrupted_run_resumes_to_identical_metrics(tmp_path, image_inputs, monkeypatch):
+def test_an_interrupted_run_resumes_to_identical_metrics(tmp_path, image_inputs, kill_at_checkpoint):
     spec = nn_spec(local_opt="sgdm")
     reference, _, _ = run(tmp_path, "reference", spec, image_inputs)
-    saves, original = {"n": 0}, context.RunContext.save_checkpoint
-
-    def save_then_fail(self, state):
-        original(self, state)
-        saves["n"] += 1
-        if saves["n"] == 5:  # seed 1, after round 2
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(context.RunContext, "save_checkpoint", save_then_fail)
+    restore = kill_at_checkpoint(5)  # seed 1, after round 2
     rid = run_id_of(spec)
     files = RunFiles(tmp_path / "killed" / rid)
     with pytest.raises(KeyboardInterrupt):
         execute_run(rid, spec, files, image_inputs["prepared"], image_inputs["data_provenance"], device="cpu",
                     log_path=tmp_path / "killed.log", repo=REPO)
     assert files.checkpoint.exists() and not files.metrics.exists()
-    monkeypatch.setattr(context.RunContext, "save_checkpoint", original)
+    restore()
     execute_run(rid, spec, files, image_inputs["prepared"], image_inputs["data_provenance"], device="cpu",
                 log_path=tmp_path / "resumed.log", repo=REPO)
     assert "resuming from checkpoint: seed 1, round 2" in (tmp_path / "resumed.log").read_text()

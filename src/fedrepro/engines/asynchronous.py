@@ -33,6 +33,7 @@ from fedrepro.engines.contract import Engine, Row, Setup, Trainer
 from fedrepro.engines.federated_nn import resolve_backend
 from fedrepro.models import seeded_model
 from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
+from fedrepro.nn.images import images_on
 from fedrepro.seeding import numpy_rng, stream_key, torch_generator
 
 # The settings that make the clients' data and minibatch streams: nothing about the algorithm or rates.
@@ -229,9 +230,7 @@ class Environment:
     def __init__(self, spec: dict[str, Any], arrays: dict[str, np.ndarray], device: str) -> None:
         self.spec, self.device = spec, device
         self.labels_np = arrays["y_train"]
-        as_tensor = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(device)  # noqa: E731
-        self.images, self.labels = as_tensor(arrays["x_train"]), as_tensor(arrays["y_train"]).long()
-        self.test_images, self.test_labels = as_tensor(arrays["x_test"]), as_tensor(arrays["y_test"]).long()
+        self.images, self.labels, self.test_images, self.test_labels = images_on(arrays, device)
         self.key = stream_key({k: spec[k] for k in ENVIRONMENT_KEYS})
         n_test, keep = len(self.test_labels), spec["test_eval_subsample"]
         self.test_index = None
