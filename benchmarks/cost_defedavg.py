@@ -6,7 +6,8 @@ traces (only consumed trainings are computed), times a measured rate per client-
 Counts one seed of every run of the scale (traces depend on the fleet and the seed only, so other seeds
 cost about the same) and multiplies by the run's seeds. The rate is measured here, on this machine, for
 the paper CNN with batch 10 through the client layer (vectorized: many clients per call; loop: one at a
-time), 1 torch thread; evaluation is not counted.
+time), on CUDA when present (then the total is in GPU-hours), else the CPU with 1 torch thread;
+evaluation is not counted.
 """
 
 from __future__ import annotations
@@ -35,18 +36,22 @@ def client_steps(scale: str, seed: int) -> dict[str, float]:
     return totals
 
 
-def seconds_per_step(shape: tuple[int, ...], backend: str, clients: int, steps: int = 5) -> float:
+def seconds_per_step(shape: tuple[int, ...], backend: str, clients: int, device: str, steps: int = 5) -> float:
     torch.set_num_threads(1)
-    images = torch.randn(clients * 20, *shape)
-    data = DeviceData(images, torch.randint(0, 10, (len(images),)), torch.arange(len(images)).view(clients, 20))
-    trainer = LocalTrainer(build_model("cnn_defedavg", shape, 10), data, LocalOptimizer("sgd", 0.01), steps, 10,
-                           backend)
+    images = torch.randn(clients * 20, *shape, device=device)
+    data = DeviceData(images, torch.randint(0, 10, (len(images),), device=device),
+                      torch.arange(len(images), device=device).view(clients, 20))
+    model = build_model("cnn_defedavg", shape, 10).to(device)
+    trainer = LocalTrainer(model, data, LocalOptimizer("sgd", 0.01), steps, 10, backend)
     W = trainer.flat.flatten().expand(clients, -1).clone()
     idx = trainer.draw(lambda purpose, rnd, client=None: torch.Generator().manual_seed(client), 0,
                        torch.arange(clients))
-    trainer.run(W, idx)  # warm-up
+    trainer.run(W, idx)  # warm-up (and CUDA graph capture)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    sync()
     t0 = time.perf_counter()
     trainer.run(W, idx)
+    sync()
     return (time.perf_counter() - t0) / (clients * steps)
 
 
@@ -56,22 +61,23 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rate-only", action="store_true")
     args = p.parse_args()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
     rates = {}
     for name, shape in (("fashion_mnist", (1, 28, 28)), ("cifar10", (3, 32, 32))):
-        for backend, clients in (("loop", 8), ("vectorized", 8)):
-            rates[(name, backend)] = seconds_per_step(shape, backend, clients)
-            print(f"{name:14s} {backend:10s} {rates[(name, backend)] * 1e3:8.2f} ms per client-step (CPU, 1 thread)")
+        for backend, clients in (("loop", 8), ("vectorized", 64 if device == "cuda" else 8)):
+            rates[(name, backend)] = seconds_per_step(shape, backend, clients, device)
+            print(f"{name:14s} {backend:10s} {rates[(name, backend)] * 1e3:8.3f} ms per client-step ({device})")
     if args.rate_only:
         return
     totals = client_steps(args.scale, args.seed)
     fastest = {name: min(rates[(name, b)] for b in ("loop", "vectorized")) for name in ("fashion_mnist", "cifar10")}
-    cpu_seconds = 0.0
+    cpu_seconds = 0.0  # device seconds
     for group, steps in sorted(totals.items()):
         rate = fastest[group.split(",")[0]]
         cpu_seconds += steps * rate
         print(f"{group:32s} {steps / 1e9:7.3f} G client-steps (all seeds)")
-    print(f"{'total':32s} {sum(totals.values()) / 1e9:7.3f} G client-steps; at this CPU's rate "
-          f"{cpu_seconds / 86400:.0f} CPU-days")
+    cost = f"{cpu_seconds / 3600:.1f} GPU-hours" if device == "cuda" else f"{cpu_seconds / 86400:.0f} CPU-days"
+    print(f"{'total':32s} {sum(totals.values()) / 1e9:7.3f} G client-steps; at this {device}'s rate {cost}")
 
 
 if __name__ == "__main__":
