@@ -18,7 +18,6 @@ algorithm or its rates.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import numpy as np
@@ -34,6 +33,7 @@ from fedrepro.engines.federated_nn import resolve_backend
 from fedrepro.models import seeded_model
 from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
 from fedrepro.nn.images import images_on
+from fedrepro.utils.digest import array_digest
 from fedrepro.seeding import numpy_rng, stream_key, torch_generator
 
 # The settings that make the clients' data and minibatch streams: nothing about the algorithm or rates.
@@ -44,8 +44,9 @@ SYSTEM_KEYS = ("flops_per_iteration", "model_bytes", "fastest_flops", "speed_mod
 METRICS = ["train_loss", "train_accuracy", "test_loss", "test_accuracy", "uploads", "staleness_mean",
            "staleness_max"]
 # How far ahead trainings are computed: those of the next LOOKAHEAD rounds whose start version exists, with
-# at most AHEAD Deltas held for later rounds (memory: one Delta each until consumed). CALL caps the trainings in one call
-# of the client layer (None: no cap). Results do not depend on these (tests/asynchrony/test_engine.py).
+# at most AHEAD Deltas held for later rounds (memory: one Delta each until consumed). CALL caps the
+# trainings in one call of the client layer (None: no cap). Results do not depend on these
+# (tests/asynchrony/test_engine.py).
 LOOKAHEAD = 16
 AHEAD = 64
 CALL: int | None = None
@@ -73,10 +74,6 @@ def trace_of(spec: dict[str, Any], seed: int, record_timeline: bool = False):
     )
 
 
-def _digest(array: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
-
-
 class Replay:
     """The learning phase of one seed: the server model, the versions still needed and the Deltas
     computed ahead of the round that consumes them."""
@@ -86,7 +83,7 @@ class Replay:
         self.trace, self.trainer, self.streams = trace, trainer, streams
         self.lookahead, self.ahead, self.call = lookahead, ahead, call
         self.bounds = trace.round_bounds
-        self.weights = torch.from_numpy(trace.weight)
+        self.weights = torch.from_numpy(trace.weight).to(W0.device)  # moved once, not every round
         self.w = W0
         self.versions: dict[int, torch.Tensor] = {0: W0}
         self.deltas: dict[int, torch.Tensor] = {}  # record -> Delta, computed, not yet consumed
@@ -98,10 +95,9 @@ class Replay:
         lo, hi = self.bounds[t], self.bounds[t + 1]
         if hi > lo:
             deltas = torch.stack([self.deltas.pop(i) for i in range(lo, hi)])
-            self.w = step(self.w, deltas, self.weights[lo:hi].to(deltas.device))
-        if self.remaining[t + 1] > 0:
+            self.w = step(self.w, deltas, self.weights[lo:hi])
+        if self.remaining[t + 1] > 0:  # some training starts from w^{t+1}
             self.versions[t + 1] = self.w
-        self._free(t + 1)
 
     def _compute(self, t: int) -> None:
         """Train round t's trainings not yet computed, and with them every later one that can start already
@@ -186,7 +182,7 @@ class AsyncTrainer(Trainer):
     def _facts(self, table: np.ndarray, W0: torch.Tensor) -> dict[str, Any]:
         """What run.json records of this seed: hashes, and what the claims read from the trace."""
         tr = self.trace
-        facts = {"partition_sha256": _digest(table), "W0_sha256": _digest(W0.cpu().numpy()),
+        facts = {"partition_sha256": array_digest(table), "W0_sha256": array_digest(W0.cpu().numpy()),
                  "trace": tr.summary(), "iteration_time": tr.iteration_time.tolist(),
                  "participation": tr.participation().tolist(), "trainings_started": tr.trainings_started.tolist()}
         if tr.timeline is not None:

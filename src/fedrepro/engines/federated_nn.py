@@ -26,7 +26,6 @@ subsample of slots, `train_eval_subsample`) and test loss/accuracy on the full t
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from typing import Any
 
 import numpy as np
@@ -39,6 +38,7 @@ from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, eva
 from fedrepro.nn.images import images_on
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Row, Setup, Trainer
+from fedrepro.utils.digest import array_digest
 from fedrepro.seeding import numpy_rng, stream_key, torch_generator
 from fedrepro.models import is_mlp, seeded_model
 
@@ -77,10 +77,6 @@ def csgd_steps(spec: dict[str, Any]) -> int:
     if samples % spec["csgd_batch"]:
         raise ValueError(f"csgd_batch = {spec['csgd_batch']} does not divide the {samples} samples per round")
     return samples // spec["csgd_batch"]
-
-
-def _digest(array: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
 
 
 @dataclasses.dataclass
@@ -127,9 +123,9 @@ class Environment:
         table_t = torch.from_numpy(table).to(self.device)
         gen = torch_generator("train_eval", self.key, seed, device=self.device)
         index, weights = pooled_train_set(table_t, spec["train_eval_subsample"], gen)
-        record = {"partition_sha256": _digest(table), "W0_sha256": _digest(W0.cpu().numpy())}
+        record = {"partition_sha256": array_digest(table), "W0_sha256": array_digest(W0.cpu().numpy())}
         if clusters is not None:
-            record["clusters_sha256"] = _digest(clusters)
+            record["clusters_sha256"] = array_digest(clusters)
         return Seeded(DeviceData(self.images, self.labels, table_t),
                       None if clusters is None else torch.from_numpy(clusters), W0, index, weights, record)
 
