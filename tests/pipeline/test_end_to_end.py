@@ -19,7 +19,7 @@ EXPECTED_FIGURES = {
     "fedpage": ["fig1a", "fig1b", "fig2a", "fig2b", "fig3a", "fig3b", "fig4", "fig5", "fig6"],
     "fedvr": ["fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9"],
     "fedcluster": ["fig2", "fig3", "fig4", "fig5", "fig6"],
-    "defedavg": ["fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7"],
+    "defedavg": ["fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "participation"],
 }
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
 
