@@ -28,11 +28,13 @@ def clients(table: pd.DataFrame, figure: Figure, *, ncols: int = 4) -> plt.Figur
     ncols = max(1, min(ncols, len(panels)))
     nrows = math.ceil(len(panels) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 2.9 * nrows), squeeze=False)
-    palette = dict(zip(dict.fromkeys(table["curve"]), sns.color_palette("colorblind")))
+    labels = list(dict.fromkeys(table["curve"]))
+    palette = dict(zip(labels, sns.color_palette("deep", len(labels))))  # as plots/loss_accuracy.py
     rho = rank_correlations(table, figure.label_columns, "speed", "participation").groupby("run_id")["rho"].mean()
     for ax, panel in zip(axes.flat, panels):
         sub = table[table["panel"] == panel]
-        fastest = sub.groupby("seed")["speed"].transform("max")
+        # per run and seed: a run's speeds share its compute_time_scale (which AsySG's one gradient skips)
+        fastest = sub.groupby(["run_id", "seed"])["speed"].transform("max")
         fair = sub.groupby(["run_id", "seed"])["client"].transform("size")  # clients: 1 = an equal share
         for (run_id, curve), run in sub.groupby(["run_id", "curve"], sort=False):
             ax.scatter(run["speed"] / fastest[run.index], run["participation_share"] * fair[run.index], s=9,
@@ -41,5 +43,5 @@ def clients(table: pd.DataFrame, figure: Figure, *, ncols: int = 4) -> plt.Figur
         ax.set_title(panel, fontsize=9)
         ax.set_xlabel("client speed / fastest", fontsize=8)
         ax.set_ylabel("consumed trainings / equal share", fontsize=8)
-        ax.legend(fontsize=6, loc="upper left")
+        ax.legend(fontsize=6, loc="best")
     return finish_figure(fig, axes, len(panels), table, figure, "points: every client of each of {seeds} seeds")
