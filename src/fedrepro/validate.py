@@ -3,6 +3,7 @@ that says where it is and what is allowed, before any job starts."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,12 @@ from fedrepro.experiments.runtable import Figure, RunTable, build_run_table, loa
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = REPO_ROOT / "workflow" / "schemas"
+
+
+@functools.lru_cache(maxsize=None)
 def _schema(name: str, schema_dir: Path = SCHEMA_DIR) -> dict[str, Any]:
+    """A schema, parsed once per process (start-up checks every resolved run against its engine's);
+    callers must not modify it."""
     with open(schema_dir / name) as fh:
         return yaml.safe_load(fh)
 

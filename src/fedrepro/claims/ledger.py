@@ -14,7 +14,7 @@ from fedrepro.claims import support as bootstrap_rule
 from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, UNITS, Result, check_choices, check_parameters
 from fedrepro.claims.data import ClaimData
 from fedrepro.errors import ConfigError
-from fedrepro.experiments.runtable import Figure
+from fedrepro.experiments.runtable import paper_value
 from fedrepro.results.tables import merged_labels, read_figure_table
 from fedrepro.utils.atomic import atomic_path
 
@@ -131,27 +131,29 @@ def load_claims(path: Path, figures: set[str] | None = None) -> dict[str, Any]:
     return claims_cfg
 
 
-def in_paper_terms(table: pd.DataFrame, figure: Figure | None) -> pd.DataFrame:
+def in_paper_terms(table: pd.DataFrame, values: dict[str, dict[Any, Any]]) -> pd.DataFrame:
     """The figure table with the settings its scale maps (a scale's `values`, e.g. n = 2 of 20 clients for
-    the paper's 10 of 100) back at the paper's values: claims are written in the paper's terms and read the
-    same at every scale."""
-    if figure is None or not figure.values:
+    the paper's 10 of 100; Figure.values) back at the paper's values: claims are written in the paper's terms
+    and read the same at every scale."""
+    if not values:
         return table
     table = table.copy()
-    for key in figure.values:
+    for key in values:
         if key in table:
-            table[key] = table[key].map(lambda v, key=key: figure.paper_value(key, v))
+            table[key] = table[key].map(lambda v, key=key: paper_value(values, key, v))
     return table
 
 
-def write_ledger(claims_path: Path, table_paths: list[Path], figures: list[Figure], scale: str,
+def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, dict[str, Any]], scale: str,
                  out: Path, record: Path | None = None) -> pd.DataFrame:
-    """The ledger of one paper: its claims file, its figure tables and the figures they belong to
-    (for their label columns); `record` gets the bootstrap's settings (bootstrap_record)."""
+    """The ledger of one paper: its claims file, its figure tables and what the ledger reads of their
+    figures (by name, Figure.claims_settings: label columns and value maps); `record` gets the
+    bootstrap's settings (bootstrap_record). Written atomically, after every check has run: a failure
+    leaves the files as they were."""
     claims_cfg = load_claims(claims_path)
-    by_name = {f.name: f for f in figures}
-    tables = {p.stem: in_paper_terms(read_figure_table(p), by_name.get(p.stem)) for p in table_paths}
-    labels = {f.name: f.label_columns for f in figures}
+    tables = {p.stem: in_paper_terms(read_figure_table(p), figures.get(p.stem, {}).get("values", {}))
+              for p in table_paths}
+    labels = {name: f["labels"] for name, f in figures.items()}
     ledger = evaluate_claims(claims_cfg, tables, scale, labels)
     with atomic_path(out, suffix=".csv") as tmp:
         ledger.to_csv(tmp, index=False)
