@@ -12,7 +12,7 @@ import yaml
 
 from fedrepro.claims.ledger import load_claims
 from fedrepro.engines import ENGINES
-from fedrepro.errors import ConfigError
+from fedrepro.errors import ConfigError, config_error
 from fedrepro.experiments.runtable import Figure, RunTable, build_run_table, load_paper_config
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -27,8 +27,8 @@ def _schema(name: str, schema_dir: Path = SCHEMA_DIR) -> dict[str, Any]:
         return yaml.safe_load(fh)
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
-    where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+def _describe(error: jsonschema.ValidationError, at: str = "") -> str:
+    where = ".".join([at] * bool(at) + [str(p) for p in error.absolute_path]) or "(top level)"
     if error.validator == "enum":
         return f"{where}: {error.instance!r} is not allowed; allowed values: {', '.join(map(str, error.validator_value))}"
     if error.validator == "additionalProperties":
@@ -40,13 +40,27 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"{where}: {error.message}"
 
 
+def _check(instance: Any, schema: dict[str, Any], source: str, at: str = "") -> None:
+    """Raise ConfigError listing every violation of `schema` by `instance`, which lies at `at` in `source`."""
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(instance),
+                    key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        raise config_error(f"invalid configuration in {source}", [_describe(e, at) for e in errors])
+
+
 def check(instance: Any, schema_name: str, source: str, schema_dir: Path = SCHEMA_DIR) -> None:
     """Raise ConfigError listing every violation of `schema_name` in `instance`."""
-    validator = jsonschema.Draft202012Validator(_schema(schema_name, schema_dir))
-    errors = sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        lines = "\n".join(f"  - {_describe(e)}" for e in errors)
-        raise ConfigError(f"invalid configuration in {source}:\n{lines}")
+    _check(instance, _schema(schema_name, schema_dir), source)
+
+
+def check_plot_options(figure: Figure, schema_dir: Path = SCHEMA_DIR) -> None:
+    """A figure's plot options (the paper's `plot` merged with its own, when of one kind) against those
+    of its kind in the paper schema (`$defs.<kind>_plot`): a misspelt option stops the run here, not
+    when the figure is drawn."""
+    kind = figure.plot.get("kind")
+    defs = _schema("paper.schema.yaml", schema_dir)["$defs"]
+    _check(figure.plot, {"$ref": f"#/$defs/{kind}_plot", "$defs": defs}, f"config/papers/{figure.paper}.yaml",
+           at=f"figures.{figure.name}.plot (kind {kind})")
 
 
 def with_defaults(config: dict[str, Any], schema_dir: Path = SCHEMA_DIR) -> dict[str, Any]:
@@ -100,6 +114,7 @@ def load_and_validate(
     for (paper, name), figure in table.figures.items():
         for x in (figure.plot.get("x"), figure.plot.get("value", {}).get("x")):
             _check_x(x, engines[paper], f"config/papers/{paper}.yaml: figures.{name}.plot")
+        check_plot_options(figure, schema_dir)
         check_timelines(figure, table.runs)
     return config, table
 

@@ -145,3 +145,31 @@ def test_a_figure_or_claim_can_only_use_an_x_column_its_engine_logs(tmp_path):
     config_dir = _paper_config_dir(tmp_path / "claims", claim_on_time, folder="claims")
     with pytest.raises(ConfigError, match="claim C1a: x: 'virtual_time' is not an x column"):
         load_and_validate({}, config_dir)
+
+
+def test_every_plot_kind_lists_exactly_its_builders_options_in_the_schema():
+    import inspect
+
+    from fedrepro.plots import KINDS
+
+    defs = yaml.safe_load((Path(__file__).resolve().parents[2] / "workflow/schemas/paper.schema.yaml").read_text())["$defs"]
+    for kind, builder in KINDS.items():
+        options = {p.name for p in inspect.signature(builder).parameters.values() if p.kind is p.KEYWORD_ONLY}
+        assert set(defs[f"{kind}_plot"]["properties"]) == options | {"kind"}, kind
+
+
+@pytest.mark.parametrize("edit, expected", [
+    # the paper's options (every figure of its kind inherits them)
+    (lambda c: c["plot"].update(logyy=True), ["fedpage.yaml: plot:", "'logyy' was unexpected", "allowed keys", "logy"]),
+    # a figure's own options, merged with the paper's: checked against the kind they add up to
+    (lambda c: c["figures"]["fig2a"].update(plot={"ylable": "g"}),
+     ["figures.fig2a.plot (kind convergence)", "'ylable' was unexpected", "y, ylabel"]),
+    # an option of another kind
+    (lambda c: c["figures"]["fig2a"].update(plot={"ncols": 2}), ["figures.fig2a.plot", "'ncols' was unexpected"]),
+])
+def test_a_misspelt_plot_option_stops_at_start_up(tmp_path, edit, expected):
+    with pytest.raises(ConfigError) as info:
+        load_and_validate({"scale": "smoke"}, _paper_config_dir(tmp_path, edit))
+    assert "\n" not in str(info.value)
+    for text in expected:
+        assert text in str(info.value)
