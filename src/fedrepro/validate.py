@@ -13,7 +13,7 @@ import yaml
 from fedrepro.claims.ledger import load_claims
 from fedrepro.engines import ENGINES
 from fedrepro.errors import ConfigError, config_error
-from fedrepro.experiments.runtable import Figure, RunTable, build_run_table, load_paper_config
+from fedrepro.experiments.runtable import Figure, RunTable, build_run_table, label_values, load_paper_config
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = REPO_ROOT / "workflow" / "schemas"
@@ -104,7 +104,7 @@ def load_and_validate(
         claims_path = config_dir / "claims" / f"{paper}.yaml"
         if not claims_path.exists():
             raise ConfigError(f"no claims file {claims_path} for paper {paper!r}")
-        claims = load_claims(claims_path, set(paper_cfg["figures"]))
+        claims = load_claims(claims_path, label_values(paper_cfg))
         for claim in claims["claims"]:
             _check_x(claim.get("x"), paper_cfg["engine"], f"{claims_path}: claim {claim['id']}")
     table = build_run_table({**config, "papers": papers}, config_dir)

@@ -29,15 +29,15 @@ def test_bad_top_level_config_names_key_and_allowed_values(override, expected):
         assert text in str(info.value)
 
 
-def _paper_config_dir(tmp_path: Path, edit, folder: str = "papers") -> Path:
-    """A copy of config/papers/ and config/claims/ with fedpage.yaml of `folder` edited."""
+def _paper_config_dir(tmp_path: Path, edit, folder: str = "papers", paper: str = "fedpage") -> Path:
+    """A copy of config/papers/ and config/claims/ with <paper>.yaml of `folder` edited."""
     for sub in ("papers", "claims"):
         (tmp_path / sub).mkdir(parents=True)
         for path in (CONFIG / sub).glob("*.yaml"):
             (tmp_path / sub / path.name).write_text(path.read_text())
-    cfg = yaml.safe_load((CONFIG / folder / "fedpage.yaml").read_text())
+    cfg = yaml.safe_load((CONFIG / folder / f"{paper}.yaml").read_text())
     edit(cfg)
-    (tmp_path / folder / "fedpage.yaml").write_text(yaml.safe_dump(cfg))
+    (tmp_path / folder / f"{paper}.yaml").write_text(yaml.safe_dump(cfg))
     return tmp_path
 
 
@@ -55,6 +55,27 @@ def _claim(cfg: dict, claim_id: str) -> dict:
         (lambda c: _claim(c, "C7").update(figures=["fig2z"]), ["unknown figure 'fig2z'", "fig2a"]),
         (lambda c: c["claims"].append(dict(_claim(c, "C7"))), ["'C7' is used twice"]),
         (lambda c: c.update(metrik="x"), ["unknown key 'metrik'", "allowed keys", "claims"]),
+        # to the leaf: every column and value a parameter names must exist in the claim's figures (at some
+        # scale, in the paper's terms), every statistic, choice and bound must be one the check knows
+        (lambda c: _claim(c, "C7").update(a={"methd": "fedpage"}),
+         ["claim C7: a: 'methd' is not a column of figures fig2a, fig2b, fig3a, fig3b", "allowed: ", "method"]),
+        (lambda c: _claim(c, "C7").update(a={"method": "fedpagee"}),
+         ["claim C7: a: method 'fedpagee' is not in figures", "allowed values: fedavg, fedpage, scaffold"]),
+        (lambda c: _claim(c, "C1a").update(b={"curve": ["FedPAGE-1", "FedPAGE-30"]}),
+         ["claim C1a: b: curve 'FedPAGE-30' is not in figures fig1a, fig1b", "FedPAGE-10"]),
+        (lambda c: _claim(c, "C7").update(b={"method": "fedavg", "panel": "N=3250"}), ["b: panel 'N=3250'"]),
+        (lambda c: _claim(c, "C7").update(per=["panle"]), ["claim C7: per: 'panle' is not a column", "panel"]),
+        (lambda c: _claim(c, "C10").update(sampled="s"), ["claim C10: sampled: 's' is not a column", "S"]),
+        (lambda c: _claim(c, "C7").update(require="fractoin"),
+         ["claim C7: require: 'fractoin' is not one of all, most, fraction"]),
+        (lambda c: _claim(c, "C7").update(require="fraction"), ["claim C7: require: 'fraction' needs a 'fraction'"]),
+        (lambda c: _claim(c, "C7").update(fraction=0.6), ["claim C7: fraction: read only with require: fraction"]),
+        (lambda c: _claim(c, "C7").update(stat="finall"),
+         ["claim C7: stat: 'finall' is not allowed; allowed values: final, auc, g0, T_<eps>"]),
+        (lambda c: _claim(c, "C7").update(factor="abc"), ["claim C7: factor: 'abc' is not a number"]),
+        (lambda c: _claim(c, "C7").update(factor="1e-4"), ["claim C7: factor: '1e-4' is not a number"]),
+        (lambda c: _claim(c, "C7").update(factor=0), ["claim C7: factor: 0 is not > 0"]),
+        (lambda c: _claim(c, "C7").update(per="panel"), ["claim C7: per: 'panel' is not a list of strings"]),
     ],
 )
 def test_bad_claims_file_stops_at_start_up(tmp_path, edit, expected):
@@ -62,6 +83,7 @@ def test_bad_claims_file_stops_at_start_up(tmp_path, edit, expected):
     with pytest.raises(ConfigError) as info:
         load_and_validate({"scale": "smoke"}, config_dir)
     assert "config/claims/fedpage.yaml" in str(info.value).replace(str(tmp_path) + "/", "config/")
+    assert "\n" not in str(info.value)  # one problem, one line
     for text in expected:
         assert text in str(info.value)
 
@@ -171,5 +193,21 @@ def test_a_misspelt_plot_option_stops_at_start_up(tmp_path, edit, expected):
     with pytest.raises(ConfigError) as info:
         load_and_validate({"scale": "smoke"}, _paper_config_dir(tmp_path, edit))
     assert "\n" not in str(info.value)
+    for text in expected:
+        assert text in str(info.value)
+
+
+@pytest.mark.parametrize("paper, edit, expected", [
+    # values of the column another parameter names, in the paper's terms (quick runs n = 1..16 of 20 clients)
+    ("defedavg", lambda c: _claim(c, "C11").update(order=[5, 10, 25]), ["claim C11: order: n 25 is not in figures"]),
+    ("fedcluster", lambda c: _claim(c, "C5a").update(greater="cifar"),
+     ["claim C5a: greater: dataset 'cifar' is not in figures", "allowed values: cifar10, mnist"]),
+    ("fedvr", lambda c: _claim(c, "C1").update(stats=["mean_err_final", "auc_"]),
+     ["claim C1: stats: 'auc_' is not allowed; allowed values: mean_err_final"]),
+])
+def test_claims_of_every_engine_are_checked_against_their_figures(tmp_path, paper, edit, expected):
+    config_dir = _paper_config_dir(tmp_path, edit, folder="claims", paper=paper)
+    with pytest.raises(ConfigError) as info:
+        load_and_validate({"scale": "smoke"}, config_dir)
     for text in expected:
         assert text in str(info.value)

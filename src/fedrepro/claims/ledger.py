@@ -11,9 +11,9 @@ import pandas as pd
 import yaml
 
 from fedrepro.claims import support as bootstrap_rule
-from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, UNITS, Result, check_choices, check_parameters
+from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, UNITS, Result
 from fedrepro.claims.data import ClaimData
-from fedrepro.errors import ConfigError
+from fedrepro.claims.validation import CLAIM_FIELDS, FigureLabels, validate_claims
 from fedrepro.experiments.runtable import paper_value
 from fedrepro.results.tables import merged_labels, read_figure_table
 from fedrepro.utils.atomic import atomic_path
@@ -22,50 +22,6 @@ from fedrepro.utils.atomic import atomic_path
 # check's distance from its threshold in its own units (> 0: holds); margin_se: margin / its bootstrap s.d.
 COLUMNS = ["claim_id", "figure", "scale", "status", "support", "margin", "margin_se", "measured", "expected", "note",
            "quote"]
-# keys of a claim entry that are not parameters of its check
-CLAIM_FIELDS = {"id", "quote", "figures", "check", "expected", "note", "min_seeds"}
-# top-level keys of a claims file (each check names its own metric, x column and window)
-LEDGER_FIELDS = {"paper", "claims"}
-
-
-def validate_claims(claims_cfg: Any, source: str, figures: set[str] | None = None) -> None:
-    """Stop on a claims file that would be judged wrongly: an unknown key, check or figure, a
-    missing or misspelt check parameter (a silently ignored one would change the verdict), a
-    repeated id."""
-    if not isinstance(claims_cfg, dict) or not isinstance(claims_cfg.get("claims"), list):
-        raise ConfigError(f"{source}: expected a mapping with a list under 'claims'")
-    problems = [f"unknown key {k!r}; allowed keys: {', '.join(sorted(LEDGER_FIELDS))}"
-                for k in sorted(set(claims_cfg) - LEDGER_FIELDS)]
-    seen: set[str] = set()
-    for i, claim in enumerate(claims_cfg["claims"]):
-        where = f"claims[{i}] ({claim.get('id', 'no id')})" if isinstance(claim, dict) else f"claims[{i}]"
-        if not isinstance(claim, dict) or "id" not in claim or "check" not in claim:
-            problems.append(f"{where}: needs at least 'id' and 'check'")
-            continue
-        if claim["id"] in seen:
-            problems.append(f"{where}: id {claim['id']!r} is used twice")
-        seen.add(claim["id"])
-        if claim["check"] not in CHECKS:
-            problems.append(f"{where}: unknown check {claim['check']!r}; allowed checks: {', '.join(sorted(CHECKS))}")
-            continue
-        required, optional = check_parameters(claim["check"])
-        given = set(claim) - CLAIM_FIELDS
-        for key in sorted(given - required - optional):
-            problems.append(f"{where}: {key!r} is not a parameter of check {claim['check']!r}; allowed: "
-                            f"{', '.join(sorted(required | optional | CLAIM_FIELDS))}")
-        for key in sorted(required - given):
-            problems.append(f"{where}: check {claim['check']!r} needs {key!r}")
-        for key, allowed in check_choices(claim["check"]).items():
-            if key in claim and claim[key] not in allowed:
-                problems.append(f"{where}: {key} {claim[key]!r} is not allowed; allowed values: "
-                                f"{', '.join(map(str, allowed))}")
-        if figures is not None:
-            for figure in sorted(set(claim.get("figures", [])) - figures):
-                problems.append(f"{where}: unknown figure {figure!r}; figures of this paper: {', '.join(sorted(figures))}")
-    if problems:
-        raise ConfigError(f"invalid claims in {source}:\n" + "\n".join(f"  - {p}" for p in problems))
-
-
 def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame], scale: str,
                     labels: dict[str, list[str]]) -> pd.DataFrame:
     """The ledger of the claims on the figure `tables`, whose label columns are `labels` (by figure
@@ -123,8 +79,9 @@ def bootstrap_record(paper: str, scale: str) -> dict[str, Any]:
     }
 
 
-def load_claims(path: Path, figures: set[str] | None = None) -> dict[str, Any]:
-    """A claims file, checked by validate_claims (figure names too when `figures` is given)."""
+def load_claims(path: Path, figures: FigureLabels | None = None) -> dict[str, Any]:
+    """A claims file, checked by validate_claims (with `figures`, down to the columns and values its
+    claims name)."""
     with open(path) as fh:
         claims_cfg = yaml.safe_load(fh)
     validate_claims(claims_cfg, str(path), figures)

@@ -284,6 +284,20 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict
     return runs, figures
 
 
+def label_values(paper_cfg: dict[str, Any]) -> dict[str, dict[str, set[Any]]]:
+    """Per figure, each label column of its table and the values it takes at any scale, in the paper's
+    terms (a scale's `values` mapped back, as the claims read them): what a claim may name."""
+    out: dict[str, dict[str, set[Any]]] = {}
+    for scale in paper_cfg["scales"]:
+        runs, figures = resolve_paper(paper_cfg, scale)
+        for (_, name), figure in figures.items():
+            columns = out.setdefault(name, {})
+            for curve in figure.curves:
+                for column, value in figure.curve_labels(curve, runs[curve.run_id]).items():
+                    columns.setdefault(column, set()).add(figure.paper_value(column, value))
+    return out
+
+
 def build_run_table(config: dict[str, Any], config_dir: Path) -> RunTable:
     runs: dict[str, dict] = {}
     figures: dict[tuple[str, str], Figure] = {}
