@@ -12,6 +12,7 @@ import yaml
 
 from fedrepro.claims.ledger import load_claims
 from fedrepro.engines import ENGINES
+from fedrepro.engines.context import resolve_device
 from fedrepro.errors import ConfigError, config_error
 from fedrepro.experiments.runtable import Figure, RunTable, build_run_table, label_values, load_paper_config
 
@@ -108,15 +109,29 @@ def load_and_validate(
         for claim in claims["claims"]:
             _check_x(claim.get("x"), paper_cfg["engine"], f"{claims_path}: claim {claim['id']}")
     table = build_run_table({**config, "papers": papers}, config_dir)
+    curves = {c.run_id: f"figures.{f.name}, panel {c.panel!r}, curve {c.label!r}"
+              for f in reversed(table.figures.values()) for c in reversed(f.curves)}  # each run's first curve
     for run_id, spec in table.runs.items():
-        check(spec, ENGINES[engines[spec["paper"]]].schema, f"run {run_id} of config/papers/{spec['paper']}.yaml",
-              schema_dir)
+        engine = ENGINES[engines[spec["paper"]]]
+        check(spec, engine.schema, f"run {run_id} of config/papers/{spec['paper']}.yaml", schema_dir)
+        engine.check_limits(spec, f"config/papers/{spec['paper']}.yaml: {curves[run_id]} (run {run_id}, scale "
+                                  f"{config['scale']})")
     for (paper, name), figure in table.figures.items():
         for x in (figure.plot.get("x"), figure.plot.get("value", {}).get("x")):
             _check_x(x, engines[paper], f"config/papers/{paper}.yaml: figures.{name}.plot")
         check_plot_options(figure, schema_dir)
         check_timelines(figure, table.runs)
     return config, table
+
+
+def check_device(device: str) -> None:
+    """Jobs that run on this machine with `device: cuda` need a GPU here: checked before the first job
+    (Snakefile onstart), not when every train job fails after the data was fetched."""
+    try:
+        resolve_device(device)
+    except (RuntimeError, ConfigError):  # the run's own check, raised here before any job
+        raise ConfigError(f"config/config.yaml (or --config): device: {device!r}, but torch finds no CUDA device "
+                          f"on this machine; allowed here: auto, cpu") from None
 
 
 def check_timelines(figure: Figure, runs: dict[str, dict[str, Any]]) -> None:

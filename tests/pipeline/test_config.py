@@ -211,3 +211,37 @@ def test_claims_of_every_engine_are_checked_against_their_figures(tmp_path, pape
         load_and_validate({"scale": "smoke"}, config_dir)
     for text in expected:
         assert text in str(info.value)
+
+
+@pytest.mark.parametrize("paper, edit, scale, expected", [
+    ("fedpage", lambda c: c["methods"]["scaffold"].update(S=5000), "paper",
+     "S = 5000 exceeds n_clients (3250)"),
+    ("fedpage", lambda c: c["panels"]["a9a_robust"].update(samples_per_client=100), "paper",
+     "n_clients x samples_per_client = 325000 exceeds the rows of a9a (32561)"),
+    ("fedpage", lambda c: c["methods"]["scaffold"].update(b=11), "paper", "b = 11 exceeds samples_per_client (10)"),
+    ("fedvr", lambda c: c["defaults"].update(samples_per_agent=100), "smoke",
+     "n_agents x samples_per_agent = 1800 exceeds the rows of insurance (1338)"),
+    ("fedvr", lambda c: c["methods"]["fedavg_uniform"].update(agents_per_round=19), "smoke",
+     "agents_per_round = 19 exceeds n_agents (18)"),
+    ("fedcluster", lambda c: c["defaults"].update(samples_per_device=70000), "paper",
+     "samples_per_device = 70000 exceeds the rows of "),
+    ("defedavg", lambda c: c["panels"]["fmnist_iid"].update(samples_per_client=601), "paper",
+     "n_clients x samples_per_client = 60100 exceeds the rows of fashion_mnist (60000)"),
+])
+def test_settings_that_exceed_the_data_stop_at_start_up(tmp_path, paper, edit, scale, expected):
+    """Named with the figure, panel and curve of a run that has them, before any data is fetched
+    (the row counts are the registry's)."""
+    with pytest.raises(ConfigError) as info:
+        load_and_validate({"scale": scale}, _paper_config_dir(tmp_path, edit, paper=paper))
+    message = str(info.value)
+    assert expected in message and f"config/papers/{paper}.yaml: figures." in message and "\n" not in message
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has CUDA")
+def test_device_cuda_without_cuda_names_the_key():
+    from fedrepro.validate import check_device
+
+    check_device("cpu"), check_device("auto")
+    with pytest.raises(ConfigError, match="device: 'cuda', but torch finds no CUDA device on this machine; "
+                                          "allowed here: auto, cpu"):
+        check_device("cuda")
