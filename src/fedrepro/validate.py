@@ -120,7 +120,7 @@ def load_and_validate(
         for x in (figure.plot.get("x"), figure.plot.get("value", {}).get("x")):
             _check_x(x, engines[paper], f"config/papers/{paper}.yaml: figures.{name}.plot")
         check_plot_options(figure, schema_dir)
-        check_timelines(figure, table.runs)
+        check_timelines(figure, table.runs, engines[paper])
     return config, table
 
 
@@ -134,10 +134,18 @@ def check_device(device: str) -> None:
                           f"on this machine; allowed here: auto, cpu") from None
 
 
-def check_timelines(figure: Figure, runs: dict[str, dict[str, Any]]) -> None:
-    """A `gantt` figure draws its runs' timelines: each run must record one (else rule aggregate would
-    fail only after the runs were trained)."""
-    if figure.plot.get("kind") != "gantt":
+# plot kinds drawn from a run's timing trace, which only engine async writes (results/tables.py ROWS)
+TRACE_KINDS = ("gantt", "clients")
+
+
+def check_timelines(figure: Figure, runs: dict[str, dict[str, Any]], engine: str) -> None:
+    """A `gantt` or `clients` figure reads its runs' timing traces, and a `gantt` figure their timelines:
+    each run must record them (else rule aggregate would fail only after the runs were trained)."""
+    kind = figure.plot.get("kind")
+    if kind in TRACE_KINDS and engine != "async":
+        raise ConfigError(f"config/papers/{figure.paper}.yaml: figures.{figure.name} is a {kind} figure, which "
+                          f"reads the timing trace of engine async; this paper's engine is {engine}")
+    if kind != "gantt":
         return
     missing = sorted({c.label for c in figure.curves if not runs[c.run_id].get("record_timeline")})
     if missing:

@@ -199,7 +199,8 @@ def test_a_misspelt_plot_option_stops_at_start_up(tmp_path, edit, expected):
 
 @pytest.mark.parametrize("paper, edit, expected", [
     # values of the column another parameter names, in the paper's terms (quick runs n = 1..16 of 20 clients)
-    ("defedavg", lambda c: _claim(c, "C11").update(order=[5, 10, 25]), ["claim C11: order: n 25 is not in figures"]),
+    ("defedavg", lambda c: _claim(c, "C9a").update(order=[10, 20, 25]), ["claim C9a: order: n 25 is not in figures"]),
+    ("defedavg", lambda c: _claim(c, "C4b").update(than=[40, 800]), ["claim C4b: than: n 800 is not in figures"]),
     ("fedcluster", lambda c: _claim(c, "C5a").update(greater="cifar"),
      ["claim C5a: greater: dataset 'cifar' is not in figures", "allowed values: cifar10, mnist"]),
     ("fedvr", lambda c: _claim(c, "C1").update(stats=["mean_err_final", "auc_"]),

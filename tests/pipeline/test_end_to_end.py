@@ -16,7 +16,7 @@ EXPECTED_FIGURES = {
     "fedpage": ["fig1a", "fig1b", "fig2a", "fig2b", "fig3a", "fig3b", "fig4", "fig5", "fig6"],
     "fedvr": ["fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9"],
     "fedcluster": ["fig2", "fig3", "fig4", "fig5", "fig6"],
-    "defedavg": ["fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7"],
+    "defedavg": ["fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "participation"],
 }
 
 pytestmark = [

@@ -133,8 +133,11 @@ def test_the_schema_checks_gantt_options():
 def test_a_gantt_figure_whose_runs_record_no_timeline_is_refused_at_start_up(tmp_path):
     figure, _ = _figure(tmp_path / "results")
     runs = {c.run_id: {"record_timeline": True} for c in figure.curves}
-    check_timelines(figure, runs)
+    check_timelines(figure, runs, "async")
+    with pytest.raises(ConfigError, match="figures.fig1 is a gantt figure, which reads the timing trace of engine "
+                                          "async; this paper's engine is federated_nn"):
+        check_timelines(figure, runs, "federated_nn")
     runs[figure.curves[1].run_id] = {}
     with pytest.raises(ConfigError, match="figures.fig1 is a gantt figure, but its curves DeFedAvg-nIID do not set "
                                           "record_timeline: true"):
-        check_timelines(figure, runs)
+        check_timelines(figure, runs, "async")

@@ -1,8 +1,9 @@
 """The tidy table behind a figure: every run's rows, labelled with its curve and panel.
 
 What a run contributes depends on the figure's plot kind (ROWS): its metrics (one row per logged point,
-the default), or for a `gantt` figure its timeline (one row per busy interval of a client, read from
-run.json, plus one row per round close, read from metrics.csv).
+the default); for a `gantt` figure its timeline (one row per busy interval of a client, read from
+run.json, plus one row per round close, read from metrics.csv); for a `clients` figure the facts of its
+timing trace (one row per client, read from run.json).
 """
 
 from __future__ import annotations
@@ -51,8 +52,31 @@ def timeline_rows(run_id: str, record: dict[str, Any], files: RunFiles, figure: 
     return pd.concat(frames, ignore_index=True)[TIMELINE_COLUMNS]
 
 
+def client_rows(run_id: str, record: dict[str, Any], files: RunFiles, figure: Figure) -> pd.DataFrame:
+    """The facts of the run's timing trace per seed (engine async), one row per client: its simulated time
+    per local step (`iteration_time`) and `speed` (steps per simulated second), the trainings it started and
+    the ones a round consumed (`participation`, and its `participation_share` of all consumed), then the
+    trace's summary (mean round time, consumed uploads per second, staleness, rounds_closed, ...), the same
+    on every row of the seed. They come from the timing phase alone, so a diverged seed has them too."""
+    frames = []
+    for seed, facts in sorted(record["summary"]["seeds"].items(), key=lambda kv: int(kv[0])):
+        if "participation" not in facts:
+            raise ValueError(f"figure {figure.name}: run {run_id} seed {seed} has no trace facts in its run.json; "
+                             f"a clients figure needs runs of engine async")
+        participation = pd.Series(facts["participation"], dtype=float)
+        clients = pd.DataFrame({
+            "seed": int(seed), "client": range(len(participation)), "iteration_time": facts["iteration_time"],
+            "trainings_started": facts["trainings_started"], "participation": participation,
+            "participation_share": participation / max(participation.sum(), 1.0)})
+        clients.insert(3, "speed", 1.0 / clients["iteration_time"])
+        # `rounds` is also a run setting (Figs over rounds), which the labels would overwrite
+        frames.append(clients.assign(**{"rounds_closed" if k == "rounds" else k: v for k, v in facts["trace"].items()}))
+    return pd.concat(frames, ignore_index=True)
+
+
 # plot kind -> what one run contributes to the figure table (default: metric_rows)
-ROWS: dict[str, Callable[[str, dict[str, Any], RunFiles, Figure], pd.DataFrame]] = {"gantt": timeline_rows}
+ROWS: dict[str, Callable[[str, dict[str, Any], RunFiles, Figure], pd.DataFrame]] = {
+    "gantt": timeline_rows, "clients": client_rows}
 
 
 def figure_table(figure: Figure, results_dir: Path) -> pd.DataFrame:

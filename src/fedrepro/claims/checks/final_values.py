@@ -29,16 +29,20 @@ from fedrepro.claims.checks.common import (
     compare_stat,
     fmt,
     judged,
+    pair_rows,
     room,
     rows_matching,
     selector_name,
     stat_pairs,
+    values_of,
 )
 from fedrepro.claims.data import ClaimData
 from fedrepro.results.summaries import CURVE_STATISTICS
 
 # a seed-median summary of a curve: final, auc, g0 or T_<eps> (results/summaries.py)
 CurveStat = Annotated[str, OneOf(CURVE_STATISTICS, r"T_(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", "T_<eps>")]
+# a target of a metric: one value, one per panel, or the column holding each run's (results.summaries.time_to_target)
+Target = Annotated[float | dict[str, float] | str, Names("target")]
 
 
 def _eps_of(stat: str) -> list[float]:
@@ -102,7 +106,7 @@ def monotone_time_to_target(data: ClaimData, *, per: Columns, along: Column, eps
 
 
 def time_to_target(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str,
-                   target: Annotated[float | dict[str, float] | str, Names("target")], higher: bool, x: str = "round",
+                   target: Target, higher: bool, x: str = "round",
                    seeds: Literal["mean", "median"] = "mean", factor: Positive = 1.0, require: Require = "all",
                    fraction: Fraction | None = None) -> Result:
     """A reaches `target` of `metric` (>= when `higher` is better, else <=) in less x than B, in each cell:
@@ -122,6 +126,69 @@ def time_to_target(data: ClaimData, *, a: Selector, b: Selector, per: Columns, m
                        for n, ta, tb in pairs)
     measured = f"{sum(holds)}/{len(holds)} decided cells hold: {detail}" if pairs else "no cell has both curves"
     return judged(holds, margins, measured, require, fraction)
+
+
+def _times_in_order(cell: pd.DataFrame, along: str, order: list) -> np.ndarray:
+    """T of the run at each value of `along`, in `order` (nan where absent; one run per value)."""
+    return np.array([float(cell.loc[cell[along] == v, "t_target"].iloc[0]) if (cell[along] == v).sum() == 1
+                     else np.nan for v in order])
+
+
+def time_to_target_trend(data: ClaimData, *, select: Selector, per: Columns, along: Column, order: values_of("along"),
+                         metric: str, target: Target, higher: bool, increasing: bool, x: str = "round",
+                         seeds: Literal["mean", "median"] = "mean", inversions: int = 0, require: Require = "all",
+                         fraction: Fraction | None = None) -> Result:
+    """The time to target of the selected runs moves one way along `order` of the values of `along`: never
+    falls (increasing) or never rises, with at most `inversions` adjacent pairs against it (e.g. Fig. 6's
+    rounds to target non-increasing in n, one inversion allowed). T as in time_to_target; two curves that
+    never reach the target are equal (inf), a cell where none does is undecided: listed, not counted.
+    Spearman's rho of the value and T is reported beside it. Margin: decades, the smallest step along the
+    expected direction, after the `inversions` worst steps are forgiven."""
+    times = data.times_to_target(metric, target, higher, x, seeds)
+    holds, parts, margins = [], [], []
+    for name, cell in cells_of(rows_matching(times, select), per) if len(times) else []:
+        t = _times_in_order(cell, along, order)
+        if np.isnan(t).any():
+            continue
+        steps = sorted(room(a, b) if increasing else room(b, a) for a, b in zip(t[:-1], t[1:]))  # >= 0: as expected
+        rho = pd.Series(order, dtype=float).rank().corr(pd.Series(t).rank())
+        series = ", ".join(f"{along}={v}: {fmt(x)}" for v, x in zip(order, t))
+        if np.isinf(t).all():
+            parts.append(f"[{name}] {series} (none reaches the target: undecided)")
+            continue
+        margin = steps[min(inversions, len(steps) - 1)]
+        holds.append(margin >= 0)
+        margins.append(margin)
+        parts.append(f"[{name}] {series} (Spearman {rho:+.2f})")
+    measured = f"{sum(holds)}/{len(holds)} decided cells hold: " + "; ".join(parts) if parts else "no cell has every value"
+    return judged(holds, margins, measured, require, fraction)
+
+
+def time_ratio_by_group(data: ClaimData, *, a: Selector, b: Selector, per: Columns, group: Column,
+                        greater: values_of("group"), than: values_of("group"), metric: str, target: Target,
+                        higher: bool, x: str = "round",
+                        seeds: Literal["mean", "median"] = "mean") -> Result:
+    """The mean over cells of T(b) / T(a) (how many times faster A is) is larger where `group` takes a value
+    in `greater` than where it takes one in `than` (DeFedAvg claim 4b: FedBuff's edge over FedAvg shrinks as
+    n grows). A cell where neither reaches the target is left out; one where only A does has ratio inf.
+    Margin: decades, log10(mean ratio of `greater` / mean ratio of `than`)."""
+    times = data.times_to_target(metric, target, higher, x, seeds)
+    ratios: dict[str, list[float]] = {"greater": [], "than": []}
+    parts = []
+    for name, ra, rb in pair_rows(times, a, b, per) if len(times) else []:
+        ta, tb, value = float(ra["t_target"]), float(rb["t_target"]), ra[group]
+        side = "greater" if value in greater else "than" if value in than else None
+        if side is None or (math.isinf(ta) and math.isinf(tb)):
+            continue
+        ratios[side].append(tb / ta if ta > 0 else math.inf)
+        parts.append(f"[{name}] {fmt(tb)} / {fmt(ta)} = {fmt(ratios[side][-1])}")
+    if not (ratios["greater"] and ratios["than"]):
+        return Result(INCONCLUSIVE, f"decided cells: {len(ratios['greater'])} with {group} in {greater}, "
+                                    f"{len(ratios['than'])} with {group} in {than}")
+    mg, mt = float(np.mean(ratios["greater"])), float(np.mean(ratios["than"]))
+    measured = (f"mean T(b)/T(a) {fmt(mg)} at {group} in {greater} ({len(ratios['greater'])} cells) vs {fmt(mt)} at "
+                f"{group} in {than} ({len(ratios['than'])} cells): " + "; ".join(parts))
+    return judged([mg > mt], [room(mt, mg)], measured)
 
 
 def rate_within(data: ClaimData, *, select: Selector, rate: str, target: str, rel_tol: float, x: str = "round") -> Result:

@@ -200,3 +200,25 @@ def less_sensitive(data: ClaimData, *, a: Selector, b: Selector, per: Columns, a
                      f"({fmt(b_lo)} -> {fmt(b_hi)})")
     measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has both ends"
     return judged(holds, margins, measured)
+
+
+def oscillation_falls(data: ClaimData, *, select: Selector, per: Columns, along: Column, metric: str = "test_accuracy",
+                      x: str = "round", window: Fraction = 0.5) -> Result:
+    """The curves oscillate less as `along` grows (DeFedAvg claim 12: "when n is small, there is greater
+    variance ... more oscillations"): Spearman's rho of the value of `along` and the oscillation (the s.d.
+    of the curve's steps over the last `window` of the x range, mean over seeds;
+    results.summaries.oscillation_per_seed) is negative in each cell. Margin: -rho."""
+    frame = data.oscillation(metric, x, window)
+    holds, parts, margins = [], [], []
+    for name, cell in cells_of(rows_matching(frame, select), per, named=True) if len(frame) else []:
+        runs = cell.groupby("run_id", sort=False).agg(value=(along, "first"), osc=("oscillation", "mean"))
+        runs = runs.sort_values("value")
+        if len(runs) < 3 or runs["osc"].isna().any():
+            continue
+        rho = float(runs["value"].rank().corr(runs["osc"].rank()))
+        holds.append(rho < 0)
+        margins.append(-rho)
+        parts.append(f"[{name}] Spearman {rho:+.2f} (" + ", ".join(f"{along}={v}: {fmt(o)}" for v, o in
+                                                              zip(runs["value"], runs["osc"])) + ")")
+    measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has 3 or more curves"
+    return judged(holds, margins, measured)
