@@ -107,7 +107,7 @@ def load_and_validate(
             raise ConfigError(f"no claims file {claims_path} for paper {paper!r}")
         claims = load_claims(claims_path, label_values(paper_cfg))
         for claim in claims["claims"]:
-            _check_x(claim.get("x"), paper_cfg["engine"], f"{claims_path}: claim {claim['id']}")
+            _check_columns(claim, paper_cfg["engine"], f"{claims_path}: claim {claim['id']}")
     table = build_run_table({**config, "papers": papers}, config_dir)
     curves = {c.run_id: f"figures.{f.name}, panel {c.panel!r}, curve {c.label!r}"
               for f in reversed(table.figures.values()) for c in reversed(f.curves)}  # each run's first curve
@@ -117,8 +117,8 @@ def load_and_validate(
         engine.check_limits(spec, f"config/papers/{spec['paper']}.yaml: {curves[run_id]} (run {run_id}, scale "
                                   f"{config['scale']})")
     for (paper, name), figure in table.figures.items():
-        for x in (figure.plot.get("x"), figure.plot.get("value", {}).get("x")):
-            _check_x(x, engines[paper], f"config/papers/{paper}.yaml: figures.{name}.plot")
+        for options in (figure.plot, figure.plot.get("value", {})):
+            _check_columns(options, engines[paper], f"config/papers/{paper}.yaml: figures.{name}.plot")
         check_plot_options(figure, schema_dir)
         check_timelines(figure, table.runs, engines[paper])
     return config, table
@@ -153,8 +153,15 @@ def check_timelines(figure: Figure, runs: dict[str, dict[str, Any]], engine: str
                           f"curves {', '.join(missing)} do not set record_timeline: true")
 
 
-def _check_x(x: str | None, engine: str, where: str) -> None:
-    """A figure or claim may put on its x axis only a column that its engine logs as one."""
-    if x is not None and x not in ENGINES[engine].x:
-        raise ConfigError(f"{where}: x: {x!r} is not an x column of engine {engine}; allowed values: "
-                          f"{', '.join(ENGINES[engine].x)}")
+def _check_columns(options: dict[str, Any], engine: str, where: str) -> None:
+    """A figure or claim may put on its x axis only a column that its engine logs as one, and read as a
+    metric (`metric`, a plot's `y` or `metrics`) only one its engine logs."""
+    allowed = {"x": ENGINES[engine].x, "metric": ENGINES[engine].metrics, "y": ENGINES[engine].metrics,
+               "metrics": ENGINES[engine].metrics}
+    for key, columns in allowed.items():
+        values = options.get(key)
+        for value in values if isinstance(values, list) else [values]:
+            if value is not None and columns and value not in columns:
+                what = "an x column" if key == "x" else "a metric"
+                raise ConfigError(f"{where}: {key}: {value!r} is not {what} of engine {engine}; allowed values: "
+                                  f"{', '.join(columns)}")

@@ -76,6 +76,8 @@ def _claim(cfg: dict, claim_id: str) -> dict:
         (lambda c: _claim(c, "C7").update(factor="1e-4"), ["claim C7: factor: '1e-4' is not a number"]),
         (lambda c: _claim(c, "C7").update(factor=0), ["claim C7: factor: 0 is not > 0"]),
         (lambda c: _claim(c, "C7").update(per="panel"), ["claim C7: per: 'panel' is not a list of strings"]),
+        (lambda c: _claim(c, "C7").update(metric="grad_nrom"),
+         ["claim C7: metric: 'grad_nrom' is not a metric of engine finite_sum; allowed values: grad_norm, loss"]),
     ],
 )
 def test_bad_claims_file_stops_at_start_up(tmp_path, edit, expected):
@@ -188,6 +190,9 @@ def test_every_plot_kind_lists_exactly_its_builders_options_in_the_schema():
      ["figures.fig2a.plot (kind convergence)", "'ylable' was unexpected", "y, ylabel"]),
     # an option of another kind
     (lambda c: c["figures"]["fig2a"].update(plot={"ncols": 2}), ["figures.fig2a.plot", "'ncols' was unexpected"]),
+    # a metric the engine does not log
+    (lambda c: c["figures"]["fig2a"].update(plot={"y": "grad"}),
+     ["figures.fig2a.plot: y: 'grad' is not a metric of engine finite_sum; allowed values: grad_norm"]),
 ])
 def test_a_misspelt_plot_option_stops_at_start_up(tmp_path, edit, expected):
     with pytest.raises(ConfigError) as info:

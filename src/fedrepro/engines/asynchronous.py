@@ -265,6 +265,7 @@ class AsyncSetup(Setup):
 class AsyncEngine(Engine):
     name = "async"
     schema = "async_run.schema.yaml"
+    metrics = tuple(METRICS)
     x = ("round", "virtual_time", "sim_time")
     watch = "train_loss"
     trains_networks = True

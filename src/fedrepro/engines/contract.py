@@ -8,6 +8,7 @@ one registry (engines/__init__.py ENGINES).
     Engine                  one per kind of experiment
       name, schema          its key in config/papers/<paper>.yaml `engine`; the JSON schema of its runs
       x                     the x columns its metrics.csv logs; figures and claims name the one they use
+      metrics               the columns of metrics.csv a figure or claim may read as a metric
       watch                 the metric that decides divergence and shows in the progress bar and log
       setup(spec, data, ctx) -> Setup: the run-level part (data on the device, the problem)
       runtime_minutes(spec) a generous time limit of a run, for cluster schedulers
@@ -101,6 +102,7 @@ class Engine:
     name: str = ""
     schema: str = ""
     x: tuple[str, ...] = ("round",)
+    metrics: tuple[str, ...] = ()  # checked at start-up (validate.py) when given
     watch: str = ""
     trains_networks: bool = False  # paper-scale jobs then ask a cluster for a GPU
     ms_per_round: int = 100  # generous CPU milliseconds per round and seed, for cluster runtime limits

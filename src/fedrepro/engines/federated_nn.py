@@ -198,6 +198,7 @@ class NetworkSetup(Setup):
 class NetworkEngine(Engine):
     name = "federated_nn"
     schema = "federated_nn_run.schema.yaml"
+    metrics = tuple(COLUMNS[2:])
     watch = "train_loss"
     trains_networks = True
     ms_per_round = 5000  # the paper scale's AlexNet on a GPU, ~3 s a round; the quick MLP takes ~0.1 s

@@ -85,6 +85,7 @@ class FiniteSumSetup(Setup):
 class FiniteSumEngine(Engine):
     name = "finite_sum"
     schema = "finite_sum_run.schema.yaml"
+    metrics = tuple(COLUMNS[2:])
     watch = "grad_norm"
     ms_per_round = 30
 

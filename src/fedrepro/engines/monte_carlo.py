@@ -104,6 +104,7 @@ class MonteCarloSetup(Setup):
 class MonteCarloEngine(Engine):
     name = "monte_carlo"
     schema = "monte_carlo_run.schema.yaml"
+    metrics = ("cost", "cost_error")
     watch = "cost"
     ms_per_round = 100
 
