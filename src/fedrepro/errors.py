@@ -10,3 +10,10 @@ class ConfigError(ValueError):
 
 class DataError(Exception):
     """A dataset could not be fetched, verified or decoded."""
+
+
+def config_error(source: str, problems: list[str]) -> ConfigError:
+    """One error for every problem found in `source`: a single line when there is one problem."""
+    if len(problems) == 1:
+        return ConfigError(f"{source}: {problems[0]}")
+    return ConfigError(f"{source}: {len(problems)} problems:\n" + "\n".join(f"  - {p}" for p in problems))

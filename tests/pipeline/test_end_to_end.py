@@ -3,16 +3,13 @@ and the DVC round trip a reviewer relies on (record, detect a change, push, pull
 fresh clone with nothing left to rerun)."""
 
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
+from workflow_copy import BIN, REPO, copy_checkout, run
+
 MIRROR = Path(os.environ.get("FEDREPRO_DATA_MIRROR", REPO.parent / "shared" / "datasets"))
 TRACKED = ["data/raw", "data/prepared", "results", "figures"]
 EXPECTED_FIGURES = {
@@ -21,7 +18,6 @@ EXPECTED_FIGURES = {
     "fedcluster": ["fig2", "fig3", "fig4", "fig5", "fig6"],
     "defedavg": ["fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "participation"],
 }
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
 
 pytestmark = [
     pytest.mark.slow,
@@ -30,23 +26,8 @@ pytestmark = [
 
 
 def sh(*cmd: str, cwd: Path) -> str:
-    env = {**os.environ, **GIT_ENV, "FEDREPRO_DATA_MIRROR": str(MIRROR)}
-    done = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    done = run(*cmd, cwd=cwd, env={"FEDREPRO_DATA_MIRROR": str(MIRROR)})
     return done.stdout + done.stderr
-
-
-def copy_checkout(dest: Path) -> None:
-    """The working tree as git sees it (tracked + new, not ignored), as a new repository."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=REPO, capture_output=True, check=True).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        if (REPO / name).is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, dest / name)
-    sh("git", "init", "-q", cwd=dest)
-    sh("git", "add", "-A", cwd=dest)
-    sh("git", "commit", "-qm", "copy", cwd=dest)
 
 
 def test_smoke_run_report_and_dvc_round_trip(tmp_path):

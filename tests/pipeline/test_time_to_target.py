@@ -9,7 +9,7 @@ import pytest
 from fedrepro.claims.checks.final_values import time_ratio_by_group, time_to_target, time_to_target_trend
 from fedrepro.claims.checks.learning_curves import oscillation_falls
 from fedrepro.claims.data import ClaimData
-from fedrepro.claims.ledger import validate_claims
+from fedrepro.claims.validation import validate_claims
 from fedrepro.errors import ConfigError
 from fedrepro.results.summaries import auc_fin_per_seed, mean_curve, seed_summaries
 from fedrepro.results.summaries import time_to_target as t2t_summary
@@ -92,7 +92,7 @@ def test_claims_validation_names_a_bad_choice_or_parameter():
     claim = {"id": "T1", "check": "time_to_target", "a": {}, "b": {}, "per": [], "metric": "test_accuracy",
              "target": 0.9, "higher": True}
     validate_claims({"claims": [claim]}, "t.yaml")
-    with pytest.raises(ConfigError, match="seeds 'average' is not allowed; allowed values: mean, median"):
+    with pytest.raises(ConfigError, match="seeds: 'average' is not one of mean, median"):
         validate_claims({"claims": [{**claim, "seeds": "average"}]}, "t.yaml")
     with pytest.raises(ConfigError, match="'targte' is not a parameter"):
         validate_claims({"claims": [{**claim, "targte": 0.9}]}, "t.yaml")

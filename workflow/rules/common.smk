@@ -2,6 +2,8 @@
 from fedrepro.data import REGISTRY
 from fedrepro.data.views import VIEWS
 from fedrepro.engines import ENGINES
+from fedrepro.experiments.runtable import Figure
+from fedrepro.utils.digest import config_digest
 
 
 wildcard_constraints:
@@ -14,6 +16,18 @@ wildcard_constraints:
 
 def figure_of(wildcards):
     return RUNS.figure(wildcards.paper, wildcards.figure)
+
+
+def settings_of(part):
+    """A param of a figure's job: the digest of the part of its figure that the job reads (e.g.
+    Figure.table_settings). Snakemake reruns a job whose params changed (a default rerun trigger), so a
+    new title redraws the figure and a new curve label rebuilds its table, without retraining."""
+    return lambda wildcards: config_digest(part(figure_of(wildcards)))
+
+
+def claims_settings(wildcards):
+    """What rule claims reads of a paper's figures, by name (Figure.claims_settings)."""
+    return {f.name: f.claims_settings() for f in RUNS.paper_figures(wildcards.paper)}
 
 
 def run_outputs(run_ids):

@@ -51,6 +51,7 @@ def execute_run(
     device = resolve_device(device)
     log = _logger(log_path)
     engine = ENGINES[spec["engine"]]
+    engine.check_limits(spec, f"run {run_id}")  # (start-up checks the pipeline's runs; this, any other)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     log.info("run %s on %s: %s", run_id, device, spec)

@@ -23,6 +23,14 @@ import pandas as pd
 
 from fedrepro.results.monte_carlo import MonteCarloRuns, curves_of
 
+# The per-run summaries of a curve (seed_medians), besides T_<eps>: what claims may compare.
+CURVE_STATISTICS = ("final", "auc", "g0")
+# The statistics across the runs of a Monte Carlo curve (monte_carlo_statistics; inf when a run diverged),
+# and every column a claim may read of its rows.
+MC_STATISTICS = ("mean_err_final", "rel_err_final", "auc", "t_target", "var_final", "cep_2d", "cep_full", "cep_cost",
+                 "opt_dist")
+MC_COLUMNS = MC_STATISTICS + ("f_star", "runs", "last_x", "diverged_runs")
+
 
 def _per_run_labels(table: pd.DataFrame, labels: list[str], exclude: Iterable[str] = ()) -> pd.DataFrame:
     """The label columns of each run (one row per run_id, indexed by it)."""
@@ -78,7 +86,7 @@ def run_labels(table: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
 def seed_medians(summaries: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
     """The medians over seeds of per-seed summaries (seed_summaries), joined with the runs' `labels`
     (run_labels). Apart from curve_medians so that a bootstrap can re-aggregate drawn seeds."""
-    value_cols = ["final", "auc", "g0"] + [c for c in summaries.columns if c.startswith("T_")]
+    value_cols = list(CURVE_STATISTICS) + [c for c in summaries.columns if c.startswith("T_")]
     med = summaries.groupby("run_id")[value_cols].median()
     med["seeds"] = summaries.groupby("run_id")["seed"].nunique()
     med["diverged_seeds"] = summaries.groupby("run_id")["diverged"].sum()
@@ -107,10 +115,8 @@ def monte_carlo_statistics(curves: Iterable[tuple[dict, MonteCarloRuns]], coords
     for curve, mc in curves:
         row = {**curve, "runs": mc.n_runs, "last_x": mc.x[-1], "diverged_runs": int(mc.diverged.sum()),
                "f_star": mc.f_star}
-        stats = ("mean_err_final", "rel_err_final", "auc", "t_target", "var_final", "cep_2d", "cep_full",
-                 "cep_cost", "opt_dist")
         if mc.diverged.any() or not np.isfinite(mc.cost).all():
-            row.update(dict.fromkeys(stats, np.inf))
+            row.update(dict.fromkeys(MC_STATISTICS, np.inf))
         else:
             curves = mc.curves()
             mean_err = curves["mean_err"]

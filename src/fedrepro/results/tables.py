@@ -85,15 +85,10 @@ def figure_table(figure: Figure, results_dir: Path) -> pd.DataFrame:
     records = {rid: read_record(run_files(results_dir, rid).record) for rid in figure.run_ids}
     specs = {rid: rec["spec"] for rid, rec in records.items()}
     rows_of = ROWS.get(figure.plot.get("kind"), metric_rows)
-    keys = figure.setting_keys
     frames = []
     for curve in figure.curves:
         rows = rows_of(curve.run_id, records[curve.run_id], run_files(results_dir, curve.run_id), figure)
-        labels = {"figure": figure.name, "panel": curve.panel, "curve": curve.label,
-                  "method": curve.method, "run_id": curve.run_id}
-        labels.update({k: specs[curve.run_id].get(k) for k in keys})
-        labels.update(curve.analysis)  # from the configuration as it is now (runtable.ANALYSIS_KEYS)
-        frames.append(rows.assign(**labels))
+        frames.append(rows.assign(**figure.curve_labels(curve, specs[curve.run_id])))
     table = pd.concat(frames, ignore_index=True)
     front = figure.label_columns
     return table[front + [c for c in table.columns if c not in front]]

@@ -38,7 +38,7 @@ NOT_RESAMPLED: dict[str, str] = {
 }
 
 __all__ = ["CHECKS", "UNITS", "NOT_RESAMPLED", "PASS", "FAIL", "INCONCLUSIVE", "Result", "check_parameters",
-           "check_choices"]
+           "check_hints"]
 
 
 def check_parameters(name: str) -> tuple[set[str], set[str]]:
@@ -48,7 +48,7 @@ def check_parameters(name: str) -> tuple[set[str], set[str]]:
     return required, {p.name for p in params} - required
 
 
-def check_choices(name: str) -> dict[str, tuple[Any, ...]]:
-    """The allowed values of each parameter of check `name` annotated with a Literal (e.g. seeds: mean | median)."""
-    hints = typing.get_type_hints(CHECKS[name])
-    return {param: typing.get_args(hint) for param, hint in hints.items() if typing.get_origin(hint) is typing.Literal}
+def check_hints(name: str) -> dict[str, Any]:
+    """The annotation of each keyword parameter of check `name`, with its markers (common.Names, ...):
+    what claims/validation.py checks a claim's values against."""
+    return typing.get_type_hints(CHECKS[name], include_extras=True)

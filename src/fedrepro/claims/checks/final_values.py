@@ -9,15 +9,22 @@ metric <= eps x its first value.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
 
 from fedrepro.claims.checks.common import (
     INCONCLUSIVE,
+    Column,
+    Columns,
+    Fraction,
+    Names,
+    OneOf,
+    Positive,
     Require,
     Result,
+    Selector,
     cells_of,
     compare_stat,
     fmt,
@@ -27,8 +34,15 @@ from fedrepro.claims.checks.common import (
     rows_matching,
     selector_name,
     stat_pairs,
+    values_of,
 )
 from fedrepro.claims.data import ClaimData
+from fedrepro.results.summaries import CURVE_STATISTICS
+
+# a seed-median summary of a curve: final, auc, g0 or T_<eps> (results/summaries.py)
+CurveStat = Annotated[str, OneOf(CURVE_STATISTICS, r"T_(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", "T_<eps>")]
+# a target of a metric: one value, one per panel, or the column holding each run's (results.summaries.time_to_target)
+Target = Annotated[float | dict[str, float] | str, Names("target")]
 
 
 def _eps_of(stat: str) -> list[float]:
@@ -36,18 +50,18 @@ def _eps_of(stat: str) -> list[float]:
     return [float(stat[2:])] if stat.startswith("T_") else []
 
 
-def compare_final(data: ClaimData, *, a: dict, b: dict, per: list[str], metric: str, x: str = "round",
-                  window: float = 0.1, factor: float = 1.0, require: Require = "all", fraction: float | None = None,
-                  stat: str = "final") -> Result:
+def compare_final(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str, x: str = "round",
+                  window: Fraction = 0.1, factor: Positive = 1.0, require: Require = "all",
+                  fraction: Fraction | None = None, stat: CurveStat = "final") -> Result:
     """Holds in a cell when stat(a) < stat(b) * factor (factor < 1: a wins by a margin; > 1: a tolerance);
     stat: final, auc, g0 or T_<eps> of the seed medians. Margin: decades (common.compare_stat)."""
     medians = data.medians(metric, x, window, _eps_of(stat))
     return compare_stat(medians, a, b, per, stat, factor, require, fraction)
 
 
-def log_ratio_within(data: ClaimData, *, a: dict, b: dict, per: list[str], metric: str, x: str = "round",
-                     window: float = 0.1, max_abs_log10: float = 0.5, or_both_below: float | None = None,
-                     require: Require = "all", fraction: float | None = None) -> Result:
+def log_ratio_within(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str, x: str = "round",
+                     window: Fraction = 0.1, max_abs_log10: float = 0.5, or_both_below: float | None = None,
+                     require: Require = "all", fraction: Fraction | None = None) -> Result:
     """|log10 final(a)/final(b)| <= bound, or both finals below `or_both_below` x the metric's first value.
     Margin: decades, bound - |log10 ratio| (or how far both lie below the floor, if more)."""
     curves = data.medians(metric, x, window)
@@ -67,7 +81,7 @@ def log_ratio_within(data: ClaimData, *, a: dict, b: dict, per: list[str], metri
     return judged(holds, margins, measured, require, fraction)
 
 
-def monotone_time_to_target(data: ClaimData, *, per: list[str], along: str, eps: list[float], metric: str,
+def monotone_time_to_target(data: ClaimData, *, per: Columns, along: Column, eps: list[float], metric: str,
                             x: str = "round", decreasing: bool = True) -> Result:
     """T_eps never improves when `along` shrinks (larger step converges faster), among runs
     that did not diverge; an eps that no run of the cell reaches is skipped. Margin: decades, the smallest
@@ -91,9 +105,10 @@ def monotone_time_to_target(data: ClaimData, *, per: list[str], along: str, eps:
     return judged(holds, margins, measured)
 
 
-def time_to_target(data: ClaimData, *, a: dict, b: dict, per: list[str], metric: str, target: float | dict | str,
-                   higher: bool, x: str = "round", seeds: Literal["mean", "median"] = "mean", factor: float = 1.0,
-                   require: Require = "all", fraction: float | None = None) -> Result:
+def time_to_target(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str,
+                   target: Target, higher: bool, x: str = "round",
+                   seeds: Literal["mean", "median"] = "mean", factor: Positive = 1.0, require: Require = "all",
+                   fraction: Fraction | None = None) -> Result:
     """A reaches `target` of `metric` (>= when `higher` is better, else <=) in less x than B, in each cell:
     T(a) < T(b) * factor. T is the first x of the seed-mean curve (seeds: mean) or the median of the
     seeds' own first x (seeds: median), results.summaries.time_to_target; a curve that never reaches
@@ -119,10 +134,10 @@ def _times_in_order(cell: pd.DataFrame, along: str, order: list) -> np.ndarray:
                      else np.nan for v in order])
 
 
-def time_to_target_trend(data: ClaimData, *, select: dict, per: list[str], along: str, order: list, metric: str,
-                         target: float | dict | str, higher: bool, increasing: bool, x: str = "round",
+def time_to_target_trend(data: ClaimData, *, select: Selector, per: Columns, along: Column, order: values_of("along"),
+                         metric: str, target: Target, higher: bool, increasing: bool, x: str = "round",
                          seeds: Literal["mean", "median"] = "mean", inversions: int = 0, require: Require = "all",
-                         fraction: float | None = None) -> Result:
+                         fraction: Fraction | None = None) -> Result:
     """The time to target of the selected runs moves one way along `order` of the values of `along`: never
     falls (increasing) or never rises, with at most `inversions` adjacent pairs against it (e.g. Fig. 6's
     rounds to target non-increasing in n, one inversion allowed). T as in time_to_target; two curves that
@@ -149,8 +164,9 @@ def time_to_target_trend(data: ClaimData, *, select: dict, per: list[str], along
     return judged(holds, margins, measured, require, fraction)
 
 
-def time_ratio_by_group(data: ClaimData, *, a: dict, b: dict, per: list[str], group: str, greater: list, than: list,
-                        metric: str, target: float | dict | str, higher: bool, x: str = "round",
+def time_ratio_by_group(data: ClaimData, *, a: Selector, b: Selector, per: Columns, group: Column,
+                        greater: values_of("group"), than: values_of("group"), metric: str, target: Target,
+                        higher: bool, x: str = "round",
                         seeds: Literal["mean", "median"] = "mean") -> Result:
     """The mean over cells of T(b) / T(a) (how many times faster A is) is larger where `group` takes a value
     in `greater` than where it takes one in `than` (DeFedAvg claim 4b: FedBuff's edge over FedAvg shrinks as
@@ -175,7 +191,7 @@ def time_ratio_by_group(data: ClaimData, *, a: dict, b: dict, per: list[str], gr
     return judged([mg > mt], [room(mt, mg)], measured)
 
 
-def rate_within(data: ClaimData, *, select: dict, rate: str, target: str, rel_tol: float, x: str = "round") -> Result:
+def rate_within(data: ClaimData, *, select: Selector, rate: str, target: str, rel_tol: float, x: str = "round") -> Result:
     """A per-round counter (e.g. clients per round) within rel_tol of an expression of the
     run's settings; `rate` and `target` are evaluated on each run's last logged row (largest x).
     Margin: rel_tol - |rate - target| / target."""
@@ -194,7 +210,7 @@ def rate_within(data: ClaimData, *, select: dict, rate: str, target: str, rel_to
     return judged(holds, margins, measured)
 
 
-def participation_rate(data: ClaimData, *, select: dict, population: str, sampled: str, probability: str,
+def participation_rate(data: ClaimData, *, select: Selector, population: Column, sampled: Column, probability: Column,
                        sds: float = 3.0, rounds: str = "round", clients: str = "clients",
                        full_rounds: str = "full_rounds") -> Result:
     """Random full participation (FedPAGE's communication): after round 0 (always full), each round
@@ -223,7 +239,7 @@ def participation_rate(data: ClaimData, *, select: dict, population: str, sample
     return judged(holds, margins, measured)
 
 
-def diverged_runs(data: ClaimData, *, show: list[str] = ()) -> Result:
+def diverged_runs(data: ClaimData, *, show: Columns = ()) -> Result:
     """Informational: which curves diverged (a seed flagged `diverged`), with the settings in `show`."""
     table = data.table
     if not len(table):

@@ -9,7 +9,18 @@ import math
 import numpy as np
 import pandas as pd
 
-from fedrepro.claims.checks.common import Require, Result, cells_of, compare_stat, judged, rows_matching
+from fedrepro.claims.checks.common import (
+    Columns,
+    Fraction,
+    Positive,
+    Require,
+    Result,
+    Selector,
+    cells_of,
+    compare_stat,
+    judged,
+    rows_matching,
+)
 from fedrepro.claims.data import ClaimData
 
 
@@ -19,8 +30,8 @@ def seed_mean(per_seed: pd.DataFrame, column: str) -> pd.DataFrame:
     return first.join(per_seed.groupby("run_id", sort=False)[column].mean()).reset_index()
 
 
-def compare_fact(data: ClaimData, *, a: dict, b: dict, per: list[str], column: str, factor: float = 1.0,
-                 require: Require = "all", fraction: float | None = None) -> Result:
+def compare_fact(data: ClaimData, *, a: Selector, b: Selector, per: Columns, column: str, factor: Positive = 1.0,
+                 require: Require = "all", fraction: Fraction | None = None) -> Result:
     """A per-seed fact (one value per seed, e.g. mean_round_time) of A, averaged over seeds, lies below
     B's times `factor` in each cell: value(a) < value(b) * factor. Margin: decades (common.compare_stat)."""
     values = data.seed_values(column)
@@ -28,7 +39,7 @@ def compare_fact(data: ClaimData, *, a: dict, b: dict, per: list[str], column: s
                         require, fraction)
 
 
-def rank_correlation(data: ClaimData, *, select: dict, per: list[str], columns: list[str],
+def rank_correlation(data: ClaimData, *, select: Selector, per: Columns, columns: list[str],
                      above: float | None = None, within: float | None = None) -> Result:
     """Spearman's rho of two `columns` over a seed's rows (e.g. clients), averaged over seeds, for
     every selected run of each cell: holds when rho > `above` (a positive association) and, when given,
