@@ -10,3 +10,8 @@ class ConfigError(ValueError):
 
 class DataError(Exception):
     """A dataset could not be fetched, verified or decoded."""
+
+
+class ResultsError(Exception):
+    """A result on disk is not what its run recorded (changed, incomplete or unverifiable): the message names
+    the file and says how to recover."""
