@@ -145,6 +145,8 @@ def audit_papers(args: argparse.Namespace) -> bool:
     from fedrepro.validate import known_papers, load_and_validate, with_defaults
 
     root = Path.cwd()
+    if not (root / "config" / "config.yaml").is_file():
+        raise ConfigError(f"fedrepro audit: no config/config.yaml in {root}; run it at the root of the checkout")
     with open(root / "config" / "config.yaml") as fh:
         config = with_defaults(yaml.safe_load(fh) or {})
     papers = args.papers or config["papers"]

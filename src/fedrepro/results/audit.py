@@ -53,6 +53,12 @@ def worst(findings: list[Finding]) -> str:
     return max((f.status for f in findings), key=_RANK.__getitem__, default=OK)
 
 
+def status_of(findings: list[Finding], check: str) -> str:
+    """The worst status of one check, "-" when it was not made."""
+    mine = [f for f in findings if f.check == check]
+    return worst(mine) if mine else "-"
+
+
 # --- what runs are compared with: this checkout -----------------------------------------------------------
 
 
@@ -162,8 +168,7 @@ class RunAudit:
         return worst(self.findings)
 
     def status_of(self, check: str) -> str:
-        mine = [f for f in self.findings if f.check == check]
-        return worst(mine) if mine else "-"
+        return status_of(self.findings, check)
 
 
 def audit_run(run: RunAudit, files: RunFiles, checkout: Checkout) -> None:
@@ -306,6 +311,10 @@ def audit_paper(paper: str, figures: list[Figure], scale: str, scale_from: str, 
     findings = [Finding("DVC", WARN, checkout.dvc.note)] if checkout.dvc.note else []
     claims, claims_finding = _claims(paper, scale, checkout)
     findings.append(claims_finding)
+    ledger = checkout.root / "results" / "claims" / f"{paper}.csv"
+    dvc = checkout.dvc.finding([checkout.relative(ledger)]) if ledger.is_file() else None
+    if dvc:
+        findings.append(dvc)
     return PaperAudit(paper, scale, scale_from, audited, runs, findings, claims)
 
 
@@ -331,6 +340,9 @@ def _audit_figure(paper: str, figure: Figure, runs: dict[str, RunAudit], checkou
     absent = [checkout.relative(p) for p in outputs if not p.is_file()]
     audit.findings.append(Finding("files", MISSING, f"{', '.join(absent)} not made") if absent else
                           Finding("files", OK, ", ".join(checkout.relative(p) for p in outputs)))
+    dvc = checkout.dvc.finding([checkout.relative(p) for p in [table, *outputs] if p.is_file()])
+    if dvc:
+        audit.findings.append(dvc)
     return audit
 
 

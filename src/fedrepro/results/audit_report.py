@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from fedrepro.results.audit import FAIL, MISSING, OK, WARN, Checkout, Finding, PaperAudit, worst
+from fedrepro.results.audit import FAIL, MISSING, OK, WARN, Checkout, Finding, PaperAudit, status_of, worst
 from fedrepro.utils import atomic
 
 VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE")
+FIGURE_CHECKS = ("table", "files", "DVC")
 RUN_CHECKS = ("run.json", "metrics.csv", "data", "code", "packages", "DVC", "rerun")
 LEGEND = ("FAIL: what is on disk contradicts a record (a hash differs, run.json is broken); MISSING: never "
           "produced; WARN: a difference that contradicts no record (another commit or package version, data not "
@@ -58,9 +59,8 @@ def render(audit: PaperAudit, checkout: Checkout) -> str:
         if chosen:
             lines += [f"## {title}", ""] + _listed(chosen) + [""]
     lines += ["## Figures", ""]
-    lines += _table(["figure", "title", "table", "files", "runs"],
-                    [[f.name, f.title, worst([x for x in f.findings if x.check == "table"]),
-                      worst([x for x in f.findings if x.check == "files"]),
+    lines += _table(["figure", "title", "table", "files", "DVC", "runs"],
+                    [[f.name, f.title, *(status_of(f.findings, c) for c in FIGURE_CHECKS),
                       f"{len(f.run_ids)}: {_counts([audit.runs[r].status for r in f.run_ids])}"]
                      for f in audit.figures])
     lines += ["", "## Runs", ""]
@@ -96,6 +96,10 @@ def summary(audits: list[PaperAudit], reports: dict[str, str]) -> str:
     if missing:
         lines.append("  MISSING: " + ", ".join(f"{n} {what}" for what, n in sorted(missing.items()))
                      + " (never produced: `snakemake` makes them)")
+    warned = Counter(f.check for a in audits for run in a.runs.values() for f in run.findings if f.status == WARN)
+    if warned:
+        lines.append("  WARN: " + ", ".join(f"{check} in {n} run(s)" for check, n in sorted(warned.items()))
+                     + " (differences that contradict no record: see the reports)")
     lines += [f"  note: {n}" for n in notes]
     return "\n".join(lines)
 
