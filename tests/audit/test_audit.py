@@ -144,7 +144,9 @@ def test_dvc_record_file_by_file_and_a_changed_figure_table(smoke_copy, dvc_reco
     code, out = audit(capsys)
     assert code == 0, out
     report = smoke_copy / "audit" / "fedvr.md"
-    assert report.read_text().count("**OK** DVC: as DVC recorded") == 5
+    assert report.read_text().count("**OK** DVC: as DVC recorded") == 6  # the 5 runs' files and the claims ledger
+    figure_rows = [row for row in report.read_text().splitlines() if row.startswith("| fig") and "| title |" not in row]
+    assert len(figure_rows) == 7 and all("| OK | OK | OK |" in row for row in figure_rows)  # table, files, DVC
 
     flip_last_digit(smoke_copy / "results" / PAPER / "fig3.csv")
     code, out = audit(capsys)

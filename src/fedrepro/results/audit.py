@@ -76,14 +76,20 @@ class DvcRecord:
         states = {p: self.changes.get(p, "not recorded") for p in paths}
         changed = {p: s for p, s in states.items() if s in ("modified", "deleted")}
         if changed:
+            outputs = " ".join(sorted({self.output_of(p) for p in changed}))
             return Finding("DVC", FAIL, "; ".join(f"{p}: {s} since DVC recorded it" for p, s in changed.items())
-                           + " (`dvc data status --granular`; `dvc checkout --force results` restores the recorded "
+                           + f" (`dvc data status --granular`; `dvc checkout --force {outputs}` restores the recorded "
                              "version, `make record` records this one)")
         pending = {p: s for p, s in states.items() if s != "unchanged"}
         if pending:
             return Finding("DVC", WARN, "; ".join(f"{p}: {s}" for p, s in pending.items())
                            + " (`make record` records it, then commit the .dvc files)")
         return Finding("DVC", OK, "as DVC recorded")
+
+    def output_of(self, path: str) -> str:
+        """The DVC-tracked directory (e.g. results) that holds `path`; `path` itself if none does."""
+        holders = [d for d in self.changes if d.endswith("/") and path.startswith(d)]
+        return max(holders, key=len).rstrip("/") if holders else path
 
 
 def dvc_record(root: Path) -> DvcRecord:
@@ -184,12 +190,16 @@ def audit_run(run: RunAudit, files: RunFiles, checkout: Checkout) -> None:
         add(Finding("run.json", FAIL, str(exc)))
         return
     run.record = record
-    add(_record_finding(run.run_id, record, files, checkout))
-    add(_metrics_finding(record, files, checkout))
-    run.findings += _data_findings(record, checkout)
-    add(_code_finding(record, checkout))
-    add(_packages_finding(record, checkout))
     dvc = checkout.dvc.finding([checkout.relative(files.metrics), checkout.relative(files.record)])
+    try:
+        add(_record_finding(run.run_id, record, files, checkout))
+        add(_metrics_finding(record, files, checkout))
+        run.findings += _data_findings(record, checkout)
+        add(_code_finding(record, checkout))
+        add(_packages_finding(record, checkout))
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a value of the wrong shape
+        add(Finding("run.json", FAIL, f"{checkout.relative(files.record)} is malformed ({exc!r}); "
+                                      + RECOVER.format(run_dir=checkout.relative(files.run_dir))))
     if dvc:
         add(dvc)
 
@@ -236,7 +246,7 @@ def _data_findings(record: dict[str, Any], checkout: Checkout) -> list[Finding]:
 
 
 def _code_finding(record: dict[str, Any], checkout: Checkout) -> Finding:
-    ran, now = record["git"], checkout.git
+    ran, now = record.get("git") or {}, checkout.git
     if not ran.get("commit"):
         return Finding("code", WARN, "the run recorded no commit (not run from a git checkout)")
     notes = []
@@ -361,6 +371,10 @@ def _claims(paper: str, scale: str, checkout: Checkout) -> tuple[pd.DataFrame | 
     if not path.is_file():
         return None, Finding("claims", MISSING, f"{checkout.relative(path)} does not exist")
     ledger = pd.read_csv(path, dtype=str, keep_default_na=False)
+    lacking = sorted({"claim_id", "figure", "scale", "status", "support", "note"} - set(ledger.columns))
+    if lacking:
+        return None, Finding("claims", FAIL, f"{checkout.relative(path)} is not a claims ledger: no column "
+                                             f"{', '.join(lacking)}; rerun snakemake (rule claims)")
     counts = ledger["status"].value_counts()
     summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("PASS", "FAIL", "INCONCLUSIVE"))
     scales = set(ledger["scale"])
@@ -375,7 +389,10 @@ def ledger_scale(paper: str, root: Path) -> str | None:
     path = root / "results" / "claims" / f"{paper}.csv"
     if not path.is_file():
         return None
-    scales = set(pd.read_csv(path, usecols=["scale"], dtype=str)["scale"])
+    try:
+        scales = set(pd.read_csv(path, usecols=["scale"], dtype=str)["scale"])
+    except ValueError:  # no such column: _claims says what is wrong with the file
+        return None
     return scales.pop() if len(scales) == 1 else None
 
 
@@ -383,8 +400,8 @@ def ledger_scale(paper: str, root: Path) -> str | None:
 
 
 def choose_reruns(audits: list[PaperAudit], k: int, seed: int) -> list[str]:
-    """k runs drawn (seeded) from those with a run.json, over all audited papers."""
-    candidates = sorted({rid for a in audits for rid, run in a.runs.items() if run.record is not None})
+    """k runs drawn (seeded) from those with a sound run.json, over all audited papers."""
+    candidates = sorted({rid for a in audits for rid, run in a.runs.items() if run.status_of("run.json") == OK})
     return random.Random(seed).sample(candidates, min(k, len(candidates)))
 
 
