@@ -11,7 +11,7 @@ sm = snakemake  # noqa: F821 (injected by Snakemake)
 
 
 def main():
-    checkout = Checkout.of(Path.cwd())
+    checkout = Checkout.of(Path("."))
     scale = sm.params.scale
     audit = audit_paper(sm.wildcards.paper, sm.params.figures, scale, f"`{scale}` of this pipeline run", checkout)
     write_report(audit, checkout, Path(sm.output.md))

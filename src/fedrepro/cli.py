@@ -144,9 +144,9 @@ def audit_papers(args: argparse.Namespace) -> bool:
     from fedrepro.results.audit_report import summary, write_report
     from fedrepro.validate import known_papers, load_and_validate, with_defaults
 
-    root = Path.cwd()
+    root = Path(".")  # relative, so that the reports name files as results/runs/<run_id>/...
     if not (root / "config" / "config.yaml").is_file():
-        raise ConfigError(f"fedrepro audit: no config/config.yaml in {root}; run it at the root of the checkout")
+        raise ConfigError(f"fedrepro audit: no config/config.yaml in {Path.cwd()}; run it at the root of the checkout")
     with open(root / "config" / "config.yaml") as fh:
         config = with_defaults(yaml.safe_load(fh) or {})
     papers = args.papers or config["papers"]

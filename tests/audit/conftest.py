@@ -36,7 +36,8 @@ def fedvr_smoke(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("fedvr-smoke")
     for name in ("config", "workflow"):
         shutil.copytree(REPO / name, root / name)
-    for name in ("requirements.lock", ".gitignore", ".dvcignore"):
+    for name in ("requirements.lock", ".gitignore", ".dvcignore", "data/.gitignore"):
+        (root / name).parent.mkdir(exist_ok=True)
         shutil.copy(REPO / name, root / name)
     git(root, "init", "-q")
     git(root, "add", "-A")

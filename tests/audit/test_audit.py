@@ -85,10 +85,20 @@ def test_an_intact_result_set_passes(smoke_copy, capsys):
     assert code == 0, out
     assert "fedvr (scale smoke)" in out and "runs 5 OK" in out and "FAIL" not in out
     report = (smoke_copy / "audit" / "fedvr.md").read_text()
+    assert report.count("this checkout") and report.count("has the same code") == 5
     assert "Scale `smoke` from its claims ledger" in report
     assert report.count("sha256 as recorded") == 5  # each run's data file
     assert "<table>" in (smoke_copy / "audit" / "fedvr.html").read_text()
     assert "not a DVC repository" in report
+
+
+def test_a_code_change_since_the_run_is_a_warning_naming_the_file(smoke_copy, capsys):
+    with open(smoke_copy / "config" / "config.yaml", "a") as fh:
+        fh.write("# edited after the runs\n")
+    code, out = audit(capsys)
+    assert code == 0 and "WARN: code in 5 run(s)" in out
+    assert "1 code file(s) differ in this checkout" in (smoke_copy / "audit" / "fedvr.md").read_text()
+    assert "config/config.yaml" in (smoke_copy / "audit" / "fedvr.md").read_text()
 
 
 def test_a_flipped_byte_fails_the_audit_naming_the_file_and_both_hashes(smoke_copy, capsys):
@@ -145,6 +155,7 @@ def test_dvc_record_file_by_file_and_a_changed_figure_table(smoke_copy, dvc_reco
     assert code == 0, out
     report = smoke_copy / "audit" / "fedvr.md"
     assert report.read_text().count("**OK** DVC: as DVC recorded") == 6  # the 5 runs' files and the claims ledger
+    assert report.read_text().count("has the same code (it differs only in DVC records and docs)") == 5
     figure_rows = [row for row in report.read_text().splitlines() if row.startswith("| fig") and "| title |" not in row]
     assert len(figure_rows) == 7 and all("| OK | OK | OK |" in row for row in figure_rows)  # table, files, DVC
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,8 @@ OK, WARN, MISSING, FAIL = "OK", "WARN", "MISSING", "FAIL"
 _RANK = {OK: 0, WARN: 1, MISSING: 2, FAIL: 3}
 RECORD_KEYS = ("run_id", "spec", "git", "packages", "device", "seeds", "data_files", "started", "ended",
                "wall_seconds", "diverged", "summary", METRICS_SHA256)
+# Files that cannot change a result: DVC's records and settings, ignore lists, the documentation.
+NOT_CODE = (".dvc", ".md", ".gitignore", ".dvcignore")
 RECOVER = "rerun it (delete {run_dir}/ and run snakemake again) or restore the recorded version with " \
           "`dvc checkout --force results`"
 
@@ -138,13 +141,15 @@ def _normalize(name: str) -> str:
 
 @dataclass
 class Checkout:
-    """This checkout: its code state, lock file, DVC record and data files (hashed once each)."""
+    """This checkout (`root`, e.g. Path(".")): its code state, lock file, DVC record and data files (hashed once
+    each)."""
 
     root: Path
     git: dict[str, Any]
     lock: dict[str, str] | None
     dvc: DvcRecord
     _hashes: dict[Path, str] = field(default_factory=dict)
+    _changes: dict[str, list[str] | None] = field(default_factory=dict)
 
     @classmethod
     def of(cls, root: Path) -> Checkout:
@@ -154,6 +159,19 @@ class Checkout:
         if path not in self._hashes:
             self._hashes[path] = file_sha256(path)
         return self._hashes[path]
+
+    def code_changes(self, commit: str) -> list[str] | None:
+        """Tracked files that differ between `commit` and this working tree (committed or not), DVC records and
+        docs aside (NOT_CODE); None when git cannot compare them (no git, or a commit unknown here)."""
+        if commit not in self._changes:
+            try:
+                out = subprocess.run(["git", "diff", "--name-only", commit], cwd=self.root, capture_output=True,
+                                     text=True, check=True).stdout
+                self._changes[commit] = [name for name in out.splitlines()
+                                         if not (name.endswith(NOT_CODE) or name.startswith(".dvc/"))]
+            except (subprocess.CalledProcessError, FileNotFoundError):
+                self._changes[commit] = None
+        return self._changes[commit]
 
     def relative(self, path: Path) -> str:
         return str(path.relative_to(self.root)) if path.is_relative_to(self.root) else str(path)
@@ -249,16 +267,20 @@ def _code_finding(record: dict[str, Any], checkout: Checkout) -> Finding:
     ran, now = record.get("git") or {}, checkout.git
     if not ran.get("commit"):
         return Finding("code", WARN, "the run recorded no commit (not run from a git checkout)")
+    commit, here = ran["commit"][:12], str(now.get("commit"))[:12]
     notes = []
     if ran.get("dirty"):
-        notes.append(f"run with uncommitted changes on top of {ran['commit'][:12]}: its code is not in git")
-    if ran["commit"] != now.get("commit"):
-        notes.append(f"run at commit {ran['commit'][:12]}, this checkout is at {str(now.get('commit'))[:12]}")
-    elif now.get("dirty"):
-        notes.append(f"same commit {ran['commit'][:12]}, but this checkout has uncommitted changes")
+        notes.append(f"run with uncommitted changes on top of {commit}: its code is not in git")
+    changes = checkout.code_changes(ran["commit"])
+    if changes is None:
+        notes.append(f"run at commit {commit}, which git cannot compare with this checkout ({here})")
+    elif changes:
+        shown = ", ".join(changes[:5]) + (f" and {len(changes) - 5} more" if len(changes) > 5 else "")
+        notes.append(f"run at commit {commit}; {len(changes)} code file(s) differ in this checkout ({here}): {shown}")
     if notes:
         return Finding("code", WARN, "; ".join(notes))
-    return Finding("code", OK, f"commit {ran['commit'][:12]}, clean, as this checkout")
+    return Finding("code", OK, f"run at commit {commit}, clean; this checkout ({here}) has the same code"
+                   + ("" if ran["commit"] == now.get("commit") else " (it differs only in DVC records and docs)"))
 
 
 def _packages_finding(record: dict[str, Any], checkout: Checkout) -> Finding:
