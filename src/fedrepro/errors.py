@@ -12,6 +12,11 @@ class DataError(Exception):
     """A dataset could not be fetched, verified or decoded."""
 
 
+class ResultsError(Exception):
+    """A result on disk is not what its run recorded (changed, incomplete or unverifiable): the message names
+    the file and says how to recover."""
+
+
 def config_error(source: str, problems: list[str]) -> ConfigError:
     """One error for every problem found in `source`: a single line when there is one problem."""
     if len(problems) == 1:

@@ -10,7 +10,7 @@ wildcard_constraints:
     paper="|".join(PAPERS),
     dataset="|".join(REGISTRY),
     run_id="[0-9a-f]{16}",
-    figure="(?!claims\b)[A-Za-z0-9_]+",  # figures/<paper>/claims.* is the claims rule's figure
+    figure=r"(?!claims\b)[A-Za-z0-9_]+",  # figures/<paper>/claims.* is the claims rule's figure
     view="|".join(VIEWS),
 
 
@@ -34,13 +34,18 @@ def run_outputs(run_ids):
     return [f"results/runs/{rid}/{name}" for rid in run_ids for name in ("metrics.csv", "run.json")]
 
 
-def paper_targets(paper):
+def paper_outputs(paper):
     # a drawing is figures/<paper>/<name>.{pdf,png}, a table figure .{csv,md,tex} (Figure.formats)
     figures = RUNS.paper_figures(paper)
     return [f"figures/{paper}/{f.name}.{ext}" for f in figures for ext in f.formats] + [
         f"results/claims/{paper}.csv",
         f"figures/{paper}/claims.png",
     ]
+
+
+def paper_targets(paper):
+    """A paper's outputs and their audit (rule audit_paper)."""
+    return paper_outputs(paper) + [f"results/audit/{paper}.html"]
 
 
 def train_inputs(wildcards):

@@ -15,8 +15,8 @@ import pandas as pd
 
 from fedrepro.asynchrony import TIMELINE_KINDS
 from fedrepro.experiments.runtable import Figure
-from fedrepro.results.store import RunFiles, read_record, run_files
-from fedrepro.utils.atomic import atomic_path
+from fedrepro.results.store import RunFiles, read_verified_record, run_files
+from fedrepro.utils import atomic
 
 TIMELINE_COLUMNS = ["seed", "kind", "client", "training", "round", "start", "end"]
 
@@ -81,8 +81,8 @@ ROWS: dict[str, Callable[[str, dict[str, Any], RunFiles, Figure], pd.DataFrame]]
 
 def figure_table(figure: Figure, results_dir: Path) -> pd.DataFrame:
     """Every run's rows (ROWS, by the figure's plot kind), after the figure's label columns
-    (Figure.label_columns)."""
-    records = {rid: read_record(run_files(results_dir, rid).record) for rid in figure.run_ids}
+    (Figure.label_columns). Each run's metrics.csv must be the one its run.json vouches for."""
+    records = {rid: read_verified_record(run_files(results_dir, rid)) for rid in figure.run_ids}
     specs = {rid: rec["spec"] for rid, rec in records.items()}
     rows_of = ROWS.get(figure.plot.get("kind"), metric_rows)
     frames = []
@@ -94,10 +94,13 @@ def figure_table(figure: Figure, results_dir: Path) -> pd.DataFrame:
     return table[front + [c for c in table.columns if c not in front]]
 
 
+def figure_table_csv(figure: Figure, results_dir: Path) -> str:
+    """The figure table as the text of its CSV file (the audit compares it with the file on disk)."""
+    return figure_table(figure, results_dir).to_csv(index=False)
+
+
 def write_figure_table(figure: Figure, results_dir: Path, out: Path) -> None:
-    table = figure_table(figure, results_dir)
-    with atomic_path(out, suffix=".csv") as tmp:
-        table.to_csv(tmp, index=False)
+    atomic.write_text(out, figure_table_csv(figure, results_dir))
 
 
 def read_figure_table(path: Path) -> pd.DataFrame:

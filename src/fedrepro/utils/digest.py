@@ -1,10 +1,11 @@
-"""Short content hashes: of arrays recorded in run.json (partitions, initial weights), and of settings
-(run ids, the configuration a Snakemake job reads)."""
+"""Content hashes: short ones of arrays recorded in run.json (partitions, initial weights) and of settings
+(run ids, the configuration a Snakemake job reads); full ones of files (a run's metrics.csv)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,3 +31,12 @@ def config_digest(value: Any) -> str:
     objects as str): equal settings give equal digests in every process, whatever their key order."""
     canonical = json.dumps(_plain(value), sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def file_sha256(path: Path | str) -> str:
+    """The sha256 (hex) of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
