@@ -59,8 +59,8 @@ def fedvr_smoke(tmp_path_factory) -> Path:
         tables.append(results / PAPER / f"{figure.name}.csv")
         write_figure_table(figure, results, tables[-1])
         draw_figure(figure, tables[-1], *(root / "figures" / PAPER / f"{figure.name}.{ext}" for ext in ("pdf", "png")))
-    write_ledger(root / "config" / "claims" / f"{PAPER}.yaml", tables, figures, "smoke",
-                 results / "claims" / f"{PAPER}.csv")
+    write_ledger(root / "config" / "claims" / f"{PAPER}.yaml", tables, {f.name: f.claims_settings() for f in figures},
+                 "smoke", results / "claims" / f"{PAPER}.csv")
     return root
 
 
