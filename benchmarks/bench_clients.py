@@ -119,7 +119,8 @@ def bench(w: Workload, D: int, args) -> tuple[dict[str, tuple[float, float]], fl
     for _ in range(args.repeats):
         for k, fn in runs.items():
             times[k].append(timed(fn, dev))
-    return {k: (statistics.median(ts), (max(ts) - min(ts)) / statistics.median(ts)) for k, ts in times.items()}, max_diff
+    medians = {k: (statistics.median(ts), (max(ts) - min(ts)) / statistics.median(ts)) for k, ts in times.items()}
+    return medians, max_diff
 
 
 def main() -> None:

@@ -7,8 +7,8 @@
   at these sizes the per-op overhead of vmap/autograd, not arithmetic, sets the speed
   (benchmarks/bench_clients.py). On the CPU a conv net of the layers nn/convnets.py knows is one
   autograd graph over all clients (grouped convolutions in channels_last: ~5x the loop on `cnn_tiny`,
-  where vmap is ~1.5x). Any other module, and conv nets on CUDA (whose CUDA-graph path was measured
-  and tested with it), go through torch.func: vmap of grad of the same loss.
+  where vmap is ~1.5x). Any other module, and conv nets on a GPU (where the grouped path is not yet
+  measured or tested; vmap is, under CUDA graphs), go through torch.func: vmap of grad of the same loss.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def stacked_grad(flat: FlatModel, loss: Loss) -> StackedGrad:
         return vmapped
 
     def grouped(w: Tensor, g: Tensor, x: Tensor, y: Tensor, extra: tuple[Tensor, ...]) -> None:
-        if w.is_cuda:
+        if w.device.type != "cpu":
             return vmapped(w, g, x, y, extra)
         params = {n: p.detach().requires_grad_() for n, p in flat.unstack(w, len(y)).items()}
         with torch.enable_grad():  # clients' losses are independent: the gradient of their sum
