@@ -3,7 +3,9 @@
 For D clients running E local steps (one FedCluster cycle, FedAvg round, or a batch of asynchronous
 trainings) each repetition times, in turn:
 - vectorized: LocalTrainer(backend="vectorized"), all D clients in lockstep (on CUDA replayed from a
-  CUDA graph unless --eager);
+  CUDA graph unless --eager); for a conv net on the CPU, the grouped path of nn/convnets.py;
+- vmap (conv nets on the CPU only): the same backend with vmap(grad) as its gradient, the path
+  conv nets took before nn/convnets.py (and still take on CUDA);
 - loop: LocalTrainer(backend="loop"), one client at a time;
 - ceiling: E SGD steps of one plain nn.Module + torch.optim.SGD, each on the D x B samples of a step
   stacked as one batch (no per-client weights: the most a lockstep step could hope for).
@@ -11,11 +13,16 @@ Each timing is the median of --repeats repetitions; "spread" is (max - min) / me
 TIME ratios, e.g. vectorized/ceiling = median time of vectorized / median time of ceiling (lower is
 better: 1.0 = as fast as the ceiling; vectorized/loop < 1 = faster than the loop).
 
-Workloads: quick (spec fedcluster §6.2: CIFAR-10 at 14x14, MLP 588-64-10), paper (§3.0: small
-AlexNet on 3x28x28, a few of its 20 local steps), and w1 (100 devices x 320 MNIST-shaped samples,
-MLP 784-200-200-10, 10 steps of batch 32, lr 0.05).
+The last column is max |vectorized - loop| over the final parameters of the warm-up run (float32).
 
-    .venv/bin/python benchmarks/bench_clients.py                        # quick and w1, CPU, 1 thread
+Workloads: quick (spec fedcluster §6.2: CIFAR-10 at 14x14, MLP 588-64-10), cnn_tiny (the same inputs,
+E and B with `cnn_tiny`, the small AlexNet with 8/16 channels and 64/32 hidden units: issue 12's
+FedCluster quick scale, 10 clients per cycle at 1,000 devices), paper (§3.0: small AlexNet on 3x28x28,
+a few of its 20 local steps), and w1 (100 devices x 320 MNIST-shaped samples, MLP 784-200-200-10, 10
+steps of batch 32, lr 0.05).
+
+    .venv/bin/python benchmarks/bench_clients.py                        # quick, cnn_tiny and w1, CPU, 1 thread
+    .venv/bin/python benchmarks/bench_clients.py --workload cnn_tiny --clients 10 50
     .venv/bin/python benchmarks/bench_clients.py --workload w1 --clients 10 100
     python3 benchmarks/bench_clients.py --workload paper --device cuda --clients 10 100   # on a GPU machine
 """
@@ -26,11 +33,14 @@ import argparse
 import statistics
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 
-from fedrepro.nn import DeviceData, LocalOptimizer, LocalTrainer
+from fedrepro.nn import CROSS_ENTROPY, DeviceData, LocalOptimizer, LocalTrainer
+from fedrepro.nn.convnets import grouped_convnet
+from fedrepro.nn.gradients import vmapped_grad
 from fedrepro.seeding import torch_generator
 from fedrepro.models import build_model
 
@@ -49,6 +59,7 @@ class Workload:
 
 WORKLOADS = {
     "quick": Workload("mlp", (3, 14, 14), 10, 12, 0.01, None, 100, (2, 4, 8, 40)),  # FC20, FC10, FC5, FedAvg
+    "cnn_tiny": Workload("cnn_tiny", (3, 14, 14), 10, 12, 0.01, None, 100, (10, 50)),  # M = 10 / FedAvg at 1000 x 100
     "paper": Workload("alexnet", (3, 28, 28), 30, 2, 0.01, None, 100, (10,)),  # E = 20 in the paper
     "w1": Workload("mlp2", (1, 28, 28), 32, 10, 0.05, 100, 320, (10, 50, 100)),
 }
@@ -67,8 +78,8 @@ def timed(fn, device: str) -> float:
     return time.perf_counter() - start
 
 
-def bench(w: Workload, D: int, args) -> dict[str, tuple[float, float]]:
-    """Median seconds and spread per contender."""
+def bench(w: Workload, D: int, args) -> tuple[dict[str, tuple[float, float]], float]:
+    """Median seconds and spread per contender, and max |vectorized - loop|."""
     dev = args.device
     torch.manual_seed(0)
     model = build_model(w.model, w.shape, 10).to(dev)
@@ -98,20 +109,23 @@ def bench(w: Workload, D: int, args) -> dict[str, tuple[float, float]]:
             F.cross_entropy(model(images[b]), labels[b]).backward()
             sgd.step()
 
-    runs = {"vectorized": lambda: trainers["vectorized"].run(W, idx), "loop": lambda: trainers["loop"].run(W, idx),
-            "ceiling": ceiling}
-    for fn in runs.values():  # warm-up: allocator, kernels, vmap tracing, reused buffers
-        fn()
+    if grouped_convnet(model) and not dev.startswith("cuda"):
+        trainers["vmap"] = LocalTrainer(model, data, opt, w.steps, w.batch, "vectorized")
+        trainers["vmap"]._stacked_grad = vmapped_grad(trainers["vmap"].flat, CROSS_ENTROPY)
+    runs = {name: partial(trainer.run, W, idx) for name, trainer in trainers.items()} | {"ceiling": ceiling}
+    finals = {name: fn() for name, fn in runs.items()}  # warm-up: allocator, kernels, vmap tracing, buffers
+    max_diff = float((finals["vectorized"] - finals["loop"]).abs().max())
     times: dict[str, list[float]] = {k: [] for k in runs}
     for _ in range(args.repeats):
         for k, fn in runs.items():
             times[k].append(timed(fn, dev))
-    return {k: (statistics.median(ts), (max(ts) - min(ts)) / statistics.median(ts)) for k, ts in times.items()}
+    medians = {k: (statistics.median(ts), (max(ts) - min(ts)) / statistics.median(ts)) for k, ts in times.items()}
+    return medians, max_diff
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--workload", choices=[*WORKLOADS, "all"], default="all", help="all: quick and w1")
+    p.add_argument("--workload", choices=[*WORKLOADS, "all"], default="all", help="all: quick, cnn_tiny and w1")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1, help="1: a busy 2-core CPU makes threaded tiny ops stall")
     p.add_argument("--repeats", type=int, default=7)
@@ -124,14 +138,17 @@ def main() -> None:
           f"median of {args.repeats} interleaved repeats, cuda graphs {not args.eager}\n"
           "per contender: client-steps/s (spread); ratios are time ratios, e.g. vectorized/ceiling = "
           "time(vectorized) / time(ceiling), lower is better", flush=True)
-    for name in ("quick", "w1") if args.workload == "all" else (args.workload,):
+    for name in ("quick", "cnn_tiny", "w1") if args.workload == "all" else (args.workload,):
         w = WORKLOADS[name]
         for D in args.clients or w.clients:
-            r = bench(w, D, args)
+            r, max_diff = bench(w, D, args)
             cells = " ".join(f"{k} {D * w.steps / s:.1f} ({spread:.0%})" for k, (s, spread) in r.items())
             vec = r["vectorized"][0]
             ratios = f"vectorized/ceiling={vec / r['ceiling'][0]:.2f} vectorized/loop={vec / r['loop'][0]:.2f}"
-            print(f"{name} clients={D} E={w.steps} B={w.batch} | {cells} | {ratios}", flush=True)
+            if "vmap" in r:
+                ratios += f" vmap/loop={r['vmap'][0] / r['loop'][0]:.2f}"
+            print(f"{name} clients={D} E={w.steps} B={w.batch} | {cells} | {ratios} | max diff {max_diff:.1e}",
+                  flush=True)
 
 
 if __name__ == "__main__":

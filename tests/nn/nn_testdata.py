@@ -11,7 +11,9 @@ from fedrepro.seeding import torch_generator
 from fedrepro.models import build_model
 
 N_POOL, N_DEVICES, PER_DEVICE = 120, 24, 12
-SHAPES = {"mlp": (1, 6, 6), "cnn_tiny": (1, 8, 8)}  # closed-form path and torch.func path (conv, pool, LRN)
+# The vectorized backend's paths: closed-form MLP, and on the CPU grouped conv nets (nn/convnets.py) with
+# LRN and 3x3/2 max-pool (AlexNet's layers) and without padding, 2x2 max-pool (DeFedAvg's CNN).
+SHAPES = {"mlp": (1, 6, 6), "cnn_tiny": (1, 8, 8), "cnn_defedavg_tiny": (1, 16, 16)}
 
 
 def make_streams(*key: object):

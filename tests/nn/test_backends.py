@@ -8,7 +8,7 @@ import torch
 from fedrepro.algorithms.fedcluster import FedAvg, FedCluster
 from fedrepro.nn import OPTIMIZERS
 
-from nn_testdata import N_DEVICES, make_problem, make_streams
+from nn_testdata import N_DEVICES, SHAPES, make_problem, make_streams
 
 ROUNDS = 3
 
@@ -37,7 +37,7 @@ def test_vectorized_equals_loop(problem, algorithm, opt):
     torch.testing.assert_close(vectorized, loop, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("model", ["mlp", "cnn_tiny"])
+@pytest.mark.parametrize("model", sorted(SHAPES))
 def test_vectorized_equals_loop_float32(model):
     problem = make_problem(model, dtype=torch.float32)
     loop = run(problem, "fedcluster", "sgdm", "loop")
@@ -45,7 +45,7 @@ def test_vectorized_equals_loop_float32(model):
 
 
 def test_paper_alexnet_vectorized_gradient_matches_loop():
-    """The paper's model (conv, max-pool, LRN) goes through torch.func as it is."""
+    """The paper's model (conv, max-pool, LRN) at its own size, through the grouped conv path."""
     from fedrepro.nn import DeviceData, LocalOptimizer, LocalTrainer
     from fedrepro.models import build_model
 

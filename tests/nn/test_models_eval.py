@@ -69,9 +69,3 @@ def test_pooled_subsample_is_fixed_by_its_generator():
     a = pooled_train_set(table, subsample=50, gen=torch.Generator().manual_seed(1))
     b = pooled_train_set(table, subsample=50, gen=torch.Generator().manual_seed(1))
     assert all(torch.equal(x, y) for x, y in zip(a, b)) and a[1].sum() == 50
-
-
-def test_plain_mlps_are_known_by_name():
-    from fedrepro.models import MODELS, is_mlp
-
-    assert {name for name in MODELS if is_mlp(name)} == {"mlp", "mlp2"}

@@ -41,7 +41,7 @@ from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, setting_limit
 from fedrepro.utils.digest import array_digest
 from fedrepro.seeding import numpy_rng, stream_key, torch_generator
-from fedrepro.models import is_mlp, seeded_model
+from fedrepro.models import VECTORIZED_ON_CPU, seeded_model
 
 COLUMNS = ["seed", "round", "train_loss", "train_accuracy", "test_loss", "test_accuracy", "samples", "updates",
            "clients"]
@@ -52,12 +52,11 @@ ENVIRONMENT_KEYS = ("dataset", "view", "n_devices", "samples_per_device", "rho_d
 
 
 def resolve_backend(spec: dict[str, Any], device: str) -> str:
-    """`auto`: the vectorized backend on CUDA and for plain MLPs (closed-form batched gradients), the
-    loop backend for conv nets on the CPU, where vmap's grouped convolutions are slower than a loop
-    (benchmarks/bench_clients.py)."""
+    """`auto`: the vectorized backend on CUDA, and on the CPU for the models where it was measured to be
+    faster than the loop (models.VECTORIZED_ON_CPU: MLPs and the small conv nets); else the loop."""
     if spec["backend"] != "auto":
         return spec["backend"]
-    return "vectorized" if device.startswith("cuda") or is_mlp(spec["model"]) else "loop"
+    return "vectorized" if device.startswith("cuda") or spec["model"] in VECTORIZED_ON_CPU else "loop"
 
 
 def algorithm_lr(spec: dict[str, Any]) -> float:

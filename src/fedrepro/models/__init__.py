@@ -39,9 +39,11 @@ def seeded_model(name: str, in_shape: tuple[int, ...], n_classes: int, *seed_par
         return build_model(name, in_shape, n_classes)
 
 
-def is_mlp(name: str) -> bool:
-    """Whether model `name` is a plain MLP (the client layer's closed-form path)."""
-    return getattr(MODELS[name], "func", MODELS[name]) is MLP
+# Where the vectorized client backend beats the one-client loop on a CPU (benchmarks/bench_clients.py,
+# 1 thread): the MLPs (closed-form gradients, 3-12x) and the small conv nets (grouped convolutions:
+# cnn_tiny ~5x, cnn_defedavg_tiny ~2.5x, AlexNet ~1.4x). The 32/64-channel DeFedAvg CNN is compute-bound
+# there and oneDNN's grouped kernels are slower than its plain ones (~0.9x), so it stays on the loop.
+VECTORIZED_ON_CPU = frozenset({"mlp", "mlp2", "cnn_tiny", "cnn_defedavg_tiny", "alexnet"})
 
 
-__all__ = ["MLP", "MODELS", "SmallAlexNet", "TwoConvCNN", "build_model", "is_mlp", "seeded_model"]
+__all__ = ["MLP", "MODELS", "SmallAlexNet", "TwoConvCNN", "VECTORIZED_ON_CPU", "build_model", "seeded_model"]

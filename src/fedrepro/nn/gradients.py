@@ -5,8 +5,10 @@
   caller's buffer (reused across steps: a fresh D*P tensor per step costs as much as the arithmetic).
   A plain MLP (Flatten? Linear (ReLU Linear)*, any depth) has a closed form in batched matmuls:
   at these sizes the per-op overhead of vmap/autograd, not arithmetic, sets the speed
-  (benchmarks/bench_clients.py). Any other module goes through torch.func (vmap of grad of the
-  same loss; convolutions become grouped convolutions).
+  (benchmarks/bench_clients.py). On the CPU a conv net of the layers nn/convnets.py knows is one
+  autograd graph over all clients (grouped convolutions in channels_last: ~5x the loop on `cnn_tiny`,
+  where vmap is ~1.5x). Any other module, and conv nets on a GPU (where the grouped path is not yet
+  measured or tested; vmap is, under CUDA graphs), go through torch.func: vmap of grad of the same loss.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call, grad, vmap
 
+from fedrepro.nn.convnets import grouped_convnet, grouped_forward
 from fedrepro.nn.flat import FlatModel
 from fedrepro.nn.losses import Loss
 
@@ -44,6 +47,24 @@ def stacked_grad(flat: FlatModel, loss: Loss) -> StackedGrad:
     flatten = plain_mlp(flat.module)
     if flatten is not None:
         return partial(_mlp_grad, flat, loss, flatten)
+    vmapped = vmapped_grad(flat, loss)
+    if not grouped_convnet(flat.module):
+        return vmapped
+
+    def grouped(w: Tensor, g: Tensor, x: Tensor, y: Tensor, extra: tuple[Tensor, ...]) -> None:
+        if w.device.type != "cpu":
+            return vmapped(w, g, x, y, extra)
+        params = {n: p.detach().requires_grad_() for n, p in flat.unstack(w, len(y)).items()}
+        with torch.enable_grad():  # clients' losses are independent: the gradient of their sum
+            total = loss.value(grouped_forward(flat.module, params, x), y, *extra).sum()
+            grads = torch.autograd.grad(total, list(params.values()))
+        torch.cat([p.reshape(-1) for p in grads], out=g)
+
+    return grouped
+
+
+def vmapped_grad(flat: FlatModel, loss: Loss) -> StackedGrad:
+    """vmap of grad of one client's loss: any module."""
 
     def client_loss(params: dict[str, Tensor], x: Tensor, y: Tensor, *extra: Tensor) -> Tensor:
         return loss.value(functional_call(flat.module, params, (x,)), y, *extra)

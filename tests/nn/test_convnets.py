@@ -1,0 +1,84 @@
+"""The vectorized backend's conv-net path on the CPU (nn/convnets.py): D clients' forward as one grouped
+graph, which models take it, and the backend `auto` picks. Training equality with the loop backend, for
+every algorithm and optimizer, is in test_backends.py and test_clients.py (SHAPES holds the conv nets)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from fedrepro.engines.federated_nn import resolve_backend
+from fedrepro.models import MODELS, VECTORIZED_ON_CPU, build_model
+from fedrepro.nn import BACKENDS, FlatModel
+from fedrepro.nn.convnets import grouped_convnet, grouped_forward
+from fedrepro.nn.gradients import plain_mlp
+
+from nn_testdata import make_problem, make_streams
+
+CONV_SHAPES = {"cnn_tiny": (3, 14, 14), "cnn_defedavg_tiny": (1, 16, 16), "alexnet": (3, 28, 28)}
+
+
+@pytest.mark.parametrize("model", sorted(CONV_SHAPES))
+def test_grouped_forward_equals_each_clients_own_forward(model):
+    torch.manual_seed(0)
+    flat = FlatModel(build_model(model, CONV_SHAPES[model], 10).double())
+    D, B = 3, 2
+    gen = torch.Generator().manual_seed(1)
+    W = flat.flatten() + 0.1 * torch.randn(D, flat.n_params, generator=gen, dtype=torch.float64)
+    x = torch.randn(D, B, *CONV_SHAPES[model], generator=gen, dtype=torch.float64)
+    got = grouped_forward(flat.module, flat.unstack(flat.stack(W, D), D), x)
+    want = torch.stack([flat.forward(W[d], x[d]) for d in range(D)])
+    assert not torch.allclose(want[0], want[1])  # the clients' parameters differ
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_grouped_convnets_are_recognised_by_structure():
+    assert all(grouped_convnet(build_model(name, (3, 28, 28), 10)) for name in ("alexnet", "cnn_tiny", "cnn_defedavg"))
+    assert not grouped_convnet(build_model("mlp", (1, 8, 8), 10))  # no convolution: the closed form
+    conv = dict(in_channels=1, out_channels=2, kernel_size=3)
+    head = [nn.Flatten(), nn.Linear(2 * 6 * 6, 3)]
+    assert grouped_convnet(nn.Sequential(nn.Conv2d(**conv), nn.ReLU(), *head))
+    assert not grouped_convnet(nn.Sequential(nn.Conv2d(**conv), nn.Tanh(), *head))  # an unknown layer
+    assert not grouped_convnet(nn.Sequential(nn.Conv2d(**conv, bias=False), *head))
+    assert not grouped_convnet(nn.Sequential(nn.Conv2d(**conv, padding_mode="reflect", padding=1), *head))
+    assert not grouped_convnet(nn.Sequential(nn.Conv2d(**conv), nn.Flatten(), nn.Linear(72, 3), nn.Tanh()))
+
+    class Residual(nn.Sequential):  # same layers, another forward
+        def forward(self, x):
+            return super().forward(x) + 1
+
+    assert not grouped_convnet(Residual(nn.Conv2d(**conv), *head))
+
+
+def test_other_conv_nets_fall_back_to_vmap_and_equal_the_loop():
+    problem = make_problem("cnn_tiny")
+    torch.manual_seed(0)
+    problem.model = nn.Sequential(nn.Conv2d(1, 3, 3), nn.Tanh(), nn.Flatten(), nn.Linear(3 * 6 * 6, 10)).double()
+    problem.W0 = FlatModel(problem.model).flatten()
+    assert not grouped_convnet(problem.model)
+    out = {}
+    for backend in BACKENDS:
+        trainer = problem.trainer("sgdm", lr=0.1, backend=backend)
+        out[backend] = trainer.run(problem.W0, trainer.draw(make_streams("fallback"), 0, torch.tensor([1, 4, 9])))
+    assert (out["loop"] - problem.W0).abs().max() > 1e-3
+    torch.testing.assert_close(out["vectorized"], out["loop"], rtol=1e-10, atol=1e-12)
+
+
+def test_models_vectorized_on_the_cpu_have_a_batched_path():
+    """`auto` sends these to the vectorized backend on a CPU: each must take the closed form or the
+    grouped conv path, not vmap (slower than the loop for conv nets on a CPU)."""
+    assert VECTORIZED_ON_CPU <= set(MODELS)
+    for name in MODELS:
+        module = build_model(name, (3, 28, 28), 10)
+        assert (name in VECTORIZED_ON_CPU) <= (plain_mlp(module) is not None or grouped_convnet(module)), name
+
+
+@pytest.mark.parametrize(
+    "model, backend, device, expected",
+    [("cnn_tiny", "auto", "cpu", "vectorized"), ("mlp", "auto", "cpu", "vectorized"),
+     ("cnn_defedavg", "auto", "cpu", "loop"), ("cnn_defedavg", "auto", "cuda:0", "vectorized"),
+     ("cnn_tiny", "loop", "cpu", "loop"), ("cnn_defedavg", "vectorized", "cpu", "vectorized")],
+)
+def test_auto_backend(model, backend, device, expected):
+    assert resolve_backend({"model": model, "backend": backend}, device) == expected
