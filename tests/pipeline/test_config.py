@@ -145,3 +145,21 @@ def test_a_figure_or_claim_can_only_use_an_x_column_its_engine_logs(tmp_path):
     config_dir = _paper_config_dir(tmp_path / "claims", claim_on_time, folder="claims")
     with pytest.raises(ConfigError, match="claim C1a: x: 'virtual_time' is not an x column"):
         load_and_validate({}, config_dir)
+
+
+def test_a_title_names_only_the_values_of_the_panels_drawn_at_its_scale():
+    # Fig. 4 of FedPAGE: quick drops the panel with N = 10 clients, smoke keeps only N = 325
+    titles = {scale: build_run_table({"papers": ["fedpage"], "scale": scale}, CONFIG).figure("fedpage", "fig4").title
+              for scale in ("smoke", "quick", "paper")}
+    assert titles["paper"].endswith("with N = 3250, 325, 10 clients")
+    assert titles["quick"].endswith("with N = 3250, 325 clients")
+    assert titles["smoke"].endswith("with N = 325 clients")
+
+
+@pytest.mark.parametrize("title, expected", [("N = {n_clientz}", "title names {n_clientz}, which is not a setting"),
+                                             ("N = {n_clients", "title 'N = {n_clients'")])
+def test_a_title_naming_an_unknown_setting_stops_at_start_up(tmp_path, title, expected):
+    config_dir = _paper_config_dir(tmp_path, lambda c: c["figures"]["fig4"].update(title=title))
+    with pytest.raises(ConfigError) as info:
+        load_and_validate({"scale": "smoke"}, config_dir)
+    assert "figures.fig4" in str(info.value) and expected in str(info.value)
