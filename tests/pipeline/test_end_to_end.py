@@ -2,18 +2,10 @@
 and the DVC round trip a reviewer relies on (record, detect a change, push, pull into a
 fresh clone with nothing left to rerun)."""
 
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
 import pandas as pd
 import pytest
+from checkout import BIN, MIRROR, copy_checkout, sh
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
-MIRROR = Path(os.environ.get("FEDREPRO_DATA_MIRROR", REPO.parent / "shared" / "datasets"))
 TRACKED = ["data/raw", "data/prepared", "results", "figures"]
 EXPECTED_FIGURES = {
     "fedpage": ["fig1a", "fig1b", "fig2a", "fig2b", "fig3a", "fig3b", "fig4", "fig5", "fig6"],
@@ -21,32 +13,11 @@ EXPECTED_FIGURES = {
     "fedcluster": ["fig2", "fig3", "fig4", "fig5", "fig6"],
     "defedavg": ["fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7"],
 }
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not (MIRROR / "MANIFEST.json").exists(), reason=f"no data mirror at {MIRROR}"),
 ]
-
-
-def sh(*cmd: str, cwd: Path) -> str:
-    env = {**os.environ, **GIT_ENV, "FEDREPRO_DATA_MIRROR": str(MIRROR)}
-    done = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return done.stdout + done.stderr
-
-
-def copy_checkout(dest: Path) -> None:
-    """The working tree as git sees it (tracked + new, not ignored), as a new repository."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=REPO, capture_output=True, check=True).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        if (REPO / name).is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, dest / name)
-    sh("git", "init", "-q", cwd=dest)
-    sh("git", "add", "-A", cwd=dest)
-    sh("git", "commit", "-qm", "copy", cwd=dest)
 
 
 def test_smoke_run_report_and_dvc_round_trip(tmp_path):
@@ -74,6 +45,9 @@ def test_smoke_run_report_and_dvc_round_trip(tmp_path):
     sh(BIN / "snakemake", "--cores", "1", "--config", "scale=smoke", "--report", "report.html", cwd=work)
     report = (work / "report.html").read_text(errors="replace")
     assert "fig2a" in report and "fedpage.csv" in report and "claims support" in report
+    # the ledger as a table, a figure's settings as text (not the repr of its Figure)
+    assert "claims ledger (table)" in report and "Figure(paper=" not in report
+    assert "Claims ledger of fedpage (scale smoke)" in (work / "results" / "claims" / "fedpage.html").read_text()
 
     # record, then a single changed byte is reported
     sh(BIN / "dvc", "add", "--quiet", *TRACKED, cwd=work)

@@ -80,6 +80,27 @@ class Figure:
         """File extensions of figures/<paper>/<name>.*"""
         return FORMATS.get(self.plot.get("kind"), DRAWING_FORMATS)
 
+    def __str__(self) -> str:
+        """Its settings as one line of text: the HTML report shows a rule's parameters this way (the
+        dataclass repr, which Snakemake compares to see a parameter change, stays as it is)."""
+        options = ", ".join(f"{k} = {_text(v)}" for k, v in self.plot.items())
+        curves = "; ".join(f"{c.panel}: {c.label}" + "".join(f", {k} = {_text(v)}" for k, v in c.grid.items())
+                           + f" (run {c.run_id})" for c in self.curves)
+        deviations = f" Deviations: {'; '.join(self.deviations)}." if self.deviations else ""
+        return f"{self.paper} {self.name} at scale {self.scale}: {self.title}. Plot: {options}.{deviations} Curves: {curves}."
+
+
+def _text(value: Any) -> str:
+    """A setting as plain text: lists without the quotes of their strings."""
+    return f"[{', '.join(map(_text, value))}]" if isinstance(value, (list, tuple)) else str(value)
+
+
+class Figures(list):
+    """A paper's figures, a list; as text (the report's parameters of the claims rule), their names."""
+
+    def __str__(self) -> str:
+        return ", ".join(figure.name for figure in self)
+
 
 def setting_keys(specs: list[dict[str, Any]]) -> list[str]:
     """Every scalar setting of the runs, so that a figure table alone tells how each curve was made."""
@@ -103,8 +124,8 @@ class RunTable:
                 f"allowed: {', '.join(known) or '(none: unknown paper)'}"
             ) from None
 
-    def paper_figures(self, paper: str) -> list[Figure]:
-        return [f for (p, _), f in sorted(self.figures.items()) if p == paper]
+    def paper_figures(self, paper: str) -> Figures:
+        return Figures(f for (p, _), f in sorted(self.figures.items()) if p == paper)
 
     def datasets(self, run_id: str) -> list[str]:
         return [self.runs[run_id]["dataset"]]
