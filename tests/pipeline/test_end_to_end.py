@@ -46,7 +46,7 @@ def test_smoke_run_report_and_dvc_round_trip(tmp_path):
     report = (work / "report.html").read_text(errors="replace")
     assert "fig2a" in report and "fedpage.csv" in report and "claims support" in report
     # the ledger as a table, a figure's settings as text (not the repr of its Figure)
-    assert "claims ledger (table)" in report and "Figure(paper=" not in report
+    assert "results/claims/fedpage.html" in report and "Figure(paper=" not in report
     assert "Claims ledger of fedpage (scale smoke)" in (work / "results" / "claims" / "fedpage.html").read_text()
 
     # record, then a single changed byte is reported

@@ -14,7 +14,7 @@ rule claims:
             caption="../report/claims.rst",
             category="{paper}",
             subcategory="claims",
-            labels={"figure": "claims ledger"},
+            labels={"figure": "claims ledger (CSV)"},
         ),
         record="results/claims/{paper}.json",
         pdf="figures/{paper}/claims.pdf",
@@ -48,7 +48,7 @@ rule claims_table:
             caption="../report/claims.rst",
             category="{paper}",
             subcategory="claims",
-            labels={"figure": "claims ledger (table)"},
+            labels={"figure": "claims ledger"},
         ),
     params:
         scale=config["scale"],
