@@ -23,7 +23,7 @@ import pandas as pd
 import seaborn as sns
 
 from fedrepro.experiments.runtable import Figure
-from fedrepro.plots.common import finish_figure, mark_diverged, theme
+from fedrepro.plots.common import finish_figure, log_y, mark_diverged, theme
 
 NAMES = {"train_loss": "train loss", "test_accuracy": "test accuracy", "train_accuracy": "train accuracy",
          "test_loss": "test loss", "rho_device": "ρ_device", "rho_cluster": "ρ_cluster"}
@@ -83,7 +83,7 @@ def loss_accuracy(table: pd.DataFrame, figure: Figure, *, metrics: Sequence[str]
                     drawn.append(run)
             mark_diverged(ax, pd.concat(drawn), metric, x)
             if metric in logy:
-                ax.set_yscale("log")
+                log_y(ax)
             ax.set_title(panel if len(metrics) == 1 else f"{panel}: {NAMES.get(metric, metric)}", fontsize=9)
             ax.set_xlabel(xlabel)
             ax.set_ylabel(NAMES.get(metric, metric))
