@@ -2,13 +2,13 @@
 #   snakemake --cores all                         everything selected by config/config.yaml
 #   snakemake --cores 2 fedpage                   one paper
 #   snakemake --cores 2 figures/fedpage/fig2a.pdf one figure (reuses cached runs)
-#   snakemake --cores 2 --config scale=paper      the papers' own settings
+#   snakemake --cores 2 --config scale=paper -- fedpage   one paper at its own settings (`--` ends --config)
 from pathlib import Path
 
 from snakemake.utils import min_version
 
 from fedrepro.errors import ConfigError
-from fedrepro.validate import load_and_validate
+from fedrepro.validate import check_device, load_and_validate
 
 min_version("9.0")
 
@@ -24,11 +24,22 @@ except ConfigError as error:
 PAPERS = sorted({paper for paper, _ in RUNS.figures})
 
 
+onstart:
+    # Before the first job, when jobs run on this machine (a cluster's nodes are not this machine; a dry run
+    # runs nothing): device=cuda needs a GPU here.
+    if workflow.local_exec and not workflow.touch:
+        try:
+            check_device(config["device"])
+        except ConfigError as error:
+            raise WorkflowError(str(error)) from None
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/claims.smk"
+include: "workflow/rules/audit.smk"
 
 
 rule all:

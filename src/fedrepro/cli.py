@@ -4,15 +4,28 @@ from __future__ import annotations
 
 import argparse
 import logging
+import random
 import sys
 from pathlib import Path
 from typing import Callable
 
-from fedrepro.errors import DataError
-from fedrepro.errors import ConfigError
+from fedrepro.errors import ConfigError, DataError, ResultsError
 
 # Errors whose message is the whole story for the user: no traceback.
-USER_ERRORS = (DataError, ConfigError)
+USER_ERRORS = (DataError, ConfigError, ResultsError)
+SCALES = ["smoke", "quick", "paper"]
+ADHOC_DIR = Path("adhoc")  # `fedrepro run` results: git- and DVC-ignored, never the pipeline's results/
+
+DESCRIPTION = """\
+fedrepro reproduces the figures and claims of federated-learning papers. The pipeline itself runs
+through Snakemake (`snakemake --cores 2 fedpage`); this command covers what a person does by hand:
+fetch one dataset, train one curve of a figure with changed settings, audit the results on disk."""
+EPILOG = """\
+examples:
+  fedrepro fetch insurance --mirror ../shared/datasets
+  fedrepro run fedvr fig3 --scale smoke --set rounds=5
+  fedrepro audit                       every paper of config/config.yaml
+  fedrepro audit fedvr --rerun 3       ...and recompute 3 random runs, byte-comparing their metrics"""
 
 
 def run_step(step: Callable[[], None], log_path: str | None = None) -> None:
@@ -23,14 +36,16 @@ def run_step(step: Callable[[], None], log_path: str | None = None) -> None:
     try:
         step()
     except USER_ERRORS as error:
-        logging.getLogger("fedrepro").error("%s", error)
+        if log_path:  # without a log file, logging would print the message a second time
+            logging.getLogger("fedrepro").error("%s", error)
         print(f"fedrepro: error: {error}", file=sys.stderr)
         sys.exit(1)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="fedrepro", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="fedrepro", description=DESCRIPTION, epilog=EPILOG,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     fetch = sub.add_parser("fetch", help="download (or copy from a mirror) and prepare one dataset")
     fetch.add_argument("dataset")
     fetch.add_argument("--mirror", default=None, help="mirror directory (default: $FEDREPRO_DATA_MIRROR)")
@@ -38,19 +53,40 @@ def main(argv: list[str] | None = None) -> None:
     one = sub.add_parser("run", help="train one curve of a figure outside Snakemake, with overrides (checks, tuning)")
     one.add_argument("paper")
     one.add_argument("figure")
-    one.add_argument("--scale", default="quick", choices=["smoke", "quick", "paper"])
+    one.add_argument("--scale", default="quick", choices=SCALES)
     one.add_argument("--panel", help="panel name (default: the figure's first)")
     one.add_argument("--curve", help="curve label (default: the panel's first)")
     one.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="override a run setting; VALUE is read as YAML (e.g. rounds=1, backend=loop)")
-    one.add_argument("--out", default=Path("results/adhoc"), type=Path, help="results directory (not the pipeline's)")
+    one.add_argument("--out", default=ADHOC_DIR, type=Path,
+                     help=f"results directory (default: {ADHOC_DIR}/, ignored by git and DVC; never results/)")
     one.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     one.add_argument("--threads", default=1, type=int)
-    args = parser.parse_args(argv)
+    audit = sub.add_parser("audit", help="check that the results on disk are what their runs recorded",
+                           description="For every figure of the papers, check the runs behind it (run.json, "
+                           "metrics.csv hash, data hashes, code commit, package versions, DVC record), the "
+                           "figure tables and the claims; write audit/<paper>.md; exit 1 on any mismatch.")
+    audit.add_argument("papers", nargs="*", metavar="PAPER", help="papers to audit (default: `papers` of "
+                       "config/config.yaml)")
+    audit.add_argument("--scale", choices=SCALES, help="the scale whose runs to audit (default: the scale of "
+                       "each paper's claims ledger, else `scale` of config/config.yaml)")
+    audit.add_argument("--rerun", type=int, default=0, metavar="K", help="recompute K runs chosen at random in a "
+                       "temporary directory and compare their metrics.csv byte for byte")
+    audit.add_argument("--seed", type=int, help="seed of the choice of runs to rerun (default: a fresh one, "
+                       "printed)")
+    audit.add_argument("--out", default=Path("audit"), type=Path, help="directory of the reports (default: "
+                       "audit/)")
+    return top
 
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
     if args.command == "run":
         run_step(lambda: run_one(args))
-
+    if args.command == "audit":
+        failed: list[bool] = []
+        run_step(lambda: failed.append(audit_papers(args)))
+        sys.exit(1 if failed[0] else 0)
     if args.command == "fetch":
         from fedrepro.data import fetch_dataset, prepare_dataset, resolve_mirror
 
@@ -67,12 +103,14 @@ def run_one(args: argparse.Namespace) -> None:
     executed as rule `train` would; its data must be prepared (e.g. `snakemake data/prepared/<name>.npz`)."""
     import yaml
 
+    from fedrepro.engines import ENGINES
+    from fedrepro.engines.context import resolve_device
     from fedrepro.experiments.execute import execute_run
     from fedrepro.experiments.runtable import RunTable, run_id_of
-    from fedrepro.engines import ENGINES
-    from fedrepro.validate import check, load_and_validate
     from fedrepro.results.store import read_record, run_files
+    from fedrepro.validate import check, load_and_validate
 
+    resolve_device(args.device)  # before any work: a missing GPU is a one-line message
     _, table = load_and_validate({"scale": args.scale}, Path("config"))
     figure = table.figure(args.paper, args.figure)
     curves = [c for c in figure.curves if (args.panel in (None, c.panel)) and (args.curve in (None, c.label))]
@@ -96,3 +134,52 @@ def run_one(args: argparse.Namespace) -> None:
     record = read_record(files.record)
     print(f"wall {record['wall_seconds']:.1f} s on {record['device']['device']}; diverged: {record['diverged']}")
     print(files.metrics.read_text())
+
+
+def audit_papers(args: argparse.Namespace) -> bool:
+    """`fedrepro audit`: the papers' audits (results/audit.py), their reports and a summary; True on a mismatch."""
+    import yaml
+
+    from fedrepro.results.audit import FAIL, Checkout, audit_paper, choose_reruns, ledger_scale, rerun
+    from fedrepro.results.audit_report import summary, write_report
+    from fedrepro.validate import known_papers, load_and_validate, with_defaults
+
+    root = Path(".")  # relative, so that the reports name files as results/runs/<run_id>/...
+    if not (root / "config" / "config.yaml").is_file():
+        raise ConfigError(f"fedrepro audit: no config/config.yaml in {Path.cwd()}; run it at the root of the checkout")
+    with open(root / "config" / "config.yaml") as fh:
+        config = with_defaults(yaml.safe_load(fh) or {})
+    papers = args.papers or config["papers"]
+    unknown = sorted(set(papers) - set(known_papers()))
+    if unknown:
+        raise ConfigError(f"fedrepro audit: unknown paper {', '.join(unknown)}; allowed: {', '.join(known_papers())}")
+    scales = {}
+    for paper in papers:
+        if args.scale:
+            scales[paper] = (args.scale, "given by --scale")
+        elif scale := ledger_scale(paper, root):
+            scales[paper] = (scale, f"from its claims ledger results/claims/{paper}.csv")
+        else:
+            scales[paper] = (config["scale"], "from config/config.yaml (no claims ledger yet)")
+    tables = {s: load_and_validate({"scale": s}, root / "config")[1] for s, _ in scales.values()}
+    checkout = Checkout.of(root)
+    audits = [audit_paper(p, tables[s].paper_figures(p), s, f"`{s}` {why}", checkout) for p, (s, why) in scales.items()]
+
+    if args.rerun > 0:
+        seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1_000_000)
+        chosen = choose_reruns(audits, args.rerun, seed)
+        print(f"rerun: seed {seed} chose {len(chosen)} run(s): {' '.join(chosen) or '(none has a run.json)'} "
+              f"(`--seed {seed}` chooses the same)")
+        for run_id in chosen:
+            audit = next(a for a in audits if run_id in a.runs)
+            run = audit.runs[run_id]
+            run.findings.append(rerun(run_id, tables[audit.scale].runs[run_id], run.record, checkout))
+            print(f"  {run_id}: {run.findings[-1].status} {run.findings[-1].detail}")
+
+    reports = {}
+    for audit in audits:
+        path = args.out / f"{audit.paper}.md"
+        write_report(audit, checkout, path)
+        reports[audit.paper] = str(path)
+    print(summary(audits, reports))
+    return any(f.status == FAIL for a in audits for f in a.all_findings)

@@ -10,3 +10,15 @@ class ConfigError(ValueError):
 
 class DataError(Exception):
     """A dataset could not be fetched, verified or decoded."""
+
+
+class ResultsError(Exception):
+    """A result on disk is not what its run recorded (changed, incomplete or unverifiable): the message names
+    the file and says how to recover."""
+
+
+def config_error(source: str, problems: list[str]) -> ConfigError:
+    """One error for every problem found in `source`: a single line when there is one problem."""
+    if len(problems) == 1:
+        return ConfigError(f"{source}: {problems[0]}")
+    return ConfigError(f"{source}: {len(problems)} problems:\n" + "\n".join(f"  - {p}" for p in problems))

@@ -3,6 +3,7 @@ that says where it is and what is allowed, before any job starts."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -11,18 +12,26 @@ import yaml
 
 from fedrepro.claims.ledger import load_claims
 from fedrepro.engines import ENGINES
-from fedrepro.errors import ConfigError
-from fedrepro.experiments.runtable import Figure, RunTable, build_run_table, load_paper_config
+from fedrepro.engines.context import resolve_device
+from fedrepro.errors import ConfigError, config_error
+from fedrepro.experiments.runtable import Figure, RunTable, build_run_table, label_values, load_paper_config
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = REPO_ROOT / "workflow" / "schemas"
+# plot options whose values are method names of the paper
+METHOD_OPTIONS = ("dashed", "style_independent")
+
+
+@functools.lru_cache(maxsize=None)
 def _schema(name: str, schema_dir: Path = SCHEMA_DIR) -> dict[str, Any]:
+    """A schema, parsed once per process (start-up checks every resolved run against its engine's);
+    callers must not modify it."""
     with open(schema_dir / name) as fh:
         return yaml.safe_load(fh)
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
-    where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+def _describe(error: jsonschema.ValidationError, at: str = "") -> str:
+    where = ".".join([at] * bool(at) + [str(p) for p in error.absolute_path]) or "(top level)"
     if error.validator == "enum":
         return f"{where}: {error.instance!r} is not allowed; allowed values: {', '.join(map(str, error.validator_value))}"
     if error.validator == "additionalProperties":
@@ -34,13 +43,27 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"{where}: {error.message}"
 
 
+def _check(instance: Any, schema: dict[str, Any], source: str, at: str = "") -> None:
+    """Raise ConfigError listing every violation of `schema` by `instance`, which lies at `at` in `source`."""
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(instance),
+                    key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        raise config_error(f"invalid configuration in {source}", [_describe(e, at) for e in errors])
+
+
 def check(instance: Any, schema_name: str, source: str, schema_dir: Path = SCHEMA_DIR) -> None:
     """Raise ConfigError listing every violation of `schema_name` in `instance`."""
-    validator = jsonschema.Draft202012Validator(_schema(schema_name, schema_dir))
-    errors = sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        lines = "\n".join(f"  - {_describe(e)}" for e in errors)
-        raise ConfigError(f"invalid configuration in {source}:\n{lines}")
+    _check(instance, _schema(schema_name, schema_dir), source)
+
+
+def check_plot_options(figure: Figure, schema_dir: Path = SCHEMA_DIR) -> None:
+    """A figure's plot options (the paper's `plot` merged with its own, when of one kind) against those
+    of its kind in the paper schema (`$defs.<kind>_plot`): a misspelt option stops the run here, not
+    when the figure is drawn."""
+    kind = figure.plot.get("kind")
+    defs = _schema("paper.schema.yaml", schema_dir)["$defs"]
+    _check(figure.plot, {"$ref": f"#/$defs/{kind}_plot", "$defs": defs}, f"config/papers/{figure.paper}.yaml",
+           at=f"figures.{figure.name}.plot (kind {kind})")
 
 
 def with_defaults(config: dict[str, Any], schema_dir: Path = SCHEMA_DIR) -> dict[str, Any]:
@@ -66,7 +89,7 @@ def load_and_validate(
     """
     config = with_defaults(config, schema_dir)
     papers = known_papers(schema_dir)
-    engines = {}
+    engines, methods = {}, {}
     for paper in papers:
         path = config_dir / "papers" / f"{paper}.yaml"
         if not path.exists():
@@ -79,29 +102,54 @@ def load_and_validate(
             raise ConfigError(f"{path}: engine: {paper_cfg['engine']!r} is not allowed; allowed values: "
                               f"{', '.join(ENGINES)}")
         engines[paper] = paper_cfg["engine"]
+        methods[paper] = sorted(paper_cfg["methods"])
         if "claims" in paper_cfg["figures"]:  # figures/<paper>/claims.* is the claims figure (rule claims)
             raise ConfigError(f"{path}: a figure may not be named 'claims'; that name is the claims figure's")
         claims_path = config_dir / "claims" / f"{paper}.yaml"
         if not claims_path.exists():
             raise ConfigError(f"no claims file {claims_path} for paper {paper!r}")
-        claims = load_claims(claims_path, set(paper_cfg["figures"]))
+        claims = load_claims(claims_path, label_values(paper_cfg))
         for claim in claims["claims"]:
-            _check_x(claim.get("x"), paper_cfg["engine"], f"{claims_path}: claim {claim['id']}")
+            _check_columns(claim, paper_cfg["engine"], f"{claims_path}: claim {claim['id']}")
     table = build_run_table({**config, "papers": papers}, config_dir)
+    curves = {c.run_id: f"figures.{f.name}, panel {c.panel!r}, curve {c.label!r}"
+              for f in reversed(table.figures.values()) for c in reversed(f.curves)}  # each run's first curve
     for run_id, spec in table.runs.items():
-        check(spec, ENGINES[engines[spec["paper"]]].schema, f"run {run_id} of config/papers/{spec['paper']}.yaml",
-              schema_dir)
+        engine = ENGINES[engines[spec["paper"]]]
+        check(spec, engine.schema, f"run {run_id} of config/papers/{spec['paper']}.yaml", schema_dir)
+        engine.check_limits(spec, f"config/papers/{spec['paper']}.yaml: {curves[run_id]} (run {run_id}, scale "
+                                  f"{config['scale']})")
     for (paper, name), figure in table.figures.items():
-        for x in (figure.plot.get("x"), figure.plot.get("value", {}).get("x")):
-            _check_x(x, engines[paper], f"config/papers/{paper}.yaml: figures.{name}.plot")
-        check_timelines(figure, table.runs)
+        for options in (figure.plot, figure.plot.get("value", {})):
+            _check_columns(options, engines[paper], f"config/papers/{paper}.yaml: figures.{name}.plot")
+        _check_methods(figure.plot, methods[paper], f"config/papers/{paper}.yaml: figures.{name}.plot")
+        check_plot_options(figure, schema_dir)
+        check_timelines(figure, table.runs, engines[paper])
     return config, table
 
 
-def check_timelines(figure: Figure, runs: dict[str, dict[str, Any]]) -> None:
-    """A `gantt` figure draws its runs' timelines: each run must record one (else rule aggregate would
-    fail only after the runs were trained)."""
-    if figure.plot.get("kind") != "gantt":
+def check_device(device: str) -> None:
+    """Jobs that run on this machine with `device: cuda` need a GPU here: checked before the first job
+    (Snakefile onstart), not when every train job fails after the data was fetched."""
+    try:
+        resolve_device(device)
+    except (RuntimeError, ConfigError):  # the run's own check, raised here before any job
+        raise ConfigError(f"config/config.yaml (or --config): device: {device!r}, but torch finds no CUDA device "
+                          f"on this machine; allowed here: auto, cpu") from None
+
+
+# plot kinds drawn from a run's timing trace, which only engine async writes (results/tables.py ROWS)
+TRACE_KINDS = ("gantt", "clients")
+
+
+def check_timelines(figure: Figure, runs: dict[str, dict[str, Any]], engine: str) -> None:
+    """A `gantt` or `clients` figure reads its runs' timing traces, and a `gantt` figure their timelines:
+    each run must record them (else rule aggregate would fail only after the runs were trained)."""
+    kind = figure.plot.get("kind")
+    if kind in TRACE_KINDS and engine != "async":
+        raise ConfigError(f"config/papers/{figure.paper}.yaml: figures.{figure.name} is a {kind} figure, which "
+                          f"reads the timing trace of engine async; this paper's engine is {engine}")
+    if kind != "gantt":
         return
     missing = sorted({c.label for c in figure.curves if not runs[c.run_id].get("record_timeline")})
     if missing:
@@ -109,8 +157,25 @@ def check_timelines(figure: Figure, runs: dict[str, dict[str, Any]]) -> None:
                           f"curves {', '.join(missing)} do not set record_timeline: true")
 
 
-def _check_x(x: str | None, engine: str, where: str) -> None:
-    """A figure or claim may put on its x axis only a column that its engine logs as one."""
-    if x is not None and x not in ENGINES[engine].x:
-        raise ConfigError(f"{where}: x: {x!r} is not an x column of engine {engine}; allowed values: "
-                          f"{', '.join(ENGINES[engine].x)}")
+def _check_methods(options: dict[str, Any], methods: list[str], where: str) -> None:
+    """Plot options that name methods (`dashed`, `style_independent`) name methods of the paper: a typo
+    would otherwise draw the figure without them, silently."""
+    for key in METHOD_OPTIONS:
+        for value in options.get(key, []):
+            if value not in methods:
+                raise ConfigError(f"{where}: {key}: {value!r} is not a method of the paper; allowed values: "
+                                  f"{', '.join(methods)}")
+
+
+def _check_columns(options: dict[str, Any], engine: str, where: str) -> None:
+    """A figure or claim may put on its x axis only a column that its engine logs as one, and read as a
+    metric (`metric`, a plot's `y`, `metrics` or `log_metrics`) only one its engine logs."""
+    allowed = {"x": ENGINES[engine].x, "metric": ENGINES[engine].metrics, "y": ENGINES[engine].metrics,
+               "metrics": ENGINES[engine].metrics, "log_metrics": ENGINES[engine].metrics}
+    for key, columns in allowed.items():
+        values = options.get(key)
+        for value in values if isinstance(values, list) else [values]:
+            if value is not None and columns and value not in columns:
+                what = "an x column" if key == "x" else "a metric"
+                raise ConfigError(f"{where}: {key}: {value!r} is not {what} of engine {engine}; allowed values: "
+                                  f"{', '.join(columns)}")

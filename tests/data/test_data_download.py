@@ -196,6 +196,38 @@ def test_missing_mirror_file_names_the_path(tmp_path):
         fetch_dataset(_dataset("http://unused.invalid/blob.bin"), tmp_path / "raw", mirror)
 
 
+def test_a_deleted_manifest_is_named_as_missing(tmp_path):
+    mirror = _mirror(tmp_path, b"recompressed copy", hashlib.sha256(b"recompressed copy").hexdigest())
+    (mirror / "MANIFEST.json").unlink()
+    with pytest.raises(DataError) as err:
+        fetch_dataset(_dataset("http://unused.invalid/blob.bin"), tmp_path / "raw", mirror)
+    message = str(err.value)
+    assert f"the mirror has no manifest: {mirror / 'MANIFEST.json'} does not exist" in message
+    assert "has no entry" not in message
+
+
+@pytest.mark.parametrize(("manifest", "what"), [([{"sha256": SHA256}], "is a JSON array"),
+                                                ({"blobs/blob.bin": SHA256}, "the entry for blobs/blob.bin is")])
+def test_a_manifest_of_the_wrong_shape_is_a_data_error_naming_it(tmp_path, manifest, what):
+    mirror = _mirror(tmp_path, BODY, manifest_sha=None)
+    (mirror / "MANIFEST.json").write_text(json.dumps(manifest))
+    with pytest.raises(DataError, match=f"{mirror / 'MANIFEST.json'}.*{what}"):
+        fetch_dataset(_dataset("http://unused.invalid/blob.bin"), tmp_path / "raw", mirror)
+
+
+def test_a_truncated_mirror_file_gives_expected_and_actual_sizes(tmp_path):
+    full = b"x" * 5000
+    mirror = _mirror(tmp_path, full[:1200], hashlib.sha256(full).hexdigest())
+    manifest = json.loads((mirror / "MANIFEST.json").read_text())
+    manifest["blobs/blob.bin"]["bytes"] = len(full)
+    (mirror / "MANIFEST.json").write_text(json.dumps(manifest))
+    with pytest.raises(DataError) as err:
+        fetch_dataset(_dataset("http://unused.invalid/blob.bin"), tmp_path / "raw", mirror)
+    message = str(err.value)
+    assert f"(published, {len(BODY)} bytes)" in message and "(mirror MANIFEST.json, 5000 bytes)" in message
+    assert message.endswith(f"sha256 {hashlib.sha256(full[:1200]).hexdigest()}, 1200 bytes")
+
+
 # --- resolve_mirror -----------------------------------------------------------------
 
 

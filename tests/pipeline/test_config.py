@@ -29,15 +29,15 @@ def test_bad_top_level_config_names_key_and_allowed_values(override, expected):
         assert text in str(info.value)
 
 
-def _paper_config_dir(tmp_path: Path, edit, folder: str = "papers") -> Path:
-    """A copy of config/papers/ and config/claims/ with fedpage.yaml of `folder` edited."""
+def _paper_config_dir(tmp_path: Path, edit, folder: str = "papers", paper: str = "fedpage") -> Path:
+    """A copy of config/papers/ and config/claims/ with <paper>.yaml of `folder` edited."""
     for sub in ("papers", "claims"):
         (tmp_path / sub).mkdir(parents=True)
         for path in (CONFIG / sub).glob("*.yaml"):
             (tmp_path / sub / path.name).write_text(path.read_text())
-    cfg = yaml.safe_load((CONFIG / folder / "fedpage.yaml").read_text())
+    cfg = yaml.safe_load((CONFIG / folder / f"{paper}.yaml").read_text())
     edit(cfg)
-    (tmp_path / folder / "fedpage.yaml").write_text(yaml.safe_dump(cfg))
+    (tmp_path / folder / f"{paper}.yaml").write_text(yaml.safe_dump(cfg))
     return tmp_path
 
 
@@ -55,6 +55,29 @@ def _claim(cfg: dict, claim_id: str) -> dict:
         (lambda c: _claim(c, "C7").update(figures=["fig2z"]), ["unknown figure 'fig2z'", "fig2a"]),
         (lambda c: c["claims"].append(dict(_claim(c, "C7"))), ["'C7' is used twice"]),
         (lambda c: c.update(metrik="x"), ["unknown key 'metrik'", "allowed keys", "claims"]),
+        # to the leaf: every column and value a parameter names must exist in the claim's figures (at some
+        # scale, in the paper's terms), every statistic, choice and bound must be one the check knows
+        (lambda c: _claim(c, "C7").update(a={"methd": "fedpage"}),
+         ["claim C7: a: 'methd' is not a column of figures fig2a, fig2b, fig3a, fig3b", "allowed: ", "method"]),
+        (lambda c: _claim(c, "C7").update(a={"method": "fedpagee"}),
+         ["claim C7: a: method 'fedpagee' is not in figures", "allowed values: fedavg, fedpage, scaffold"]),
+        (lambda c: _claim(c, "C1a").update(b={"curve": ["FedPAGE-1", "FedPAGE-30"]}),
+         ["claim C1a: b: curve 'FedPAGE-30' is not in figures fig1a, fig1b", "FedPAGE-10"]),
+        (lambda c: _claim(c, "C7").update(b={"method": "fedavg", "panel": "N=3250"}), ["b: panel 'N=3250'"]),
+        (lambda c: _claim(c, "C7").update(per=["panle"]), ["claim C7: per: 'panle' is not a column", "panel"]),
+        (lambda c: _claim(c, "C10").update(sampled="s"), ["claim C10: sampled: 's' is not a column", "S"]),
+        (lambda c: _claim(c, "C7").update(require="fractoin"),
+         ["claim C7: require: 'fractoin' is not one of all, most, fraction"]),
+        (lambda c: _claim(c, "C7").update(require="fraction"), ["claim C7: require: 'fraction' needs a 'fraction'"]),
+        (lambda c: _claim(c, "C7").update(fraction=0.6), ["claim C7: fraction: read only with require: fraction"]),
+        (lambda c: _claim(c, "C7").update(stat="finall"),
+         ["claim C7: stat: 'finall' is not allowed; allowed values: final, auc, g0, T_<eps>"]),
+        (lambda c: _claim(c, "C7").update(factor="abc"), ["claim C7: factor: 'abc' is not a number"]),
+        (lambda c: _claim(c, "C7").update(factor="1e-4"), ["claim C7: factor: '1e-4' is not a number"]),
+        (lambda c: _claim(c, "C7").update(factor=0), ["claim C7: factor: 0 is not > 0"]),
+        (lambda c: _claim(c, "C7").update(per="panel"), ["claim C7: per: 'panel' is not a list of strings"]),
+        (lambda c: _claim(c, "C7").update(metric="grad_nrom"),
+         ["claim C7: metric: 'grad_nrom' is not a metric of engine finite_sum; allowed values: grad_norm, loss"]),
     ],
 )
 def test_bad_claims_file_stops_at_start_up(tmp_path, edit, expected):
@@ -62,6 +85,7 @@ def test_bad_claims_file_stops_at_start_up(tmp_path, edit, expected):
     with pytest.raises(ConfigError) as info:
         load_and_validate({"scale": "smoke"}, config_dir)
     assert "config/claims/fedpage.yaml" in str(info.value).replace(str(tmp_path) + "/", "config/")
+    assert "\n" not in str(info.value)  # one problem, one line
     for text in expected:
         assert text in str(info.value)
 
@@ -147,6 +171,88 @@ def test_a_figure_or_claim_can_only_use_an_x_column_its_engine_logs(tmp_path):
         load_and_validate({}, config_dir)
 
 
+def test_every_plot_kind_lists_exactly_its_builders_options_in_the_schema():
+    import inspect
+
+    from fedrepro.plots import KINDS
+
+    defs = yaml.safe_load((Path(__file__).resolve().parents[2] / "workflow/schemas/paper.schema.yaml").read_text())["$defs"]
+    for kind, builder in KINDS.items():
+        options = {p.name for p in inspect.signature(builder).parameters.values() if p.kind is p.KEYWORD_ONLY}
+        assert set(defs[f"{kind}_plot"]["properties"]) == options | {"kind"}, kind
+
+
+@pytest.mark.parametrize("edit, expected", [
+    # the paper's options (every figure of its kind inherits them)
+    (lambda c: c["plot"].update(logyy=True), ["fedpage.yaml: plot:", "'logyy' was unexpected", "allowed keys", "logy"]),
+    # a figure's own options, merged with the paper's: checked against the kind they add up to
+    (lambda c: c["figures"]["fig2a"].update(plot={"ylable": "g"}),
+     ["figures.fig2a.plot (kind convergence)", "'ylable' was unexpected", "y, ylabel"]),
+    # an option of another kind
+    (lambda c: c["figures"]["fig2a"].update(plot={"ncols": 2}), ["figures.fig2a.plot", "'ncols' was unexpected"]),
+    # a metric the engine does not log
+    (lambda c: c["figures"]["fig2a"].update(plot={"y": "grad"}),
+     ["figures.fig2a.plot: y: 'grad' is not a metric of engine finite_sum; allowed values: grad_norm"]),
+])
+def test_a_misspelt_plot_option_stops_at_start_up(tmp_path, edit, expected):
+    with pytest.raises(ConfigError) as info:
+        load_and_validate({"scale": "smoke"}, _paper_config_dir(tmp_path, edit))
+    assert "\n" not in str(info.value)
+    for text in expected:
+        assert text in str(info.value)
+
+
+@pytest.mark.parametrize("paper, edit, expected", [
+    # values of the column another parameter names, in the paper's terms (quick runs n = 1..16 of 20 clients)
+    ("defedavg", lambda c: _claim(c, "C9a").update(order=[10, 20, 25]), ["claim C9a: order: n 25 is not in figures"]),
+    ("defedavg", lambda c: _claim(c, "C4b").update(than=[40, 800]), ["claim C4b: than: n 800 is not in figures"]),
+    ("fedcluster", lambda c: _claim(c, "C5a").update(greater="cifar"),
+     ["claim C5a: greater: dataset 'cifar' is not in figures", "allowed values: cifar10, mnist"]),
+    ("fedvr", lambda c: _claim(c, "C1").update(stats=["mean_err_final", "auc_"]),
+     ["claim C1: stats: 'auc_' is not allowed; allowed values: mean_err_final"]),
+])
+def test_claims_of_every_engine_are_checked_against_their_figures(tmp_path, paper, edit, expected):
+    config_dir = _paper_config_dir(tmp_path, edit, folder="claims", paper=paper)
+    with pytest.raises(ConfigError) as info:
+        load_and_validate({"scale": "smoke"}, config_dir)
+    for text in expected:
+        assert text in str(info.value)
+
+
+@pytest.mark.parametrize("paper, edit, scale, expected", [
+    ("fedpage", lambda c: c["methods"]["scaffold"].update(S=5000), "paper",
+     "S = 5000 exceeds n_clients (3250)"),
+    ("fedpage", lambda c: c["panels"]["a9a_robust"].update(samples_per_client=100), "paper",
+     "n_clients x samples_per_client = 325000 exceeds the rows of a9a (32561)"),
+    ("fedpage", lambda c: c["methods"]["scaffold"].update(b=11), "paper", "b = 11 exceeds samples_per_client (10)"),
+    ("fedvr", lambda c: c["defaults"].update(samples_per_agent=100), "smoke",
+     "n_agents x samples_per_agent = 1800 exceeds the rows of insurance (1338)"),
+    ("fedvr", lambda c: c["methods"]["fedavg_uniform"].update(agents_per_round=19), "smoke",
+     "agents_per_round = 19 exceeds n_agents (18)"),
+    ("fedcluster", lambda c: c["defaults"].update(samples_per_device=70000), "paper",
+     "samples_per_device = 70000 exceeds the rows of "),
+    ("defedavg", lambda c: c["panels"]["fmnist_iid"].update(samples_per_client=601), "paper",
+     "n_clients x samples_per_client = 60100 exceeds the rows of fashion_mnist (60000)"),
+])
+def test_settings_that_exceed_the_data_stop_at_start_up(tmp_path, paper, edit, scale, expected):
+    """Named with the figure, panel and curve of a run that has them, before any data is fetched
+    (the row counts are the registry's)."""
+    with pytest.raises(ConfigError) as info:
+        load_and_validate({"scale": scale}, _paper_config_dir(tmp_path, edit, paper=paper))
+    message = str(info.value)
+    assert expected in message and f"config/papers/{paper}.yaml: figures." in message and "\n" not in message
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has CUDA")
+def test_device_cuda_without_cuda_names_the_key():
+    from fedrepro.validate import check_device
+
+    check_device("cpu"), check_device("auto")
+    with pytest.raises(ConfigError, match="device: 'cuda', but torch finds no CUDA device on this machine; "
+                                          "allowed here: auto, cpu"):
+        check_device("cuda")
+
+
 def test_a_title_names_only_the_values_of_the_panels_drawn_at_its_scale():
     # Fig. 4 of FedPAGE: quick drops the panel with N = 10 clients, smoke keeps only N = 325
     titles = {scale: build_run_table({"papers": ["fedpage"], "scale": scale}, CONFIG).figure("fedpage", "fig4").title
@@ -163,3 +269,17 @@ def test_a_title_naming_an_unknown_setting_stops_at_start_up(tmp_path, title, ex
     with pytest.raises(ConfigError) as info:
         load_and_validate({"scale": "smoke"}, config_dir)
     assert "figures.fig4" in str(info.value) and expected in str(info.value)
+
+
+@pytest.mark.parametrize("plot, expected", [
+    ({"style_independent": ["cgsd"]}, "plot: style_independent: 'cgsd' is not a method of the paper; allowed values: "
+                                      "csgd, fedavg, fedcluster"),
+    ({"dashed": ["csdg"]}, "plot: dashed: 'csdg' is not a method of the paper"),
+    ({"log_metrics": ["train_los"]}, "plot: log_metrics: 'train_los' is not a metric of engine federated_nn"),
+    ({"legend": "outsde"}, "legend: 'outsde' is not allowed; allowed values: inside, outside"),
+])
+def test_a_loss_accuracy_option_naming_no_method_or_metric_stops_at_start_up(tmp_path, plot, expected):
+    config_dir = _paper_config_dir(tmp_path, lambda c: c["figures"]["fig2"]["plot"].update(plot), paper="fedcluster")
+    with pytest.raises(ConfigError) as info:
+        load_and_validate({"scale": "smoke"}, config_dir)
+    assert "figures.fig2" in str(info.value) and expected in str(info.value)

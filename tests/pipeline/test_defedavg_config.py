@@ -70,8 +70,8 @@ def test_claims_read_a_reduced_scale_in_the_papers_terms():
     _, figures = _resolve("quick")
     fig6 = figures["fig6"]
     table = pd.DataFrame({"n": [1, 2, 4, 8, 16], "K": [10] * 5, "test_accuracy": [0.1] * 5})
-    back = in_paper_terms(table, fig6)
+    back = in_paper_terms(table, fig6.values)
     assert back["n"].tolist() == [5, 10, 20, 40, 80] and back["K"].tolist() == [50] * 5
     assert table["n"].tolist() == [1, 2, 4, 8, 16]  # the figure table itself is left as it is
     _, paper_figures = _resolve("paper")
-    assert in_paper_terms(table, paper_figures["fig6"])["n"].tolist() == [1, 2, 4, 8, 16]  # no map at paper scale
+    assert in_paper_terms(table, paper_figures["fig6"].values)["n"].tolist() == [1, 2, 4, 8, 16]  # no map at paper scale

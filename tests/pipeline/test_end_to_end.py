@@ -2,22 +2,30 @@
 and the DVC round trip a reviewer relies on (record, detect a change, push, pull into a
 fresh clone with nothing left to rerun)."""
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
-from checkout import BIN, MIRROR, copy_checkout, sh
+
+from workflow_copy import BIN, MIRROR, copy_checkout, run
 
 TRACKED = ["data/raw", "data/prepared", "results", "figures"]
 EXPECTED_FIGURES = {
     "fedpage": ["fig1a", "fig1b", "fig2a", "fig2b", "fig3a", "fig3b", "fig4", "fig5", "fig6"],
     "fedvr": ["fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9"],
     "fedcluster": ["fig2", "fig3", "fig4", "fig5", "fig6"],
-    "defedavg": ["fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7"],
+    "defedavg": ["fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "participation"],
 }
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not (MIRROR / "MANIFEST.json").exists(), reason=f"no data mirror at {MIRROR}"),
 ]
+
+
+def sh(*cmd: str, cwd: Path) -> str:
+    done = run(*cmd, cwd=cwd, env={"FEDREPRO_DATA_MIRROR": str(MIRROR)})
+    return done.stdout + done.stderr
 
 
 def test_smoke_run_report_and_dvc_round_trip(tmp_path):

@@ -1,5 +1,6 @@
 """Running one spec: results files, provenance, determinism, divergence, resume after a kill."""
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -32,6 +33,7 @@ def test_results_are_byte_identical_and_provenance_is_complete(tmp_path, synthet
     assert metrics.groupby("seed")["grad_norm"].last().lt(metrics.groupby("seed")["grad_norm"].first()).all()
     record = json.loads(first.record.read_text())
     assert record["run_id"] == rid and record["spec"] == spec and record["diverged"] is False
+    assert record["metrics_sha256"] == hashlib.sha256(first.metrics.read_bytes()).hexdigest()
     assert record["data_files"][0]["source"] == "mirror" and len(record["data_files"][0]["sha256"]) == 64
     for key in ("commit", "dirty"):
         assert key in record["git"]

@@ -95,7 +95,7 @@ def test_the_loss_accuracy_kind_lays_panels_out_as_the_paper(tables):
 def test_a_curve_independent_of_the_style_is_drawn_once_and_the_legend_covers_no_axes(tables):
     figure = tables["smoke"].figure("fedcluster", "fig2")
     fig = loss_accuracy(_fig2_rows(), figure, metrics=["train_loss", "test_accuracy"], ncols=1, style="rho_device",
-                        dashed=["csgd"], style_independent=["csgd"], legend="outside", logy=["train_loss"])
+                        dashed=["csgd"], style_independent=["csgd"], legend="outside", log_metrics=["train_loss"])
     loss, accuracy = [ax for ax in fig.axes if ax.get_visible()][:2]  # the top panel
     assert loss.get_legend() is None
     labels = [t.get_text() for t in accuracy.get_legend().get_texts()]

@@ -14,8 +14,9 @@ from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import Curve, Figure
 from fedrepro.plots import draw_figure
 from fedrepro.plots.gantt import gantt
-from fedrepro.results.store import run_files, write_metrics
+from fedrepro.results.store import METRICS_SHA256, run_files, write_metrics
 from fedrepro.results.tables import figure_table, write_figure_table
+from fedrepro.utils.digest import file_sha256
 from fedrepro.validate import check, check_timelines
 
 # one local step takes 0.5 s on the fastest client; a transfer takes 0.5 s
@@ -46,7 +47,8 @@ def _write_run(results, label: str, protocol: str, seeds=(0, 1), timeline: bool 
     write_metrics(files.metrics, rows, ["seed", "round", "sim_time", "test_accuracy"])
     spec = {"engine": "async", "algorithm": protocol, "n_clients": 3, "n": 2, "K": 4, "rounds": ROUNDS,
             "record_timeline": timeline}
-    files.record.write_text(json.dumps({"run_id": run_id, "spec": spec, "summary": {"seeds": facts}}))
+    files.record.write_text(json.dumps({"run_id": run_id, "spec": spec, "summary": {"seeds": facts},
+                                        METRICS_SHA256: file_sha256(files.metrics)}))
     return Curve("protocols", label, label.lower(), run_id, {}), traces
 
 
@@ -133,8 +135,11 @@ def test_the_schema_checks_gantt_options():
 def test_a_gantt_figure_whose_runs_record_no_timeline_is_refused_at_start_up(tmp_path):
     figure, _ = _figure(tmp_path / "results")
     runs = {c.run_id: {"record_timeline": True} for c in figure.curves}
-    check_timelines(figure, runs)
+    check_timelines(figure, runs, "async")
+    with pytest.raises(ConfigError, match="figures.fig1 is a gantt figure, which reads the timing trace of engine "
+                                          "async; this paper's engine is federated_nn"):
+        check_timelines(figure, runs, "federated_nn")
     runs[figure.curves[1].run_id] = {}
     with pytest.raises(ConfigError, match="figures.fig1 is a gantt figure, but its curves DeFedAvg-nIID do not set "
                                           "record_timeline: true"):
-        check_timelines(figure, runs)
+        check_timelines(figure, runs, "async")

@@ -20,8 +20,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from checkout import BIN, MIRROR, copy_checkout, sh
 from slurm_cluster import JOBCOMP, PARTITION, Unavailable, local_cluster
+from workflow_copy import BIN, MIRROR, copy_checkout, run
 
 PAPER, FIGURE = "fedvr", "fig3"  # the cheapest smoke figure: 2 runs of 10 rounds (4 Monte Carlo seeds)
 TARGET = f"results/{PAPER}/{FIGURE}.csv"
@@ -80,9 +80,11 @@ def test_a_smoke_figure_table_through_the_slurm_profile_matches_a_local_run(clus
         work.mkdir()
         copy_checkout(work)
 
-    sh(BIN / "snakemake", "--cores", "2", TARGET, *CONFIG, cwd=local)
-    out = sh(BIN / "snakemake", "--workflow-profile", "profiles/slurm", TARGET, *CONFIG, *SLURM_ARGS,
-             cwd=remote, env=env)
+    mirror = {"FEDREPRO_DATA_MIRROR": str(MIRROR)}
+    run(BIN / "snakemake", "--cores", "2", TARGET, *CONFIG, cwd=local, env=mirror)
+    done = run(BIN / "snakemake", "--workflow-profile", "profiles/slurm", TARGET, *CONFIG, *SLURM_ARGS,
+               cwd=remote, env={**env, **mirror})
+    out = done.stdout + done.stderr
 
     # every job Snakemake planned, but the local rules, was submitted with sbatch and completed under SLURM
     planned = Counter(dict((rule, int(n)) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", out, re.M)))

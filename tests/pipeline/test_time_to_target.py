@@ -1,4 +1,4 @@
-"""Time to target and summaries on a non-uniform x (a simulated clock): known answers."""
+"""Time to target, its trends and ratios, and summaries on a non-uniform x (a simulated clock): known answers."""
 
 import math
 
@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedrepro.claims.checks.final_values import time_to_target
+from fedrepro.claims.checks.final_values import time_ratio_by_group, time_to_target, time_to_target_trend
+from fedrepro.claims.checks.learning_curves import oscillation_falls
 from fedrepro.claims.data import ClaimData
-from fedrepro.claims.ledger import validate_claims
+from fedrepro.claims.validation import validate_claims
 from fedrepro.errors import ConfigError
 from fedrepro.results.summaries import auc_fin_per_seed, mean_curve, seed_summaries
 from fedrepro.results.summaries import time_to_target as t2t_summary
@@ -91,9 +92,82 @@ def test_claims_validation_names_a_bad_choice_or_parameter():
     claim = {"id": "T1", "check": "time_to_target", "a": {}, "b": {}, "per": [], "metric": "test_accuracy",
              "target": 0.9, "higher": True}
     validate_claims({"claims": [claim]}, "t.yaml")
-    with pytest.raises(ConfigError, match="seeds 'average' is not allowed; allowed values: mean, median"):
+    with pytest.raises(ConfigError, match="seeds: 'average' is not one of mean, median"):
         validate_claims({"claims": [{**claim, "seeds": "average"}]}, "t.yaml")
     with pytest.raises(ConfigError, match="'targte' is not a parameter"):
         validate_claims({"claims": [{**claim, "targte": 0.9}]}, "t.yaml")
     with pytest.raises(ConfigError, match="needs 'target'"):
         validate_claims({"claims": [{k: v for k, v in claim.items() if k != "target"}]}, "t.yaml")
+
+
+def _reaching(times: dict, extra: dict | None = None) -> pd.DataFrame:
+    """One run per key of `times` (a value of n), its curve reaching accuracy 1 at that time (inf: never)."""
+    rows = []
+    for n, t in times.items():
+        reached = math.isfinite(t)
+        for x, acc in ((0.0, 0.0), (t if reached else 50.0, 1.0 if reached else 0.0), (100.0, 1.0 if reached else 0.0)):
+            rows.append({"figure": "t", "panel": "p", "curve": f"n={n}", "method": "m", "run_id": f"r{n}", "seed": 0,
+                         "n": n, "virtual_time": x, "test_accuracy": acc, "diverged": False, **(extra or {})})
+    return pd.DataFrame(rows)
+
+
+def _trend(table, **params):
+    params = {"select": {}, "per": ["panel"], "along": "n", "order": [10, 20, 40, 80], "metric": "test_accuracy",
+              "target": 0.5, "higher": True, "x": "virtual_time", "increasing": True, **params}
+    return time_to_target_trend(ClaimData(table, LABELS + ["n"]), **params)
+
+
+def test_time_to_target_trend_counts_inversions_and_ranks_never_as_slowest():
+    rising = _reaching({10: 5.0, 20: 9.0, 40: 20.0, 80: math.inf})
+    result = _trend(rising)
+    assert result.status == "PASS" and "Spearman +1.00" in result.measured
+    assert result.margin == pytest.approx(math.log10(9 / 5))  # the smallest step, 5 -> 9
+    assert _trend(rising, increasing=False).status == "FAIL"
+    bumpy = _reaching({10: 5.0, 20: 9.0, 40: 7.0, 80: 30.0})  # one step against the trend
+    assert _trend(bumpy).status == "FAIL"
+    assert _trend(bumpy, inversions=1).status == "PASS"
+    assert _trend(bumpy, inversions=1).margin == pytest.approx(math.log10(9 / 5))
+    result = _trend(_reaching({10: math.inf, 20: math.inf, 40: math.inf, 80: math.inf}))
+    assert result.status == "INCONCLUSIVE" and "undecided" in result.measured
+    assert _trend(_reaching({10: 5.0, 20: 9.0, 40: 20.0})).status == "INCONCLUSIVE"  # n = 80 missing
+
+
+def test_time_ratio_by_group_compares_mean_speed_ups():
+    def cell(n, t_a, t_b):
+        a = _reaching({n: t_a}).assign(panel=f"n={n}", method="a", curve="A", run_id=f"a{n}")
+        b = _reaching({n: t_b}).assign(panel=f"n={n}", method="b", curve="B", run_id=f"b{n}")
+        return [a, b]
+
+    def check(table):
+        return time_ratio_by_group(ClaimData(table, LABELS + ["n"]), a={"method": "a"}, b={"method": "b"},
+                                   per=["panel"], group="n", greater=[10, 20], than=[40, 80], metric="test_accuracy",
+                                   target=0.5, higher=True, x="virtual_time")
+
+    # ratios T(b)/T(a): 2 and 4 at small n (mean 3), 1 and 0.5 at large n (mean 0.75)
+    table = pd.concat(cell(10, 5, 10) + cell(20, 5, 20) + cell(40, 10, 10) + cell(80, 20, 10), ignore_index=True)
+    result = check(table)
+    assert result.status == "PASS" and result.margin == pytest.approx(math.log10(3 / 0.75))
+    flipped = pd.concat(cell(10, 10, 10) + cell(20, 10, 5) + cell(40, 5, 20) + cell(80, 5, 10), ignore_index=True)
+    assert check(flipped).status == "FAIL"
+    never = pd.concat(cell(10, 5, 10) + cell(40, math.inf, math.inf), ignore_index=True)
+    assert check(never).status == "INCONCLUSIVE"  # the only large-n cell is undecided
+
+
+def test_oscillation_falls_with_n():
+    rng = np.random.default_rng(0)
+    rows = []
+    for n, noise in ((5, 0.08), (10, 0.04), (20, 0.02), (40, 0.01)):
+        acc = 0.8 + noise * rng.standard_normal(40)
+        rows += [{"figure": "t", "panel": "p", "curve": f"n={n}", "method": "m", "run_id": f"r{n}", "seed": s,
+                  "n": n, "round": r, "test_accuracy": a + 0.001 * s, "diverged": False}
+                 for s in (0, 1) for r, a in enumerate(acc)]
+    table = pd.DataFrame(rows)
+
+    def check(t):
+        return oscillation_falls(ClaimData(t, LABELS + ["n"]), select={}, per=["panel"], along="n")
+
+    result = check(table)
+    assert result.status == "PASS" and result.margin == pytest.approx(1.0)  # Spearman -1
+    reversed_n = table.assign(n=table["n"].map({5: 40, 10: 20, 20: 10, 40: 5}))
+    assert check(reversed_n).status == "FAIL"
+    assert check(table[table["n"] <= 10]).status == "INCONCLUSIVE"  # fewer than 3 curves

@@ -1,5 +1,6 @@
 # Check each claim of a paper against our figure tables: PASS / FAIL / INCONCLUSIVE, each with its
-# bootstrap support and margin (the bootstrap's settings in the .json), and the claims figure.
+# bootstrap support and margin (the bootstrap's settings in the .json), and the claims figure. Its params are
+# what it reads of the figures (plain data, which Snakemake records: a change reruns it, a new title does not).
 
 
 rule claims:
@@ -27,7 +28,7 @@ rule claims:
         ),
     params:
         scale=config["scale"],
-        figures=lambda wildcards: RUNS.paper_figures(wildcards.paper),
+        figures=claims_settings,
     log:
         "logs/claims/{paper}.log",
     threads: 1

@@ -2,13 +2,15 @@
 from fedrepro.data import REGISTRY
 from fedrepro.data.views import VIEWS
 from fedrepro.engines import ENGINES
+from fedrepro.experiments.runtable import Figure
+from fedrepro.utils.digest import config_digest
 
 
 wildcard_constraints:
     paper="|".join(PAPERS),
     dataset="|".join(REGISTRY),
     run_id="[0-9a-f]{16}",
-    figure="(?!claims\b)[A-Za-z0-9_]+",  # figures/<paper>/claims.* is the claims rule's figure
+    figure=r"(?!claims\b)[A-Za-z0-9_]+",  # figures/<paper>/claims.* is the claims rule's figure
     view="|".join(VIEWS),
 
 
@@ -16,11 +18,23 @@ def figure_of(wildcards):
     return RUNS.figure(wildcards.paper, wildcards.figure)
 
 
+def settings_of(part):
+    """A param of a figure's job: the digest of the part of its figure that the job reads (e.g.
+    Figure.table_settings). Snakemake reruns a job whose params changed (a default rerun trigger), so a
+    new title redraws the figure and a new curve label rebuilds its table, without retraining."""
+    return lambda wildcards: config_digest(part(figure_of(wildcards)))
+
+
+def claims_settings(wildcards):
+    """What rule claims reads of a paper's figures, by name (Figure.claims_settings)."""
+    return {f.name: f.claims_settings() for f in RUNS.paper_figures(wildcards.paper)}
+
+
 def run_outputs(run_ids):
     return [f"results/runs/{rid}/{name}" for rid in run_ids for name in ("metrics.csv", "run.json")]
 
 
-def paper_targets(paper):
+def paper_outputs(paper):
     # a drawing is figures/<paper>/<name>.{pdf,png}, a table figure .{csv,md,tex} (Figure.formats)
     figures = RUNS.paper_figures(paper)
     return [f"figures/{paper}/{f.name}.{ext}" for f in figures for ext in f.formats] + [
@@ -28,6 +42,11 @@ def paper_targets(paper):
         f"results/claims/{paper}.html",
         f"figures/{paper}/claims.png",
     ]
+
+
+def paper_targets(paper):
+    """A paper's outputs and their audit (rule audit_paper)."""
+    return paper_outputs(paper) + [f"results/audit/{paper}.html"]
 
 
 def train_inputs(wildcards):

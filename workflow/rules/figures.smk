@@ -1,6 +1,7 @@
 # Tidy table behind each figure (the runs' metrics; their timelines for a figure of kind `gantt`: results/
 # tables.py ROWS), then the figure itself: PDF + PNG for a drawing, CSV + Markdown + LaTeX for a figure of
-# kind `table` (common.smk paper_targets asks for the files of each figure's kind).
+# kind `table` (common.smk paper_targets asks for the files of each figure's kind). `settings` is a digest of
+# what each job reads of its figure: a change to it reruns the job (common.smk settings_of).
 
 
 rule aggregate:
@@ -10,6 +11,7 @@ rule aggregate:
         "results/{paper}/{figure}.csv",
     params:
         figure=figure_of,
+        settings=settings_of(Figure.table_settings),
     log:
         "logs/aggregate/{paper}/{figure}.log",
     threads: 1
@@ -33,6 +35,7 @@ rule plot:
         ),
     params:
         figure=figure_of,
+        settings=settings_of(Figure.drawing_settings),
     log:
         "logs/plot/{paper}/{figure}.log",
     threads: 1
@@ -57,6 +60,7 @@ rule table:
         tex="figures/{paper}/{figure}.tex",
     params:
         figure=figure_of,
+        settings=settings_of(Figure.drawing_settings),
     log:
         "logs/table/{paper}/{figure}.log",
     threads: 1

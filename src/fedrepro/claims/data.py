@@ -122,6 +122,19 @@ class ClaimData:
         return self._per_seed("auc_fin", lambda t: summaries.auc_fin_per_seed(t, self.labels, metric, higher, x),
                               metric, higher, x)
 
+    def rank_correlations(self, x: str, y: str) -> pd.DataFrame:
+        """Spearman's rho of columns x and y per (run, seed) (results.summaries.rank_correlations)."""
+        return self._per_seed("rank_correlations", lambda t: summaries.rank_correlations(t, self.labels, x, y), x, y)
+
+    def seed_values(self, column: str) -> pd.DataFrame:
+        """A per-seed fact per (run, seed) (results.summaries.seed_values)."""
+        return self._per_seed("seed_values", lambda t: summaries.seed_values(t, self.labels, column), column)
+
+    def oscillation(self, metric: str, x: str, window: float) -> pd.DataFrame:
+        """Spread of a curve's steps per (run, seed) (results.summaries.oscillation_per_seed)."""
+        return self._per_seed("oscillation", lambda t: summaries.oscillation_per_seed(t, self.labels, metric, x, window),
+                              metric, x, window)
+
     def times_to_target(self, metric: str, target: float | dict, higher: bool, x: str, seeds: str) -> pd.DataFrame:
         """t_target per run (results.summaries.time_to_target); a resample recomputes it from its rows
         (a seed-mean curve is not a per-seed summary)."""

@@ -11,10 +11,10 @@ import pandas as pd
 import yaml
 
 from fedrepro.claims import support as bootstrap_rule
-from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, UNITS, Result, check_choices, check_parameters
+from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, UNITS, Result
 from fedrepro.claims.data import ClaimData
-from fedrepro.errors import ConfigError
-from fedrepro.experiments.runtable import Figure
+from fedrepro.claims.validation import CLAIM_FIELDS, FigureLabels, validate_claims
+from fedrepro.experiments.runtable import paper_value
 from fedrepro.results.tables import merged_labels, read_figure_table
 from fedrepro.utils.atomic import atomic_path
 
@@ -22,50 +22,6 @@ from fedrepro.utils.atomic import atomic_path
 # check's distance from its threshold in its own units (> 0: holds); margin_se: margin / its bootstrap s.d.
 COLUMNS = ["claim_id", "figure", "scale", "status", "support", "margin", "margin_se", "measured", "expected", "note",
            "quote"]
-# keys of a claim entry that are not parameters of its check
-CLAIM_FIELDS = {"id", "quote", "figures", "check", "expected", "note", "min_seeds"}
-# top-level keys of a claims file (each check names its own metric, x column and window)
-LEDGER_FIELDS = {"paper", "claims"}
-
-
-def validate_claims(claims_cfg: Any, source: str, figures: set[str] | None = None) -> None:
-    """Stop on a claims file that would be judged wrongly: an unknown key, check or figure, a
-    missing or misspelt check parameter (a silently ignored one would change the verdict), a
-    repeated id."""
-    if not isinstance(claims_cfg, dict) or not isinstance(claims_cfg.get("claims"), list):
-        raise ConfigError(f"{source}: expected a mapping with a list under 'claims'")
-    problems = [f"unknown key {k!r}; allowed keys: {', '.join(sorted(LEDGER_FIELDS))}"
-                for k in sorted(set(claims_cfg) - LEDGER_FIELDS)]
-    seen: set[str] = set()
-    for i, claim in enumerate(claims_cfg["claims"]):
-        where = f"claims[{i}] ({claim.get('id', 'no id')})" if isinstance(claim, dict) else f"claims[{i}]"
-        if not isinstance(claim, dict) or "id" not in claim or "check" not in claim:
-            problems.append(f"{where}: needs at least 'id' and 'check'")
-            continue
-        if claim["id"] in seen:
-            problems.append(f"{where}: id {claim['id']!r} is used twice")
-        seen.add(claim["id"])
-        if claim["check"] not in CHECKS:
-            problems.append(f"{where}: unknown check {claim['check']!r}; allowed checks: {', '.join(sorted(CHECKS))}")
-            continue
-        required, optional = check_parameters(claim["check"])
-        given = set(claim) - CLAIM_FIELDS
-        for key in sorted(given - required - optional):
-            problems.append(f"{where}: {key!r} is not a parameter of check {claim['check']!r}; allowed: "
-                            f"{', '.join(sorted(required | optional | CLAIM_FIELDS))}")
-        for key in sorted(required - given):
-            problems.append(f"{where}: check {claim['check']!r} needs {key!r}")
-        for key, allowed in check_choices(claim["check"]).items():
-            if key in claim and claim[key] not in allowed:
-                problems.append(f"{where}: {key} {claim[key]!r} is not allowed; allowed values: "
-                                f"{', '.join(map(str, allowed))}")
-        if figures is not None:
-            for figure in sorted(set(claim.get("figures", [])) - figures):
-                problems.append(f"{where}: unknown figure {figure!r}; figures of this paper: {', '.join(sorted(figures))}")
-    if problems:
-        raise ConfigError(f"invalid claims in {source}:\n" + "\n".join(f"  - {p}" for p in problems))
-
-
 def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame], scale: str,
                     labels: dict[str, list[str]]) -> pd.DataFrame:
     """The ledger of the claims on the figure `tables`, whose label columns are `labels` (by figure
@@ -123,35 +79,38 @@ def bootstrap_record(paper: str, scale: str) -> dict[str, Any]:
     }
 
 
-def load_claims(path: Path, figures: set[str] | None = None) -> dict[str, Any]:
-    """A claims file, checked by validate_claims (figure names too when `figures` is given)."""
+def load_claims(path: Path, figures: FigureLabels | None = None) -> dict[str, Any]:
+    """A claims file, checked by validate_claims (with `figures`, down to the columns and values its
+    claims name)."""
     with open(path) as fh:
         claims_cfg = yaml.safe_load(fh)
     validate_claims(claims_cfg, str(path), figures)
     return claims_cfg
 
 
-def in_paper_terms(table: pd.DataFrame, figure: Figure | None) -> pd.DataFrame:
+def in_paper_terms(table: pd.DataFrame, values: dict[str, dict[Any, Any]]) -> pd.DataFrame:
     """The figure table with the settings its scale maps (a scale's `values`, e.g. n = 2 of 20 clients for
-    the paper's 10 of 100) back at the paper's values: claims are written in the paper's terms and read the
-    same at every scale."""
-    if figure is None or not figure.values:
+    the paper's 10 of 100; Figure.values) back at the paper's values: claims are written in the paper's terms
+    and read the same at every scale."""
+    if not values:
         return table
     table = table.copy()
-    for key in figure.values:
+    for key in values:
         if key in table:
-            table[key] = table[key].map(lambda v, key=key: figure.paper_value(key, v))
+            table[key] = table[key].map(lambda v, key=key: paper_value(values, key, v))
     return table
 
 
-def write_ledger(claims_path: Path, table_paths: list[Path], figures: list[Figure], scale: str,
+def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, dict[str, Any]], scale: str,
                  out: Path, record: Path | None = None) -> pd.DataFrame:
-    """The ledger of one paper: its claims file, its figure tables and the figures they belong to
-    (for their label columns); `record` gets the bootstrap's settings (bootstrap_record)."""
+    """The ledger of one paper: its claims file, its figure tables and what the ledger reads of their
+    figures (by name, Figure.claims_settings: label columns and value maps); `record` gets the
+    bootstrap's settings (bootstrap_record). Written atomically, after every check has run: a failure
+    leaves the files as they were."""
     claims_cfg = load_claims(claims_path)
-    by_name = {f.name: f for f in figures}
-    tables = {p.stem: in_paper_terms(read_figure_table(p), by_name.get(p.stem)) for p in table_paths}
-    labels = {f.name: f.label_columns for f in figures}
+    tables = {p.stem: in_paper_terms(read_figure_table(p), figures.get(p.stem, {}).get("values", {}))
+              for p in table_paths}
+    labels = {name: f["labels"] for name, f in figures.items()}
     ledger = evaluate_claims(claims_cfg, tables, scale, labels)
     with atomic_path(out, suffix=".csv") as tmp:
         ledger.to_csv(tmp, index=False)

@@ -85,7 +85,7 @@ def fetch_dataset(
     dest_dir = Path(raw_root) / dataset.key
     previous = _read_provenance(dest_dir / PROVENANCE_NAME)
     recorded = {entry["name"]: entry for entry in previous.get("files", [])}
-    manifest = _read_manifest(mirror) if mirror is not None else {}
+    manifest = _read_manifest(mirror) if mirror is not None else None
 
     entries = []
     for remote in dataset.files:
@@ -188,23 +188,41 @@ def _classify(exc: requests.RequestException) -> _AttemptError:
 # --- offline mirror -----------------------------------------------------------------
 
 
-def _read_manifest(mirror: Path) -> dict[str, Any]:
-    path = mirror / "MANIFEST.json"
+MANIFEST_NAME = "MANIFEST.json"
+_JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
+def _read_manifest(mirror: Path) -> dict[str, Any] | None:
+    """The mirror's manifest (its path -> {"sha256", "bytes"}), or None when the mirror has none: then only
+    files matching their published checksum are accepted."""
+    path = mirror / MANIFEST_NAME
     if not path.is_file():
-        return {}  # then only files matching their published checksum are accepted
+        return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        manifest = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise DataError(f"data mirror manifest {path} is not valid JSON: {exc}") from None
+    if not isinstance(manifest, dict):
+        raise DataError(f"data mirror manifest {path} is a JSON {_JSON_TYPES.get(type(manifest), 'value')}; "
+                        'expected an object mapping each file\'s path in the mirror to {"sha256": ..., "bytes": ...}')
+    return manifest
+
+
+def _manifest_entry(manifest: dict[str, Any] | None, mirror: Path, remote: RemoteFile) -> dict[str, Any] | None:
+    entry = (manifest or {}).get(remote.mirror_path)
+    if entry is not None and not (isinstance(entry, dict) and isinstance(entry.get("sha256"), str)):
+        raise DataError(f"data mirror manifest {mirror / MANIFEST_NAME}: the entry for {remote.mirror_path} is "
+                        f'{entry!r}; expected {{"sha256": "<64 hex digits>", "bytes": <size>}}')
+    return entry
 
 
 def _copy_from_mirror(
-    key: str, remote: RemoteFile, target: Path, mirror: Path, manifest: dict[str, Any]
+    key: str, remote: RemoteFile, target: Path, mirror: Path, manifest: dict[str, Any] | None
 ) -> dict[str, Any]:
     source = mirror / remote.mirror_path
     if not source.is_file():
         raise DataError(f"{key}/{remote.name}: not in the data mirror: {source} does not exist")
-    manifest_sha = manifest.get(remote.mirror_path, {}).get("sha256")
+    listed = _manifest_entry(manifest, mirror, remote)
     verdict: list[str] = []
 
     def copy_verified(_url: str, output_file: str, _pup: Any) -> None:
@@ -214,10 +232,10 @@ def _copy_from_mirror(
         # Canonical bytes are worth more than mirror-vouched ones: check them first.
         if remote.checksum and digests[remote.checksum.algo] == remote.checksum.value.lower():
             verdict.append(f"canonical-{remote.checksum.algo}")
-        elif manifest_sha and digests["sha256"] == manifest_sha.lower():
+        elif listed and digests["sha256"] == listed["sha256"].lower():
             verdict.append("mirror-manifest")
         else:
-            raise _mirror_mismatch(key, remote, source, mirror, manifest_sha, digests)
+            raise _mirror_mismatch(key, remote, source, mirror, manifest, listed, digests, os.path.getsize(output_file))
 
     # Verification happens in copy_verified, which knows both acceptable hashes.
     _retrieve(str(source), None, target, copy_verified)
@@ -225,19 +243,33 @@ def _copy_from_mirror(
 
 
 def _mirror_mismatch(
-    key: str, remote: RemoteFile, source: Path, mirror: Path, manifest_sha: str | None, digests: dict[str, str]
+    key: str,
+    remote: RemoteFile,
+    source: Path,
+    mirror: Path,
+    manifest: dict[str, Any] | None,
+    listed: dict[str, Any] | None,
+    digests: dict[str, str],
+    nbytes: int,
 ) -> DataError:
+    """Expected and actual hashes and sizes (a size alone tells a truncated copy from a different file)."""
+    def sized(size: Any) -> str:
+        return f", {size} bytes" if size is not None else ""
+
     expected = []
     if remote.checksum:
-        expected.append(f"{remote.checksum.algo} {remote.checksum.value} (published)")
-    if manifest_sha:
-        expected.append(f"sha256 {manifest_sha} (mirror MANIFEST.json)")
+        expected.append(f"{remote.checksum.algo} {remote.checksum.value} (published{sized(remote.size)})")
+    if listed:
+        expected.append(f"sha256 {listed['sha256']} (mirror {MANIFEST_NAME}{sized(listed.get('bytes'))})")
     wanted = " or ".join(expected) or "a published checksum or a manifest entry, and there is neither"
-    unlisted = "" if manifest_sha else f" ({mirror / 'MANIFEST.json'} has no entry for {remote.mirror_path})"
+    if manifest is None:
+        why = f" (the mirror has no manifest: {mirror / MANIFEST_NAME} does not exist)"
+    else:
+        why = "" if listed else f" ({mirror / MANIFEST_NAME} has no entry for {remote.mirror_path})"
     actual = ", ".join(f"{algo} {digests[algo]}" for algo in sorted(digests))
     return DataError(
         f"{key}/{remote.name}: mirror file {source} failed verification: "
-        f"expected {wanted}{unlisted}; actual {actual}"
+        f"expected {wanted}{why}; actual {actual}, {nbytes} bytes"
     )
 
 

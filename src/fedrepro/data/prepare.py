@@ -38,7 +38,7 @@ _MNIST_CLASSES = {
 _FASHION_MNIST_CLASSES = {"train": (6000,) * 10, "test": (1000,) * 10}
 _CIFAR10_CLASSES = {"train": (5000,) * 10, "test": (1000,) * 10}
 
-INSURANCE_ROWS = 1338
+INSURANCE_ROWS = get_dataset("insurance").rows  # 1338
 INSURANCE_CHARGES_SUM = 17755824.9908  # of the full-precision copy (fedvr_prob spec)
 
 
@@ -123,8 +123,9 @@ _DECODERS: dict[str, Callable[[Path, Path], Arrays]] = {
     "mnist": functools.partial(_mnist_like, _MNIST_CLASSES),
     "fashion_mnist": functools.partial(_mnist_like, _FASHION_MNIST_CLASSES),
     "cifar10": _cifar10,
-    "a9a": functools.partial(_svmlight, {"a9a": ("", 32561, 7841), "a9a.t": ("_test", 16281, 3846)}, 123),
-    "w8a": functools.partial(_svmlight, {"w8a": ("", 49749, 1479)}, 300),
+    "a9a": functools.partial(_svmlight, {"a9a": ("", get_dataset("a9a").rows, 7841), "a9a.t": ("_test", 16281, 3846)},
+                             123),
+    "w8a": functools.partial(_svmlight, {"w8a": ("", get_dataset("w8a").rows, 1479)}, 300),
     "insurance": _insurance,
 }
 

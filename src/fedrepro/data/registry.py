@@ -38,6 +38,7 @@ class Dataset:
     homepage: str
     licence: str
     citation: str
+    rows: int | None = None  # training examples (prepare.py checks them): what runs split among clients
 
 
 def _idx_files(
@@ -82,6 +83,7 @@ _MNIST = Dataset(
         "Y. LeCun, L. Bottou, Y. Bengio, P. Haffner. Gradient-based learning applied to "
         "document recognition. Proceedings of the IEEE 86(11):2278-2324, 1998."
     ),
+    rows=60000,
 )
 
 # MD5s from the "Get the Data" table of the zalandoresearch/fashion-mnist README (the
@@ -114,6 +116,7 @@ _FASHION_MNIST = Dataset(
         "H. Xiao, K. Rasul, R. Vollgraf. Fashion-MNIST: a Novel Image Dataset for "
         "Benchmarking Machine Learning Algorithms. arXiv:1708.07747, 2017."
     ),
+    rows=60000,
 )
 
 # MD5 as listed in torchvision/datasets/cifar.py (CIFAR10.tgz_md5).
@@ -134,6 +137,7 @@ _CIFAR10 = Dataset(
         "A. Krizhevsky. Learning Multiple Layers of Features from Tiny Images. "
         "Technical report, University of Toronto, 2009."
     ),
+    rows=50000,
 )
 
 # LIBSVM publishes no checksums for its data sets: checksum=None. The sizes are those of
@@ -162,6 +166,7 @@ _A9A = Dataset(
     homepage="https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary.html#a9a",
     licence="derived from the UCI Adult data set (CC BY 4.0)",
     citation=_LIBSVM_CITATION + " R. Kohavi, B. Becker. Adult. UCI Machine Learning Repository, 1996.",
+    rows=32561,
 )
 
 _W8A = Dataset(
@@ -170,6 +175,7 @@ _W8A = Dataset(
     homepage="https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary.html#w8a",
     licence="no licence stated (LIBSVM data collection); research use",
     citation=_LIBSVM_CITATION,
+    rows=49749,
 )
 
 # No checksum is published for insurance.csv: checksum=None. Public copies differ in
@@ -191,6 +197,7 @@ _INSURANCE = Dataset(
     homepage="https://github.com/stedy/Machine-Learning-with-R-datasets",
     licence="public domain (stedy/Machine-Learning-with-R-datasets README); ODbL on Kaggle",
     citation="B. Lantz. Machine Learning with R. Packt Publishing, 2013.",
+    rows=1338,
 )
 
 REGISTRY: dict[str, Dataset] = {d.key: d for d in (_MNIST, _FASHION_MNIST, _CIFAR10, _A9A, _W8A, _INSURANCE)}

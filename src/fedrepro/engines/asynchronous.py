@@ -28,7 +28,7 @@ from fedrepro.asynchrony import PROTOCOLS, SystemModel, simulate, timing_rng_par
 from fedrepro.data.partitions import class_group_partition, iid_partition
 from fedrepro.data.views import view_name
 from fedrepro.engines.context import RunContext
-from fedrepro.engines.contract import Engine, Row, Setup, Trainer
+from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, rows_limit, setting_limit
 from fedrepro.engines.federated_nn import resolve_backend
 from fedrepro.models import seeded_model
 from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
@@ -265,6 +265,7 @@ class AsyncSetup(Setup):
 class AsyncEngine(Engine):
     name = "async"
     schema = "async_run.schema.yaml"
+    metrics = tuple(METRICS)
     x = ("round", "virtual_time", "sim_time")
     watch = "train_loss"
     trains_networks = True
@@ -276,6 +277,10 @@ class AsyncEngine(Engine):
         if "time_horizon" not in spec:
             return super().runtime_minutes(spec)
         return 10 + int(spec["seeds"] * spec["time_horizon"] * self.ms_per_second / 60_000)
+
+    def limits(self, spec: dict[str, Any]) -> list[Limit]:
+        return (rows_limit(spec, "n_clients", "samples_per_client") + setting_limit(spec, "n", "n_clients")
+                + setting_limit(spec, "B", "samples_per_client") + setting_limit(spec, "classes_per_client", "n_classes"))
 
     def setup(self, spec, data, ctx) -> Setup:
         return AsyncSetup(spec, data[view_name(spec["dataset"], spec["view"])], ctx)

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from fedrepro.errors import ConfigError
 from fedrepro.seeding import stream_key, torch_generator
 from fedrepro.utils.atomic import atomic_path
 
@@ -21,7 +22,8 @@ def resolve_device(requested: str) -> str:
     if requested == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if requested == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device: cuda was requested but torch finds no CUDA device; use device: auto or cpu")
+        raise ConfigError("device: 'cuda' was requested but torch finds no CUDA device on this machine; "
+                          "use device auto or cpu")
     return requested
 
 

@@ -8,9 +8,12 @@ one registry (engines/__init__.py ENGINES).
     Engine                  one per kind of experiment
       name, schema          its key in config/papers/<paper>.yaml `engine`; the JSON schema of its runs
       x                     the x columns its metrics.csv logs; figures and claims name the one they use
+      metrics               the columns of metrics.csv a figure or claim may read as a metric
       watch                 the metric that decides divergence and shows in the progress bar and log
       setup(spec, data, ctx) -> Setup: the run-level part (data on the device, the problem)
       runtime_minutes(spec) a generous time limit of a run, for cluster schedulers
+      limits(spec)          settings that may not exceed the data or each other (S <= N, N x M <= rows):
+                            checked at start-up and before a run starts
     Setup
       columns, summary      the metrics.csv columns in order; run-level facts for run.json
       seed_groups(seeds)    which seeds advance together (one at a time, or all at once when the
@@ -28,11 +31,13 @@ one registry (engines/__init__.py ENGINES).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from fedrepro.data.registry import get_dataset
 from fedrepro.engines.context import RunContext
+from fedrepro.errors import ConfigError
 
 Row = dict[str, Any]
 
@@ -69,10 +74,35 @@ class Setup:
         raise NotImplementedError
 
 
+class Limit(NamedTuple):
+    """A setting (or product of settings) `key` = `value` that may not exceed `limit`, which is `what`."""
+    key: str
+    value: int
+    limit: int
+    what: str
+
+
+def setting_limit(spec: dict[str, Any], key: str, bound: str) -> list[Limit]:
+    """spec[key] <= spec[bound] (e.g. S <= n_clients), when both are numbers (a batch may be "full")."""
+    value, limit = spec.get(key), spec.get(bound)
+    if isinstance(value, int) and isinstance(limit, int) and not isinstance(value, bool):
+        return [Limit(key, value, limit, bound)]
+    return []
+
+
+def rows_limit(spec: dict[str, Any], clients: str, samples: str) -> list[Limit]:
+    """clients x samples per client <= the training rows of the run's dataset (data/registry.py)."""
+    rows = get_dataset(spec["dataset"]).rows
+    if rows is None:
+        return []
+    return [Limit(f"{clients} x {samples}", spec[clients] * spec[samples], rows, f"the rows of {spec['dataset']}")]
+
+
 class Engine:
     name: str = ""
     schema: str = ""
     x: tuple[str, ...] = ("round",)
+    metrics: tuple[str, ...] = ()  # checked at start-up (validate.py) when given
     watch: str = ""
     trains_networks: bool = False  # paper-scale jobs then ask a cluster for a GPU
     ms_per_round: int = 100  # generous CPU milliseconds per round and seed, for cluster runtime limits
@@ -83,6 +113,17 @@ class Engine:
     def runtime_minutes(self, spec: dict[str, Any]) -> int:
         """A generous wall-clock limit of one run for a cluster scheduler."""
         return 10 + int(spec["seeds"] * spec["rounds"] * self.ms_per_round / 60_000)
+
+    def limits(self, spec: dict[str, Any]) -> list[Limit]:
+        """The limits of a run's settings that are known before any data is read (Limit)."""
+        return []
+
+    def check_limits(self, spec: dict[str, Any], where: str) -> None:
+        """Stop a run whose settings exceed a limit, with a message naming the key, value and limit."""
+        over = [f"{lim.key} = {lim.value} exceeds {lim.what} ({lim.limit})" for lim in self.limits(spec)
+                if lim.value > lim.limit]
+        if over:
+            raise ConfigError(f"{where}: " + "; ".join(over))
 
     def diverged(self, spec: dict[str, Any], row: Row) -> bool:
         """The watched metric is not finite, or above the spec's `divergence_threshold` if it has one."""

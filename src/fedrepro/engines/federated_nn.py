@@ -33,11 +33,12 @@ import torch
 
 from fedrepro.algorithms.fedcluster import CentralizedSGD, FedAvg, FedCluster, fedcluster_lr
 from fedrepro.data.partitions import device_partition, random_clusters, rho_cluster_clusters
+from fedrepro.data.registry import get_dataset
 from fedrepro.data.views import view_name
 from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
 from fedrepro.nn.images import images_on
 from fedrepro.engines.context import RunContext
-from fedrepro.engines.contract import Engine, Row, Setup, Trainer
+from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, setting_limit
 from fedrepro.utils.digest import array_digest
 from fedrepro.seeding import numpy_rng, stream_key, torch_generator
 from fedrepro.models import is_mlp, seeded_model
@@ -197,9 +198,16 @@ class NetworkSetup(Setup):
 class NetworkEngine(Engine):
     name = "federated_nn"
     schema = "federated_nn_run.schema.yaml"
+    metrics = tuple(COLUMNS[2:])
     watch = "train_loss"
     trains_networks = True
     ms_per_round = 5000  # the paper scale's AlexNet on a GPU, ~3 s a round; the quick MLP takes ~0.1 s
+
+    def limits(self, spec: dict[str, Any]) -> list[Limit]:
+        # a device's images are distinct, but devices may share images (spec §5 #11): no N x M bound
+        rows = get_dataset(spec["dataset"]).rows
+        return ([Limit("samples_per_device", spec["samples_per_device"], rows, f"the rows of {spec['dataset']}")]
+                + setting_limit(spec, "M", "n_devices") + setting_limit(spec, "B", "samples_per_device"))
 
     def setup(self, spec, data, ctx) -> Setup:
         return NetworkSetup(spec, data[view_name(spec["dataset"], spec["view"])], ctx)

@@ -13,22 +13,18 @@ import numpy as np
 
 from fedrepro.algorithms import build_algorithm, hyperparameters
 from fedrepro.engines.context import RunContext
-from fedrepro.engines.contract import Engine, Row, Setup, Trainer
+from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, rows_limit, setting_limit
 from fedrepro.objectives import make_problem
 
 COLUMNS = ["seed", "round", "grad_norm", "loss", "clients", "sample_grads", "full_rounds"]
 
 
 def resolve_hyperparameters(spec: dict[str, Any], n_clients: int, samples_per_client: int) -> dict[str, Any]:
-    """Turn the spec's symbolic values (`full`, `auto`) into numbers for the algorithm."""
+    """Turn the spec's symbolic values (`full`, `auto`) into numbers for the algorithm (within the
+    engine's limits, checked before: FiniteSumEngine.limits)."""
     def batch(key: str) -> int:
-        value = samples_per_client if spec[key] == "full" else int(spec[key])
-        if value > samples_per_client:
-            raise ValueError(f"{key} = {value} exceeds the {samples_per_client} samples per client")
-        return value
+        return samples_per_client if spec[key] == "full" else int(spec[key])
 
-    if spec["S"] > n_clients:
-        raise ValueError(f"S = {spec['S']} exceeds the number of clients N = {n_clients}")
     hp = hyperparameters(spec["algorithm"], spec["eta_tilde"], K=spec["K"], c_l=spec.get("c_l", 1.0))
     hp.update(S=spec["S"], K=spec["K"])
     if spec["algorithm"] == "fedpage":
@@ -89,8 +85,13 @@ class FiniteSumSetup(Setup):
 class FiniteSumEngine(Engine):
     name = "finite_sum"
     schema = "finite_sum_run.schema.yaml"
+    metrics = tuple(COLUMNS[2:])
     watch = "grad_norm"
     ms_per_round = 30
+
+    def limits(self, spec: dict[str, Any]) -> list[Limit]:
+        batches = [lim for key in ("b", "b1", "b2", "b3") for lim in setting_limit(spec, key, "samples_per_client")]
+        return rows_limit(spec, "n_clients", "samples_per_client") + setting_limit(spec, "S", "n_clients") + batches
 
     def setup(self, spec, data, ctx) -> Setup:
         return FiniteSumSetup(spec, data[spec["dataset"]], ctx)

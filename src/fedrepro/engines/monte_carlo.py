@@ -17,7 +17,7 @@ import numpy as np
 
 from fedrepro.algorithms.fedvr import DEFAULT_HP, fedvr_step
 from fedrepro.engines.context import RunContext
-from fedrepro.engines.contract import Engine, Row, Setup, Trainer
+from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, rows_limit, setting_limit
 from fedrepro.objectives.least_squares import make_insurance_problem
 
 # Spec keys handed to make_insurance_problem (the data and its preprocessing).
@@ -104,8 +104,12 @@ class MonteCarloSetup(Setup):
 class MonteCarloEngine(Engine):
     name = "monte_carlo"
     schema = "monte_carlo_run.schema.yaml"
+    metrics = ("cost", "cost_error")
     watch = "cost"
     ms_per_round = 100
+
+    def limits(self, spec: dict[str, Any]) -> list[Limit]:
+        return rows_limit(spec, "n_agents", "samples_per_agent") + setting_limit(spec, "agents_per_round", "n_agents")
 
     def setup(self, spec, data, ctx) -> Setup:
         return MonteCarloSetup(spec, data[spec["dataset"]], ctx)

@@ -20,8 +20,9 @@ from fedrepro.engines import ENGINES
 from fedrepro.engines.context import RunContext, resolve_device
 from fedrepro.engines.driver import run_seeds
 from fedrepro.results import provenance
-from fedrepro.results.store import RunFiles, write_metrics
+from fedrepro.results.store import METRICS_SHA256, RunFiles, write_metrics
 from fedrepro.utils import atomic
+from fedrepro.utils.digest import file_sha256
 
 def _logger(log_path: Path | None) -> logging.Logger:
     log = logging.getLogger(f"fedrepro.run.{log_path}")
@@ -51,6 +52,7 @@ def execute_run(
     device = resolve_device(device)
     log = _logger(log_path)
     engine = ENGINES[spec["engine"]]
+    engine.check_limits(spec, f"run {run_id}")  # (start-up checks the pipeline's runs; this, any other)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     log.info("run %s on %s: %s", run_id, device, spec)
@@ -76,6 +78,8 @@ def execute_run(
         "summary": summary,
     }
     write_metrics(files.metrics, rows, setup.columns)
+    # hashed from the file as it landed, so the hash vouches for the bytes readers will see
+    record[METRICS_SHA256] = file_sha256(files.metrics)
     atomic.write_json(files.record, record)
     files.checkpoint.unlink(missing_ok=True)
     log.info("done in %.1f s%s", record["wall_seconds"], " (diverged)" if diverged else "")

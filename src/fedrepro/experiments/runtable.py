@@ -9,9 +9,8 @@ setting gives a new run_id (stale results are never mixed in).
 from __future__ import annotations
 
 import copy
-import hashlib
+import dataclasses
 import itertools
-import json
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ import yaml
 
 from fedrepro.data.views import view_name
 from fedrepro.errors import ConfigError
+from fedrepro.utils.digest import config_digest
 
 # Keys that describe how a curve is shown, not what is computed: kept out of the run spec.
 PRESENTATION_KEYS = ("label",)
@@ -62,8 +62,35 @@ class Figure:
 
     def paper_value(self, key: str, value: Any) -> Any:
         """The paper-scale value of a setting that this scale maps (e.g. n = 2 of 20 clients -> 10), else `value`."""
-        back = [old for old, new in self.values.get(key, {}).items() if new == value]
-        return back[0] if len(back) == 1 else value
+        return paper_value(self.values, key, value)
+
+    def curve_labels(self, curve: Curve, spec: dict[str, Any]) -> dict[str, Any]:
+        """The label columns of a curve's rows in the figure table, from its run's spec: what the
+        table says of how the curve was made (results/tables.py); its ANALYSIS_KEYS from the config."""
+        labels = {"figure": self.name, "panel": curve.panel, "curve": curve.label, "method": curve.method,
+                  "run_id": curve.run_id}
+        labels.update({k: spec.get(k) for k in self.setting_keys})
+        labels.update(curve.analysis)
+        return labels
+
+    # What each job of a figure reads of it. The rules pass a digest of it as a param, so that
+    # Snakemake's params trigger reruns exactly the jobs whose part of the configuration changed
+    # (a Figure itself is no param Snakemake records).
+    def table_settings(self) -> dict[str, Any]:
+        """What rule aggregate reads (results/tables.py): the curves with their labels, the settings
+        shown, the kind (which rows a run contributes)."""
+        return {"name": self.name, "kind": self.plot.get("kind"), "setting_keys": self.setting_keys,
+                "curves": [dataclasses.asdict(c) for c in self.curves]}
+
+    def drawing_settings(self) -> dict[str, Any]:
+        """What rules plot and table read: all of the figure, title and caption included (the report
+        shows the caption with the file they write)."""
+        return dataclasses.asdict(self)
+
+    def claims_settings(self) -> dict[str, Any]:
+        """What rule claims reads: the label columns of the table and the scale's value maps
+        (claims are read in the paper's terms)."""
+        return {"labels": self.label_columns, "values": self.values}
 
     @property
     def run_ids(self) -> list[str]:
@@ -87,7 +114,8 @@ class Figure:
         curves = "; ".join(f"{c.panel}: {c.label}" + "".join(f", {k} = {_text(v)}" for k, v in c.grid.items())
                            + f" (run {c.run_id})" for c in self.curves)
         deviations = f" Deviations: {'; '.join(self.deviations)}." if self.deviations else ""
-        return f"{self.paper} {self.name} at scale {self.scale}: {self.title}. Plot: {options}.{deviations} Curves: {curves}."
+        return (f"{self.paper} {self.name} at scale {self.scale}: {self.title}. Plot: {options}.{deviations} "
+                f"Curves: {curves}.")
 
 
 def _text(value: Any) -> str:
@@ -95,11 +123,11 @@ def _text(value: Any) -> str:
     return f"[{', '.join(map(_text, value))}]" if isinstance(value, (list, tuple)) else str(value)
 
 
-class Figures(list):
-    """A paper's figures, a list; as text (the report's parameters of the claims rule), their names."""
-
-    def __str__(self) -> str:
-        return ", ".join(figure.name for figure in self)
+def paper_value(values: dict[str, dict[Any, Any]], key: str, value: Any) -> Any:
+    """The paper-scale value of a setting that a scale's `values` map (e.g. n = 2 of 20 clients -> 10), else
+    `value`."""
+    back = [old for old, new in values.get(key, {}).items() if new == value]
+    return back[0] if len(back) == 1 else value
 
 
 def setting_keys(specs: list[dict[str, Any]]) -> list[str]:
@@ -124,8 +152,8 @@ class RunTable:
                 f"allowed: {', '.join(known) or '(none: unknown paper)'}"
             ) from None
 
-    def paper_figures(self, paper: str) -> Figures:
-        return Figures(f for (p, _), f in sorted(self.figures.items()) if p == paper)
+    def paper_figures(self, paper: str) -> list[Figure]:
+        return [f for (p, _), f in sorted(self.figures.items()) if p == paper]
 
     def datasets(self, run_id: str) -> list[str]:
         return [self.runs[run_id]["dataset"]]
@@ -145,9 +173,7 @@ class RunTable:
 
 
 def run_id_of(spec: dict[str, Any]) -> str:
-    hashed = {k: v for k, v in spec.items() if k not in OPERATIONAL_KEYS}
-    canonical = json.dumps(hashed, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+    return config_digest({k: v for k, v in spec.items() if k not in OPERATIONAL_KEYS})
 
 
 def load_paper_config(path: Path) -> dict[str, Any]:
@@ -290,6 +316,20 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict
             {k for c in figure.curves for k in c.analysis})
         figures[(paper, name)] = figure
     return runs, figures
+
+
+def label_values(paper_cfg: dict[str, Any]) -> dict[str, dict[str, set[Any]]]:
+    """Per figure, each label column of its table and the values it takes at any scale, in the paper's
+    terms (a scale's `values` mapped back, as the claims read them): what a claim may name."""
+    out: dict[str, dict[str, set[Any]]] = {}
+    for scale in paper_cfg["scales"]:
+        runs, figures = resolve_paper(paper_cfg, scale)
+        for (_, name), figure in figures.items():
+            columns = out.setdefault(name, {})
+            for curve in figure.curves:
+                for column, value in figure.curve_labels(curve, runs[curve.run_id]).items():
+                    columns.setdefault(column, set()).add(figure.paper_value(column, value))
+    return out
 
 
 def build_run_table(config: dict[str, Any], config_dir: Path) -> RunTable:

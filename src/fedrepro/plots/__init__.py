@@ -1,6 +1,7 @@
 """Figure builders: one function per plot kind, chosen by the figure's `plot.kind`; the kind `table`
 is written as text tables instead (plots/table.py). Each builder takes the figure table (whose rows
-depend on the kind: results/tables.py ROWS; a `gantt` figure's are timeline intervals, not metrics)."""
+depend on the kind: results/tables.py ROWS; a `gantt` figure's are timeline intervals, a `clients`
+figure's the clients of a timing trace, not metrics)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from fedrepro.experiments.runtable import Figure
 from fedrepro.plots.common import save_figure
 from fedrepro.plots.cep import cep
+from fedrepro.plots.clients import clients
 from fedrepro.plots.convergence import convergence
 from fedrepro.plots.gantt import gantt
 from fedrepro.plots.loss_accuracy import loss_accuracy
@@ -17,7 +19,7 @@ from fedrepro.plots.table import write_table_figure
 from fedrepro.results.tables import read_figure_table
 
 KINDS = {"convergence": convergence, "mc_error": mc_error, "mc_variance": mc_variance, "cep": cep,
-         "loss_accuracy": loss_accuracy, "gantt": gantt}
+         "loss_accuracy": loss_accuracy, "gantt": gantt, "clients": clients}
 
 
 __all__ = ["KINDS", "draw_figure", "write_table_figure"]

@@ -8,7 +8,7 @@ panel holds a curve at several values of `style` (e.g. rho_device), lighter shad
 Methods listed in `dashed` (centralized SGD, a reference) are drawn dashed. Methods listed in
 `style_independent` do not depend on `style` (centralized SGD trains on the pooled data, whatever
 rho_device): one line per panel, at the panel's first value, under the bare curve name. Metrics listed
-in `logy` get a log y axis (a train loss whose curves merge on a linear one). `legend: outside` puts a
+in `log_metrics` get a log y axis (a train loss whose curves merge on a linear one). `legend: outside` puts a
 panel's legend to the right of its last axes, where it covers no curve (for one panel a row: ncols 1).
 """
 
@@ -53,7 +53,7 @@ def _style_values(curve: pd.DataFrame, style: str | None, independent: bool) -> 
 
 def loss_accuracy(table: pd.DataFrame, figure: Figure, *, metrics: Sequence[str] = ("train_loss",), ncols: int = 1,
                   style: str | None = None, dashed: Sequence[str] = (), style_independent: Sequence[str] = (),
-                  logy: Sequence[str] = (), legend: str = "inside", x: str = "round",
+                  log_metrics: Sequence[str] = (), legend: str = "inside", x: str = "round",
                   xlabel: str = "learning rounds") -> plt.Figure:
     if legend not in LEGENDS or (legend == "outside" and ncols > 1):
         raise ValueError(f"figure {figure.name}: plot option legend = {legend!r} with ncols = {ncols}; allowed: "
@@ -82,7 +82,7 @@ def loss_accuracy(table: pd.DataFrame, figure: Figure, *, metrics: Sequence[str]
                     _line(ax, run, metric, x, color=color, ls="--" if method in dashed else "-", label=name)
                     drawn.append(run)
             mark_diverged(ax, pd.concat(drawn), metric, x)
-            if metric in logy:
+            if metric in log_metrics:
                 log_y(ax)
             ax.set_title(panel if len(metrics) == 1 else f"{panel}: {NAMES.get(metric, metric)}", fontsize=9)
             ax.set_xlabel(xlabel)

@@ -2,7 +2,9 @@
 
 metrics.csv holds only what the spec determines (no times, hosts or dates) and formats
 floats with repr(), so the same spec on the same device and software gives a byte-identical
-file. Everything circumstantial goes to run.json.
+file. Everything circumstantial goes to run.json, with the sha256 of the metrics.csv written
+beside it: whatever reads a run's metrics for a figure or a verdict checks that hash first
+(read_verified_record), so a changed result stops the pipeline instead of reaching a figure.
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from fedrepro.errors import ResultsError
 from fedrepro.utils import atomic
+from fedrepro.utils.digest import file_sha256
+
+# run.json key: sha256 of the metrics.csv bytes as written
+METRICS_SHA256 = "metrics_sha256"
 
 
 @dataclass(frozen=True)
@@ -57,5 +64,37 @@ def write_metrics(path: Path, rows: Iterable[dict[str, Any]], columns: list[str]
 
 
 def read_record(path: Path) -> dict[str, Any]:
-    with open(path) as fh:
-        return json.load(fh)
+    try:
+        with open(path) as fh:
+            record = json.load(fh)
+    except ValueError as exc:
+        raise ResultsError(f"{path} is not valid JSON ({exc}); rerun the run: delete {Path(path).parent}/ "
+                           f"and run snakemake again") from None
+    if not isinstance(record, dict):
+        raise ResultsError(f"{path} is not a JSON object; rerun the run: delete {Path(path).parent}/ "
+                           f"and run snakemake again")
+    return record
+
+
+def verify_metrics(files: RunFiles, record: dict[str, Any]) -> str:
+    """Raise ResultsError unless metrics.csv has the sha256 that run.json recorded; returns it."""
+    recorded = record.get(METRICS_SHA256)
+    if not recorded:
+        raise ResultsError(
+            f"{files.record} records no sha256 of metrics.csv (written by an older fedrepro), so the metrics of "
+            f"run {files.run_dir.name} cannot be verified; recompute it: delete {files.run_dir}/ and run snakemake "
+            f"again")
+    actual = file_sha256(files.metrics)
+    if actual != recorded:
+        raise ResultsError(
+            f"{files.metrics} was changed after its run wrote it: sha256 {actual}, but run.json recorded {recorded}; "
+            f"rerun it (delete {files.run_dir}/ and run snakemake again) or restore the recorded version with "
+            f"`dvc checkout --force results`")
+    return actual
+
+
+def read_verified_record(files: RunFiles) -> dict[str, Any]:
+    """run.json, after checking that metrics.csv is the file the run wrote (verify_metrics)."""
+    record = read_record(files.record)
+    verify_metrics(files, record)
+    return record

@@ -23,6 +23,14 @@ import pandas as pd
 
 from fedrepro.results.monte_carlo import MonteCarloRuns, curves_of
 
+# The per-run summaries of a curve (seed_medians), besides T_<eps>: what claims may compare.
+CURVE_STATISTICS = ("final", "auc", "g0")
+# The statistics across the runs of a Monte Carlo curve (monte_carlo_statistics; inf when a run diverged),
+# and every column a claim may read of its rows.
+MC_STATISTICS = ("mean_err_final", "rel_err_final", "auc", "t_target", "var_final", "cep_2d", "cep_full", "cep_cost",
+                 "opt_dist")
+MC_COLUMNS = MC_STATISTICS + ("f_star", "runs", "last_x", "diverged_runs")
+
 
 def _per_run_labels(table: pd.DataFrame, labels: list[str], exclude: Iterable[str] = ()) -> pd.DataFrame:
     """The label columns of each run (one row per run_id, indexed by it)."""
@@ -78,7 +86,7 @@ def run_labels(table: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
 def seed_medians(summaries: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
     """The medians over seeds of per-seed summaries (seed_summaries), joined with the runs' `labels`
     (run_labels). Apart from curve_medians so that a bootstrap can re-aggregate drawn seeds."""
-    value_cols = ["final", "auc", "g0"] + [c for c in summaries.columns if c.startswith("T_")]
+    value_cols = list(CURVE_STATISTICS) + [c for c in summaries.columns if c.startswith("T_")]
     med = summaries.groupby("run_id")[value_cols].median()
     med["seeds"] = summaries.groupby("run_id")["seed"].nunique()
     med["diverged_seeds"] = summaries.groupby("run_id")["diverged"].sum()
@@ -107,10 +115,8 @@ def monte_carlo_statistics(curves: Iterable[tuple[dict, MonteCarloRuns]], coords
     for curve, mc in curves:
         row = {**curve, "runs": mc.n_runs, "last_x": mc.x[-1], "diverged_runs": int(mc.diverged.sum()),
                "f_star": mc.f_star}
-        stats = ("mean_err_final", "rel_err_final", "auc", "t_target", "var_final", "cep_2d", "cep_full",
-                 "cep_cost", "opt_dist")
         if mc.diverged.any() or not np.isfinite(mc.cost).all():
-            row.update(dict.fromkeys(stats, np.inf))
+            row.update(dict.fromkeys(MC_STATISTICS, np.inf))
         else:
             curves = mc.curves()
             mean_err = curves["mean_err"]
@@ -228,4 +234,44 @@ def final_mean(table: pd.DataFrame, labels: list[str], metric: str, x: str = "ro
             xs, values = seed[x].to_numpy(), seed[metric].to_numpy(dtype=float)
             finals.append(values[xs >= xs[0] + (xs[-1] - xs[0]) * (1 - window)].mean())
         rows.append({"run_id": run_id, "final": float(np.mean(finals)), "seeds": len(finals)})
+    return _with_labels(pd.DataFrame(rows), table, labels)
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rank correlation: Pearson's of the average ranks (scipy's definition, without its
+    second of import time in every job); nan where either side is constant (undefined)."""
+    if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return np.nan
+    return float(np.corrcoef(pd.Series(x).rank(), pd.Series(y).rank())[0, 1])
+
+
+def rank_correlations(table: pd.DataFrame, labels: list[str], x: str, y: str) -> pd.DataFrame:
+    """One row per (run, seed): `rho`, Spearman's rank correlation of columns `x` and `y` over the seed's
+    rows (e.g. over clients: speed and participation), joined with the run's labels."""
+    rows = [{"run_id": run_id, "seed": seed, "rho": _spearman(run[x].to_numpy(float), run[y].to_numpy(float))}
+            for (run_id, seed), run in table.groupby(["run_id", "seed"], sort=False)]
+    return _with_labels(pd.DataFrame(rows), table, labels)
+
+
+def seed_values(table: pd.DataFrame, labels: list[str], column: str) -> pd.DataFrame:
+    """One row per (run, seed): `value`, the seed's value of a column that is one fact per seed (e.g. a
+    trace's mean round time, repeated on each client row), joined with the run's labels."""
+    per_seed = table.groupby(["run_id", "seed"], sort=False)[column]
+    if (per_seed.nunique(dropna=False) > 1).any():
+        raise ValueError(f"column {column!r} varies within a seed: not one fact per seed")
+    return _with_labels(per_seed.first().rename("value").reset_index(), table, labels)
+
+
+def oscillation_per_seed(table: pd.DataFrame, labels: list[str], metric: str, x: str = "round",
+                         window: float = 0.5) -> pd.DataFrame:
+    """One row per (run, seed): `oscillation`, the standard deviation of the first differences of the
+    metric over the points in the last `window` fraction of the x range (DeFedAvg claim 12: "more
+    oscillations in the performance curves"); inf for a diverged seed."""
+    rows = []
+    for (run_id, seed), run in table.groupby(["run_id", "seed"], sort=False):
+        run = run.sort_values(x)
+        values, xs = run[metric].to_numpy(dtype=float), run[x].to_numpy()
+        tail = values[xs >= xs[0] + (xs[-1] - xs[0]) * (1 - window)]
+        spread = float(np.std(np.diff(tail), ddof=1)) if len(tail) > 2 else np.nan
+        rows.append({"run_id": run_id, "seed": seed, "oscillation": np.inf if _is_diverged(run, values) else spread})
     return _with_labels(pd.DataFrame(rows), table, labels)

@@ -1,8 +1,9 @@
 """The tidy table behind a figure: every run's rows, labelled with its curve and panel.
 
 What a run contributes depends on the figure's plot kind (ROWS): its metrics (one row per logged point,
-the default), or for a `gantt` figure its timeline (one row per busy interval of a client, read from
-run.json, plus one row per round close, read from metrics.csv).
+the default); for a `gantt` figure its timeline (one row per busy interval of a client, read from
+run.json, plus one row per round close, read from metrics.csv); for a `clients` figure the facts of its
+timing trace (one row per client, read from run.json).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import pandas as pd
 
 from fedrepro.asynchrony import TIMELINE_KINDS
 from fedrepro.experiments.runtable import Figure
-from fedrepro.results.store import RunFiles, read_record, run_files
-from fedrepro.utils.atomic import atomic_path
+from fedrepro.results.store import RunFiles, read_verified_record, run_files
+from fedrepro.utils import atomic
 
 TIMELINE_COLUMNS = ["seed", "kind", "client", "training", "round", "start", "end"]
 
@@ -51,34 +52,55 @@ def timeline_rows(run_id: str, record: dict[str, Any], files: RunFiles, figure: 
     return pd.concat(frames, ignore_index=True)[TIMELINE_COLUMNS]
 
 
+def client_rows(run_id: str, record: dict[str, Any], files: RunFiles, figure: Figure) -> pd.DataFrame:
+    """The facts of the run's timing trace per seed (engine async), one row per client: its simulated time
+    per local step (`iteration_time`) and `speed` (steps per simulated second), the trainings it started and
+    the ones a round consumed (`participation`, and its `participation_share` of all consumed), then the
+    trace's summary (mean round time, consumed uploads per second, staleness, rounds_closed, ...), the same
+    on every row of the seed. They come from the timing phase alone, so a diverged seed has them too."""
+    frames = []
+    for seed, facts in sorted(record["summary"]["seeds"].items(), key=lambda kv: int(kv[0])):
+        if "participation" not in facts:
+            raise ValueError(f"figure {figure.name}: run {run_id} seed {seed} has no trace facts in its run.json; "
+                             f"a clients figure needs runs of engine async")
+        participation = pd.Series(facts["participation"], dtype=float)
+        clients = pd.DataFrame({
+            "seed": int(seed), "client": range(len(participation)), "iteration_time": facts["iteration_time"],
+            "trainings_started": facts["trainings_started"], "participation": participation,
+            "participation_share": participation / max(participation.sum(), 1.0)})
+        clients.insert(3, "speed", 1.0 / clients["iteration_time"])
+        # `rounds` is also a run setting (Figs over rounds), which the labels would overwrite
+        frames.append(clients.assign(**{"rounds_closed" if k == "rounds" else k: v for k, v in facts["trace"].items()}))
+    return pd.concat(frames, ignore_index=True)
+
+
 # plot kind -> what one run contributes to the figure table (default: metric_rows)
-ROWS: dict[str, Callable[[str, dict[str, Any], RunFiles, Figure], pd.DataFrame]] = {"gantt": timeline_rows}
+ROWS: dict[str, Callable[[str, dict[str, Any], RunFiles, Figure], pd.DataFrame]] = {
+    "gantt": timeline_rows, "clients": client_rows}
 
 
 def figure_table(figure: Figure, results_dir: Path) -> pd.DataFrame:
     """Every run's rows (ROWS, by the figure's plot kind), after the figure's label columns
-    (Figure.label_columns)."""
-    records = {rid: read_record(run_files(results_dir, rid).record) for rid in figure.run_ids}
+    (Figure.label_columns). Each run's metrics.csv must be the one its run.json vouches for."""
+    records = {rid: read_verified_record(run_files(results_dir, rid)) for rid in figure.run_ids}
     specs = {rid: rec["spec"] for rid, rec in records.items()}
     rows_of = ROWS.get(figure.plot.get("kind"), metric_rows)
-    keys = figure.setting_keys
     frames = []
     for curve in figure.curves:
         rows = rows_of(curve.run_id, records[curve.run_id], run_files(results_dir, curve.run_id), figure)
-        labels = {"figure": figure.name, "panel": curve.panel, "curve": curve.label,
-                  "method": curve.method, "run_id": curve.run_id}
-        labels.update({k: specs[curve.run_id].get(k) for k in keys})
-        labels.update(curve.analysis)  # from the configuration as it is now (runtable.ANALYSIS_KEYS)
-        frames.append(rows.assign(**labels))
+        frames.append(rows.assign(**figure.curve_labels(curve, specs[curve.run_id])))
     table = pd.concat(frames, ignore_index=True)
     front = figure.label_columns
     return table[front + [c for c in table.columns if c not in front]]
 
 
+def figure_table_csv(figure: Figure, results_dir: Path) -> str:
+    """The figure table as the text of its CSV file (the audit compares it with the file on disk)."""
+    return figure_table(figure, results_dir).to_csv(index=False)
+
+
 def write_figure_table(figure: Figure, results_dir: Path, out: Path) -> None:
-    table = figure_table(figure, results_dir)
-    with atomic_path(out, suffix=".csv") as tmp:
-        table.to_csv(tmp, index=False)
+    atomic.write_text(out, figure_table_csv(figure, results_dir))
 
 
 def read_figure_table(path: Path) -> pd.DataFrame:

@@ -1,8 +1,12 @@
-"""Short content hashes recorded in run.json (partitions, initial weights)."""
+"""Content hashes: short ones of arrays recorded in run.json (partitions, initial weights) and of settings
+(run ids, the configuration a Snakemake job reads); full ones of files (a run's metrics.csv)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -10,3 +14,29 @@ import numpy as np
 def array_digest(array: np.ndarray) -> str:
     """The first 16 hex digits of the sha256 of the array's bytes (C order)."""
     return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
+
+
+def _plain(value: Any) -> Any:
+    """Mapping keys as strings, so that canonical JSON can sort keys of mixed types (a scale's
+    `values: {b1: {100: 10, full: full}}`); strings stay as they are, so a spec's digest is unchanged."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def config_digest(value: Any) -> str:
+    """The first 16 hex digits of the sha256 of `value` as canonical JSON (keys sorted, no spaces, other
+    objects as str): equal settings give equal digests in every process, whatever their key order."""
+    canonical = json.dumps(_plain(value), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def file_sha256(path: Path | str) -> str:
+    """The sha256 (hex) of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

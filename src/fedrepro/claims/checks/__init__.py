@@ -13,15 +13,18 @@ import inspect
 import typing
 from typing import Any, Callable
 
-from fedrepro.claims.checks import final_values, learning_curves, monte_carlo
+from fedrepro.claims.checks import final_values, learning_curves, monte_carlo, run_facts
 from fedrepro.claims.checks.common import FAIL, INCONCLUSIVE, PASS, Result
 
 _MODULES = (  # (module, what its `seed` column counts, its checks)
     (final_values, "seed", ["compare_final", "log_ratio_within", "monotone_time_to_target", "time_to_target",
-                            "rate_within", "participation_rate", "diverged_runs", "not_tested"]),
+                            "time_to_target_trend", "time_ratio_by_group", "rate_within", "participation_rate",
+                            "diverged_runs", "not_tested"]),
     (monte_carlo, "Monte Carlo run", ["compare_mc", "compare_with_paper", "series_ratio", "series_trend",
                                       "mc_stat_within"]),
-    (learning_curves, "seed", ["faster", "comparable", "ordered", "slight", "gain_by_group", "less_sensitive"]),
+    (learning_curves, "seed", ["faster", "comparable", "ordered", "slight", "gain_by_group", "less_sensitive",
+                               "oscillation_falls"]),
+    (run_facts, "seed", ["compare_fact", "rank_correlation"]),
 )
 CHECKS: dict[str, Callable[..., Result]] = {name: getattr(module, name) for module, _, names in _MODULES for name in names}
 # the unit of replication a check's bootstrap resamples, as the ledger names it
@@ -35,7 +38,7 @@ NOT_RESAMPLED: dict[str, str] = {
 }
 
 __all__ = ["CHECKS", "UNITS", "NOT_RESAMPLED", "PASS", "FAIL", "INCONCLUSIVE", "Result", "check_parameters",
-           "check_choices"]
+           "check_hints"]
 
 
 def check_parameters(name: str) -> tuple[set[str], set[str]]:
@@ -45,7 +48,7 @@ def check_parameters(name: str) -> tuple[set[str], set[str]]:
     return required, {p.name for p in params} - required
 
 
-def check_choices(name: str) -> dict[str, tuple[Any, ...]]:
-    """The allowed values of each parameter of check `name` annotated with a Literal (e.g. seeds: mean | median)."""
-    hints = typing.get_type_hints(CHECKS[name])
-    return {param: typing.get_args(hint) for param, hint in hints.items() if typing.get_origin(hint) is typing.Literal}
+def check_hints(name: str) -> dict[str, Any]:
+    """The annotation of each keyword parameter of check `name`, with its markers (common.Names, ...):
+    what claims/validation.py checks a claim's values against."""
+    return typing.get_type_hints(CHECKS[name], include_extras=True)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, NamedTuple
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,44 @@ class Result(NamedTuple):
     margin: float = math.nan
 
 Require = Literal["all", "most", "fraction"]  # how many cells must hold (verdict)
+
+
+# What a check's parameter holds beyond its type, read from the annotations by the start-up validation
+# (claims/validation.py), so that a typo is an error there instead of a claim that selects nothing.
+@dataclass(frozen=True)
+class Names:
+    """A parameter that names what the claim's figure tables hold: `selector` ({label column: value or
+    list of values}), `columns` (a list of label columns), `column` (one), `values` (values of the column
+    named by parameter `of`), `target` (a number, {panel: number} or the column holding each run's)."""
+    what: str
+    of: str = ""
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """A name among `names`, or matching the regular expression `pattern` (shown as `shown`)."""
+    names: tuple[str, ...]
+    pattern: str = ""
+    shown: str = ""
+
+
+@dataclass(frozen=True)
+class Above:
+    """A number > `low` (and <= `high`, when given)."""
+    low: float
+    high: float | None = None
+
+
+Selector = Annotated[dict, Names("selector")]
+Columns = Annotated[list[str], Names("columns")]
+Column = Annotated[str, Names("column")]
+Positive = Annotated[float, Above(0)]
+Fraction = Annotated[float, Above(0, 1)]  # in (0, 1]
+
+
+def values_of(param: str, hint: Any = list) -> Any:
+    """A parameter holding values (a list, or with `hint` one) of the column that parameter `param` names."""
+    return Annotated[hint, Names("values", param)]
 
 
 def rows_matching(frame: pd.DataFrame, selector: dict[str, Any]) -> pd.DataFrame:

@@ -9,25 +9,40 @@ metric <= eps x its first value.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
 
 from fedrepro.claims.checks.common import (
     INCONCLUSIVE,
+    Column,
+    Columns,
+    Fraction,
+    Names,
+    OneOf,
+    Positive,
     Require,
     Result,
+    Selector,
     cells_of,
     compare_stat,
     fmt,
     judged,
+    pair_rows,
     room,
     rows_matching,
     selector_name,
     stat_pairs,
+    values_of,
 )
 from fedrepro.claims.data import ClaimData
+from fedrepro.results.summaries import CURVE_STATISTICS
+
+# a seed-median summary of a curve: final, auc, g0 or T_<eps> (results/summaries.py)
+CurveStat = Annotated[str, OneOf(CURVE_STATISTICS, r"T_(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", "T_<eps>")]
+# a target of a metric: one value, one per panel, or the column holding each run's (results.summaries.time_to_target)
+Target = Annotated[float | dict[str, float] | str, Names("target")]
 
 
 def _eps_of(stat: str) -> list[float]:
@@ -35,18 +50,18 @@ def _eps_of(stat: str) -> list[float]:
     return [float(stat[2:])] if stat.startswith("T_") else []
 
 
-def compare_final(data: ClaimData, *, a: dict, b: dict, per: list[str], metric: str, x: str = "round",
-                  window: float = 0.1, factor: float = 1.0, require: Require = "all", fraction: float | None = None,
-                  stat: str = "final") -> Result:
+def compare_final(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str, x: str = "round",
+                  window: Fraction = 0.1, factor: Positive = 1.0, require: Require = "all",
+                  fraction: Fraction | None = None, stat: CurveStat = "final") -> Result:
     """Holds in a cell when stat(a) < stat(b) * factor (factor < 1: a wins by a margin; > 1: a tolerance);
     stat: final, auc, g0 or T_<eps> of the seed medians. Margin: decades (common.compare_stat)."""
     medians = data.medians(metric, x, window, _eps_of(stat))
     return compare_stat(medians, a, b, per, stat, factor, require, fraction)
 
 
-def log_ratio_within(data: ClaimData, *, a: dict, b: dict, per: list[str], metric: str, x: str = "round",
-                     window: float = 0.1, max_abs_log10: float = 0.5, or_both_below: float | None = None,
-                     require: Require = "all", fraction: float | None = None) -> Result:
+def log_ratio_within(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str, x: str = "round",
+                     window: Fraction = 0.1, max_abs_log10: float = 0.5, or_both_below: float | None = None,
+                     require: Require = "all", fraction: Fraction | None = None) -> Result:
     """|log10 final(a)/final(b)| <= bound, or both finals below `or_both_below` x the metric's first value.
     Margin: decades, bound - |log10 ratio| (or how far both lie below the floor, if more)."""
     curves = data.medians(metric, x, window)
@@ -66,7 +81,7 @@ def log_ratio_within(data: ClaimData, *, a: dict, b: dict, per: list[str], metri
     return judged(holds, margins, measured, require, fraction)
 
 
-def monotone_time_to_target(data: ClaimData, *, per: list[str], along: str, eps: list[float], metric: str,
+def monotone_time_to_target(data: ClaimData, *, per: Columns, along: Column, eps: list[float], metric: str,
                             x: str = "round", decreasing: bool = True) -> Result:
     """T_eps never improves when `along` shrinks (larger step converges faster), among runs
     that did not diverge; an eps that no run of the cell reaches is skipped. Margin: decades, the smallest
@@ -90,9 +105,10 @@ def monotone_time_to_target(data: ClaimData, *, per: list[str], along: str, eps:
     return judged(holds, margins, measured)
 
 
-def time_to_target(data: ClaimData, *, a: dict, b: dict, per: list[str], metric: str, target: float | dict | str,
-                   higher: bool, x: str = "round", seeds: Literal["mean", "median"] = "mean", factor: float = 1.0,
-                   require: Require = "all", fraction: float | None = None) -> Result:
+def time_to_target(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str,
+                   target: Target, higher: bool, x: str = "round",
+                   seeds: Literal["mean", "median"] = "mean", factor: Positive = 1.0, require: Require = "all",
+                   fraction: Fraction | None = None) -> Result:
     """A reaches `target` of `metric` (>= when `higher` is better, else <=) in less x than B, in each cell:
     T(a) < T(b) * factor. T is the first x of the seed-mean curve (seeds: mean) or the median of the
     seeds' own first x (seeds: median), results.summaries.time_to_target; a curve that never reaches
@@ -112,7 +128,70 @@ def time_to_target(data: ClaimData, *, a: dict, b: dict, per: list[str], metric:
     return judged(holds, margins, measured, require, fraction)
 
 
-def rate_within(data: ClaimData, *, select: dict, rate: str, target: str, rel_tol: float, x: str = "round") -> Result:
+def _times_in_order(cell: pd.DataFrame, along: str, order: list) -> np.ndarray:
+    """T of the run at each value of `along`, in `order` (nan where absent; one run per value)."""
+    return np.array([float(cell.loc[cell[along] == v, "t_target"].iloc[0]) if (cell[along] == v).sum() == 1
+                     else np.nan for v in order])
+
+
+def time_to_target_trend(data: ClaimData, *, select: Selector, per: Columns, along: Column, order: values_of("along"),
+                         metric: str, target: Target, higher: bool, increasing: bool, x: str = "round",
+                         seeds: Literal["mean", "median"] = "mean", inversions: int = 0, require: Require = "all",
+                         fraction: Fraction | None = None) -> Result:
+    """The time to target of the selected runs moves one way along `order` of the values of `along`: never
+    falls (increasing) or never rises, with at most `inversions` adjacent pairs against it (e.g. Fig. 6's
+    rounds to target non-increasing in n, one inversion allowed). T as in time_to_target; two curves that
+    never reach the target are equal (inf), a cell where none does is undecided: listed, not counted.
+    Spearman's rho of the value and T is reported beside it. Margin: decades, the smallest step along the
+    expected direction, after the `inversions` worst steps are forgiven."""
+    times = data.times_to_target(metric, target, higher, x, seeds)
+    holds, parts, margins = [], [], []
+    for name, cell in cells_of(rows_matching(times, select), per) if len(times) else []:
+        t = _times_in_order(cell, along, order)
+        if np.isnan(t).any():
+            continue
+        steps = sorted(room(a, b) if increasing else room(b, a) for a, b in zip(t[:-1], t[1:]))  # >= 0: as expected
+        rho = pd.Series(order, dtype=float).rank().corr(pd.Series(t).rank())
+        series = ", ".join(f"{along}={v}: {fmt(x)}" for v, x in zip(order, t))
+        if np.isinf(t).all():
+            parts.append(f"[{name}] {series} (none reaches the target: undecided)")
+            continue
+        margin = steps[min(inversions, len(steps) - 1)]
+        holds.append(margin >= 0)
+        margins.append(margin)
+        parts.append(f"[{name}] {series} (Spearman {rho:+.2f})")
+    measured = f"{sum(holds)}/{len(holds)} decided cells hold: " + "; ".join(parts) if parts else "no cell has every value"
+    return judged(holds, margins, measured, require, fraction)
+
+
+def time_ratio_by_group(data: ClaimData, *, a: Selector, b: Selector, per: Columns, group: Column,
+                        greater: values_of("group"), than: values_of("group"), metric: str, target: Target,
+                        higher: bool, x: str = "round",
+                        seeds: Literal["mean", "median"] = "mean") -> Result:
+    """The mean over cells of T(b) / T(a) (how many times faster A is) is larger where `group` takes a value
+    in `greater` than where it takes one in `than` (DeFedAvg claim 4b: FedBuff's edge over FedAvg shrinks as
+    n grows). A cell where neither reaches the target is left out; one where only A does has ratio inf.
+    Margin: decades, log10(mean ratio of `greater` / mean ratio of `than`)."""
+    times = data.times_to_target(metric, target, higher, x, seeds)
+    ratios: dict[str, list[float]] = {"greater": [], "than": []}
+    parts = []
+    for name, ra, rb in pair_rows(times, a, b, per) if len(times) else []:
+        ta, tb, value = float(ra["t_target"]), float(rb["t_target"]), ra[group]
+        side = "greater" if value in greater else "than" if value in than else None
+        if side is None or (math.isinf(ta) and math.isinf(tb)):
+            continue
+        ratios[side].append(tb / ta if ta > 0 else math.inf)
+        parts.append(f"[{name}] {fmt(tb)} / {fmt(ta)} = {fmt(ratios[side][-1])}")
+    if not (ratios["greater"] and ratios["than"]):
+        return Result(INCONCLUSIVE, f"decided cells: {len(ratios['greater'])} with {group} in {greater}, "
+                                    f"{len(ratios['than'])} with {group} in {than}")
+    mg, mt = float(np.mean(ratios["greater"])), float(np.mean(ratios["than"]))
+    measured = (f"mean T(b)/T(a) {fmt(mg)} at {group} in {greater} ({len(ratios['greater'])} cells) vs {fmt(mt)} at "
+                f"{group} in {than} ({len(ratios['than'])} cells): " + "; ".join(parts))
+    return judged([mg > mt], [room(mt, mg)], measured)
+
+
+def rate_within(data: ClaimData, *, select: Selector, rate: str, target: str, rel_tol: float, x: str = "round") -> Result:
     """A per-round counter (e.g. clients per round) within rel_tol of an expression of the
     run's settings; `rate` and `target` are evaluated on each run's last logged row (largest x).
     Margin: rel_tol - |rate - target| / target."""
@@ -131,7 +210,7 @@ def rate_within(data: ClaimData, *, select: dict, rate: str, target: str, rel_to
     return judged(holds, margins, measured)
 
 
-def participation_rate(data: ClaimData, *, select: dict, population: str, sampled: str, probability: str,
+def participation_rate(data: ClaimData, *, select: Selector, population: Column, sampled: Column, probability: Column,
                        sds: float = 3.0, rounds: str = "round", clients: str = "clients",
                        full_rounds: str = "full_rounds") -> Result:
     """Random full participation (FedPAGE's communication): after round 0 (always full), each round
@@ -160,7 +239,7 @@ def participation_rate(data: ClaimData, *, select: dict, population: str, sample
     return judged(holds, margins, measured)
 
 
-def diverged_runs(data: ClaimData, *, show: list[str] = ()) -> Result:
+def diverged_runs(data: ClaimData, *, show: Columns = ()) -> Result:
     """Informational: which curves diverged (a seed flagged `diverged`), with the settings in `show`."""
     table = data.table
     if not len(table):

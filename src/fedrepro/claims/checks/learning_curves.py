@@ -8,7 +8,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedrepro.claims.checks.common import FAIL, INCONCLUSIVE, PASS, Require, Result, cells_of, fmt, judged, rows_matching
+from fedrepro.claims.checks.common import (
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    Column,
+    Columns,
+    Fraction,
+    Require,
+    Result,
+    Selector,
+    cells_of,
+    fmt,
+    judged,
+    rows_matching,
+    values_of,
+)
 from fedrepro.claims.data import ClaimData
 
 
@@ -48,10 +63,10 @@ def _seed_pairs(data: ClaimData, a: dict, b: dict, per: list[str], metric: str, 
             yield name, cell_name, sa.loc[common], sb.loc[common]
 
 
-def faster(data: ClaimData, *, a: dict, b: dict, per: list[str], metric: str = "train_loss", x: str = "round",
+def faster(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str = "train_loss", x: str = "round",
            higher: bool = False, min_gain: float = 0.0, fin_rel_tol: float | None = None,
            fin_abs_tol: float | None = None, seed_share: float = 2 / 3, require: Require = "all",
-           fraction: float | None = None) -> Result:
+           fraction: Fraction | None = None) -> Result:
     """A converges faster than B in a cell (spec §4 pass rule) when, on means over the paired seeds,
     G(A over B) > 0 and >= min_gain ("significantly": 0.05), FIN(A) is no worse than FIN(B) within
     fin_rel_tol (relative) or fin_abs_tol (absolute), and, with 3 or more seeds, G > 0 in at least
@@ -85,8 +100,8 @@ def faster(data: ClaimData, *, a: dict, b: dict, per: list[str], metric: str = "
     return judged(holds, margins, measured, require, fraction)
 
 
-def comparable(data: ClaimData, *, a: dict, b: dict, per: list[str],
-               metric: str = "train_loss", x: str = "round", higher: bool = False, tol: float = 0.05, reference: dict | None = None) -> Result:
+def comparable(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str = "train_loss", x: str = "round",
+               higher: bool = False, tol: float = 0.05, reference: Selector | None = None) -> Result:
     """|G(A over B)| <= tol in each cell (spec §4 "comparable"); with a `reference` selector also
     |G(A over B)| < G(reference over B), i.e. clearly smaller than the gain of a curve that wins.
     Margin: tol - |G| (or G(reference) - |G|, if smaller), a fraction."""
@@ -110,7 +125,7 @@ def _series(cell: pd.DataFrame, along: str, order: list) -> list[float]:
     return [float(cell[cell[along] == v]["auc"].mean()) if (cell[along] == v).any() else np.nan for v in order]
 
 
-def ordered(data: ClaimData, *, select: dict, per: list[str], along: str, order: list,
+def ordered(data: ClaimData, *, select: Selector, per: Columns, along: Column, order: values_of("along"),
             metric: str = "train_loss", x: str = "round", higher: bool = False, strict: bool = True) -> Result:
     """The mean AUC of the selected curves gets better at every step along `order` of the values of
     `along` (strictly, or not worse): e.g. along M, order [5, 10, 20], a loss falls 5 -> 10 -> 20.
@@ -129,8 +144,8 @@ def ordered(data: ClaimData, *, select: dict, per: list[str], along: str, order:
     return judged(holds, margins, measured)
 
 
-def slight(data: ClaimData, *, select: dict, b: dict, per: list[str], along: str,
-           order: list, metric: str = "train_loss", x: str = "round", higher: bool = False) -> Result:
+def slight(data: ClaimData, *, select: Selector, b: Selector, per: Columns, along: Column,
+           order: values_of("along"), metric: str = "train_loss", x: str = "round", higher: bool = False) -> Result:
     """"Slightly" (spec §4, C14): the spread of the selected curves' mean AUC over `order` is smaller
     than the gap from B (e.g. FedAvg) to the worst of them. Margin: gap - spread, in the metric's units."""
     frame = data.auc_fin(metric, higher, x)
@@ -149,8 +164,8 @@ def slight(data: ClaimData, *, select: dict, b: dict, per: list[str], along: str
     return judged(holds, margins, measured)
 
 
-def gain_by_group(data: ClaimData, *, a: dict, b: dict, per: list[str], group: str,
-                  greater: Any, than: Any, metric: str = "train_loss", x: str = "round", higher: bool = False, relative: bool = True) -> Result:
+def gain_by_group(data: ClaimData, *, a: Selector, b: Selector, per: Columns, group: Column,
+                  greater: values_of("group", Any), than: values_of("group", Any), metric: str = "train_loss", x: str = "round", higher: bool = False, relative: bool = True) -> Result:
     """The mean over cells of G(A over B) is larger where `group` is `greater` than where it is `than`
     (e.g. dataset: FedCluster's edge larger on CIFAR-10 than on MNIST, spec C5, C8). Margin: the
     difference of the two means (of G, or of the AUC difference when not `relative`)."""
@@ -168,8 +183,8 @@ def gain_by_group(data: ClaimData, *, a: dict, b: dict, per: list[str], group: s
     return Result(PASS if mg > mt else FAIL, measured, "", mg - mt)
 
 
-def less_sensitive(data: ClaimData, *, a: dict, b: dict, per: list[str], along: str,
-                   low: Any, high: Any, metric: str = "train_loss", x: str = "round", higher: bool = False) -> Result:
+def less_sensitive(data: ClaimData, *, a: Selector, b: Selector, per: Columns, along: Column,
+                   low: values_of("along", Any), high: values_of("along", Any), metric: str = "train_loss", x: str = "round", higher: bool = False) -> Result:
     """A suffers less than B from `along` going low -> high (spec C16): the mean AUC of A worsens by
     less than B's, in each cell. Margin: B's worsening - A's, in the metric's units."""
     frame = data.auc_fin(metric, higher, x)
@@ -184,4 +199,26 @@ def less_sensitive(data: ClaimData, *, a: dict, b: dict, per: list[str], along: 
         parts.append(f"[{name}] AUC worsens by {fmt(da)} ({fmt(a_lo)} -> {fmt(a_hi)}) vs {fmt(db)} "
                      f"({fmt(b_lo)} -> {fmt(b_hi)})")
     measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has both ends"
+    return judged(holds, margins, measured)
+
+
+def oscillation_falls(data: ClaimData, *, select: Selector, per: Columns, along: Column, metric: str = "test_accuracy",
+                      x: str = "round", window: Fraction = 0.5) -> Result:
+    """The curves oscillate less as `along` grows (DeFedAvg claim 12: "when n is small, there is greater
+    variance ... more oscillations"): Spearman's rho of the value of `along` and the oscillation (the s.d.
+    of the curve's steps over the last `window` of the x range, mean over seeds;
+    results.summaries.oscillation_per_seed) is negative in each cell. Margin: -rho."""
+    frame = data.oscillation(metric, x, window)
+    holds, parts, margins = [], [], []
+    for name, cell in cells_of(rows_matching(frame, select), per, named=True) if len(frame) else []:
+        runs = cell.groupby("run_id", sort=False).agg(value=(along, "first"), osc=("oscillation", "mean"))
+        runs = runs.sort_values("value")
+        if len(runs) < 3 or runs["osc"].isna().any():
+            continue
+        rho = float(runs["value"].rank().corr(runs["osc"].rank()))
+        holds.append(rho < 0)
+        margins.append(-rho)
+        parts.append(f"[{name}] Spearman {rho:+.2f} (" + ", ".join(f"{along}={v}: {fmt(o)}" for v, o in
+                                                              zip(runs["value"], runs["osc"])) + ")")
+    measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has 3 or more curves"
     return judged(holds, margins, measured)

@@ -3,7 +3,7 @@ against the x column `x` (rounds by default; windows are in units of x)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
@@ -12,8 +12,13 @@ from fedrepro.claims.checks.common import (
     FAIL,
     INCONCLUSIVE,
     PASS,
+    Columns,
+    Fraction,
+    OneOf,
+    Positive,
     Require,
     Result,
+    Selector,
     compare_stat,
     fmt,
     judged,
@@ -22,6 +27,10 @@ from fedrepro.claims.checks.common import (
     rows_matching,
 )
 from fedrepro.claims.data import ClaimData
+from fedrepro.results.summaries import MC_COLUMNS
+
+McStat = Annotated[str, OneOf(MC_COLUMNS)]  # a column of results.summaries.monte_carlo_statistics
+Series = Literal["var", "mean_err"]  # an across-run series of results/cep.py cost_curves
 
 
 def _combine(statuses: list[str]) -> str:
@@ -30,8 +39,8 @@ def _combine(statuses: list[str]) -> str:
     return PASS if statuses and all(s == PASS for s in statuses) else INCONCLUSIVE
 
 
-def compare_mc(data: ClaimData, *, stats: list[str], a: dict, b: dict, per: list[str],
-               factor: float = 1.0, require: Require = "all", fraction: float | None = None,
+def compare_mc(data: ClaimData, *, stats: list[McStat], a: Selector, b: Selector, per: Columns,
+               factor: Positive = 1.0, require: Require = "all", fraction: Fraction | None = None,
                coords: list[int] = (0, 1), target: float = 1e-4, x: str = "round") -> Result:
     """compare_final on across-run statistics (results.summaries.monte_carlo_summaries); every stat must
     hold. Margin: decades, the smallest over the stats (common.compare_stat)."""
@@ -42,8 +51,8 @@ def compare_mc(data: ClaimData, *, stats: list[str], a: dict, b: dict, per: list
 
 
 @np.errstate(divide="ignore", invalid="ignore")  # a ratio to a spread of 0 is inf (or nan), not an error
-def compare_with_paper(data: ClaimData, *, a: dict, b: dict, per: list[str], stat: str,
-                       paper: dict[str, float], within: float | None = None, min_ratio: float | None = None,
+def compare_with_paper(data: ClaimData, *, a: Selector, b: Selector, per: Columns, stat: McStat,
+                       paper: dict[str, float], within: Positive | None = None, min_ratio: Positive | None = None,
                        coords: list[int] = (0, 1), x: str = "round") -> Result:
     """Our stat(a) and stat(b) beside the paper's values and ratios. Holds when stat(a) < stat(b) and,
     where given, each value lies within a factor `within` of the paper's and stat(b)/stat(a) >= min_ratio.
@@ -82,8 +91,8 @@ def _window(s: dict[str, np.ndarray], name: str, window: list[float]) -> np.ndar
     return s[name][(s["x"] >= window[0]) & (s["x"] <= window[1])]
 
 
-def series_ratio(data: ClaimData, *, a: dict, b: dict, per: list[str], series: str = "var",
-                 window: list[float] = (10, 100), agg: Literal["gmean", "median"] = "gmean", max_ratio: float = 1.0,
+def series_ratio(data: ClaimData, *, a: Selector, b: Selector, per: Columns, series: Series = "var",
+                 window: list[float] = (10, 100), agg: Literal["gmean", "median"] = "gmean", max_ratio: Positive = 1.0,
                  x: str = "round") -> Result:
     """agg (gmean | median) over x in `window` of series_a[k] / series_b[k] <= max_ratio
     (series: var, mean_err of results/cep.py cost_curves). Margin: decades, log10 max_ratio / value."""
@@ -102,8 +111,8 @@ def series_ratio(data: ClaimData, *, a: dict, b: dict, per: list[str], series: s
     return judged(holds, margins, "; ".join(parts) or "no cell has both curves over the window")
 
 
-def series_trend(data: ClaimData, *, select: dict, series: str = "var",
-                 early: list[float] = (11, 30), late: list[float] = (81, 100), factor: float = 1.0,
+def series_trend(data: ClaimData, *, select: Selector, series: Series = "var",
+                 early: list[float] = (11, 30), late: list[float] = (81, 100), factor: Positive = 1.0,
                  expect: Literal["below", "above"] = "below", x: str = "round") -> Result:
     """Per selected curve: mean of the series over x in `late` below (or, expect: above, at least)
     factor x its mean over x in `early`; Spearman rho(x, series) over early..late reported. Margin:
@@ -129,7 +138,7 @@ def series_trend(data: ClaimData, *, select: dict, series: str = "var",
     return judged(holds, margins, "; ".join(parts) or "no selected curve covers both windows")
 
 
-def mc_stat_within(data: ClaimData, *, select: dict, stat: str, low: float | None = None,
+def mc_stat_within(data: ClaimData, *, select: Selector, stat: McStat, low: float | None = None,
                    high: float | None = None, min_rounds: float = 0, coords: list[int] = (0, 1), target: float = 1e-4,
                    x: str = "round") -> Result:
     """An across-run statistic of every selected curve within [low, high] (either bound optional);

@@ -1,0 +1,23 @@
+# rule audit_paper: the audit of one paper's results, as Markdown and HTML; the summary goes to stderr.
+import logging
+import sys
+from pathlib import Path
+
+from fedrepro.cli import run_step
+from fedrepro.results.audit import Checkout, audit_paper
+from fedrepro.results.audit_report import summary, write_report
+
+sm = snakemake  # noqa: F821 (injected by Snakemake)
+
+
+def main():
+    checkout = Checkout.of(Path("."))
+    scale = sm.params.scale
+    audit = audit_paper(sm.wildcards.paper, sm.params.figures, scale, f"`{scale}` of this pipeline run", checkout)
+    write_report(audit, checkout, Path(sm.output.md))
+    text = summary([audit], {audit.paper: sm.output.md})
+    logging.getLogger("fedrepro.audit").info("%s", text)
+    print(text, file=sys.stderr)
+
+
+run_step(main, sm.log[0])

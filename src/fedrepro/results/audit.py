@@ -1,0 +1,461 @@
+"""A reviewer's audit of the results on disk (`fedrepro audit`, rule `audit`).
+
+For every figure of a paper, the runs behind it (the run table), and for each run whether what is on disk
+is what the run recorded when it was written: run.json complete and consistent with its run_id, metrics.csv
+with the sha256 that run.json recorded, the data files with the sha256 the run read. Then what differs from
+this checkout: the code commit and dirty flag, the package versions of requirements.lock, DVC's record of
+each file. Each figure table must be what its runs give, and each claim's verdict is listed. `rerun`
+recomputes runs into a temporary directory and compares their metrics.csv byte for byte.
+
+Each finding has a status:
+  FAIL     what is on disk contradicts a record (a hash differs, run.json is broken): `fedrepro audit` exits 1
+  MISSING  a run or an output that was never produced
+  WARN     a difference that contradicts no record (another commit or package version, data not here to
+           check, a result DVC has not recorded yet)
+  OK
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fedrepro.errors import ResultsError
+from fedrepro.experiments.runtable import Figure, RunTable, run_id_of
+from fedrepro.results import provenance
+from fedrepro.results.store import METRICS_SHA256, RunFiles, read_record, run_files, verify_metrics
+from fedrepro.results.tables import figure_table_csv
+from fedrepro.utils.digest import file_sha256
+
+OK, WARN, MISSING, FAIL = "OK", "WARN", "MISSING", "FAIL"
+_RANK = {OK: 0, WARN: 1, MISSING: 2, FAIL: 3}
+RECORD_KEYS = ("run_id", "spec", "git", "packages", "device", "seeds", "data_files", "started", "ended",
+               "wall_seconds", "diverged", "summary", METRICS_SHA256)
+# Files that cannot change a result: DVC's records and settings, ignore lists, the documentation.
+NOT_CODE = (".dvc", ".md", ".gitignore", ".dvcignore")
+RECOVER = "rerun it (delete {run_dir}/ and run snakemake again) or restore the recorded version with " \
+          "`dvc checkout --force results`"
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str  # what was checked: run.json, metrics.csv, data, code, packages, DVC, rerun, table, files, claims
+    status: str
+    detail: str
+
+
+def worst(findings: list[Finding]) -> str:
+    return max((f.status for f in findings), key=_RANK.__getitem__, default=OK)
+
+
+def status_of(findings: list[Finding], check: str) -> str:
+    """The worst status of one check, "-" when it was not made."""
+    mine = [f for f in findings if f.check == check]
+    return worst(mine) if mine else "-"
+
+
+# --- what runs are compared with: this checkout -----------------------------------------------------------
+
+
+@dataclass
+class DvcRecord:
+    """DVC's view of the workspace (`dvc data status --granular`): repo-relative file -> change, or a note
+    saying why there is none (not a DVC repository, nothing recorded, dvc failed)."""
+
+    note: str | None
+    changes: dict[str, str] = field(default_factory=dict)
+
+    def finding(self, paths: list[str]) -> Finding | None:
+        if self.note:
+            return None  # said once per paper, not per run
+        states = {p: self.changes.get(p, "not recorded") for p in paths}
+        changed = {p: s for p, s in states.items() if s in ("modified", "deleted")}
+        if changed:
+            outputs = " ".join(sorted({self.output_of(p) for p in changed}))
+            return Finding("DVC", FAIL, "; ".join(f"{p}: {s} since DVC recorded it" for p, s in changed.items())
+                           + f" (`dvc data status --granular`; `dvc checkout --force {outputs}` restores the recorded "
+                             "version, `make record` records this one)")
+        pending = {p: s for p, s in states.items() if s != "unchanged"}
+        if pending:
+            return Finding("DVC", WARN, "; ".join(f"{p}: {s}" for p, s in pending.items())
+                           + " (`make record` records it, then commit the .dvc files)")
+        return Finding("DVC", OK, "as DVC recorded")
+
+    def output_of(self, path: str) -> str:
+        """The DVC-tracked directory (e.g. results) that holds `path`; `path` itself if none does."""
+        holders = [d for d in self.changes if d.endswith("/") and path.startswith(d)]
+        return max(holders, key=len).rstrip("/") if holders else path
+
+
+def dvc_record(root: Path) -> DvcRecord:
+    try:
+        from dvc.exceptions import NotDvcRepoError
+        from dvc.repo import Repo
+    except ImportError:
+        return DvcRecord("dvc is not installed: no DVC record to compare with")
+    try:
+        with Repo(str(root)) as repo:
+            status = repo.data_status(granular=True)
+    except NotDvcRepoError:
+        return DvcRecord(f"not a DVC repository ({root.absolute()}/.dvc does not exist): nothing recorded to "
+                         f"compare with")
+    except Exception as exc:  # a DVC failure must not hide the rest of the audit
+        return DvcRecord(f"`dvc data status` failed: {exc}")
+    changes = {path: "unchanged" for path in status.get("unchanged", [])}
+    for kind, paths in status.get("committed", {}).items():  # .dvc files changed since the last git commit
+        changes.update({_path(p): f"recorded, .dvc file not committed ({kind})" for p in paths})
+    for kind, paths in status.get("uncommitted", {}).items():  # workspace vs .dvc files
+        changes.update({_path(p): {"added": "not recorded yet"}.get(kind, kind) for p in paths})
+    if not changes:
+        return DvcRecord("nothing is recorded with DVC yet (`make record` records data, results and figures)")
+    return DvcRecord(None, changes)
+
+
+def _path(entry: str | dict[str, str]) -> str:
+    return entry["new"] if isinstance(entry, dict) else entry  # a rename is {"old": ..., "new": ...}
+
+
+def locked_versions(lock: Path) -> dict[str, str] | None:
+    """requirements.lock as {normalized name: version}; None when there is none."""
+    if not lock.is_file():
+        return None
+    versions = {}
+    for line in lock.read_text().splitlines():
+        match = re.match(r"\s*([A-Za-z0-9_.\-]+)\s*==\s*([^\s;#]+)", line)
+        if match:
+            versions[_normalize(match[1])] = match[2]
+    return versions
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass
+class Checkout:
+    """This checkout (`root`, e.g. Path(".")): its code state, lock file, DVC record and data files (hashed once
+    each)."""
+
+    root: Path
+    git: dict[str, Any]
+    lock: dict[str, str] | None
+    dvc: DvcRecord
+    _hashes: dict[Path, str] = field(default_factory=dict)
+    _changes: dict[str, list[str] | None] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, root: Path) -> Checkout:
+        return cls(root, provenance.git_state(root), locked_versions(root / "requirements.lock"), dvc_record(root))
+
+    def sha256(self, path: Path) -> str:
+        if path not in self._hashes:
+            self._hashes[path] = file_sha256(path)
+        return self._hashes[path]
+
+    def code_changes(self, commit: str) -> list[str] | None:
+        """Tracked files that differ between `commit` and this working tree (committed or not), DVC records and
+        docs aside (NOT_CODE); None when git cannot compare them (no git, or a commit unknown here)."""
+        if commit not in self._changes:
+            try:
+                out = subprocess.run(["git", "diff", "--name-only", commit], cwd=self.root, capture_output=True,
+                                     text=True, check=True).stdout
+                self._changes[commit] = [name for name in out.splitlines()
+                                         if not (name.endswith(NOT_CODE) or name.startswith(".dvc/"))]
+            except (subprocess.CalledProcessError, FileNotFoundError):
+                self._changes[commit] = None
+        return self._changes[commit]
+
+    def relative(self, path: Path) -> str:
+        return str(path.relative_to(self.root)) if path.is_relative_to(self.root) else str(path)
+
+
+# --- one run ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunAudit:
+    run_id: str
+    curves: list[str]  # "<figure>: <panel> / <curve>"
+    findings: list[Finding] = field(default_factory=list)
+    record: dict[str, Any] | None = None
+
+    @property
+    def status(self) -> str:
+        return worst(self.findings)
+
+    def status_of(self, check: str) -> str:
+        return status_of(self.findings, check)
+
+
+def audit_run(run: RunAudit, files: RunFiles, checkout: Checkout) -> None:
+    """Fill run.findings (and run.record when run.json can be read)."""
+    add = run.findings.append
+    if not files.record.is_file():
+        state = "not finished" if files.run_dir.is_dir() else "never trained"
+        add(Finding("run.json", MISSING, f"{state}: {checkout.relative(files.record)} does not exist"))
+        return
+    try:
+        record = read_record(files.record)
+    except ResultsError as exc:
+        add(Finding("run.json", FAIL, str(exc)))
+        return
+    run.record = record
+    dvc = checkout.dvc.finding([checkout.relative(files.metrics), checkout.relative(files.record)])
+    try:
+        add(_record_finding(run.run_id, record, files, checkout))
+        add(_metrics_finding(record, files, checkout))
+        run.findings += _data_findings(record, checkout)
+        add(_code_finding(record, checkout))
+        add(_packages_finding(record, checkout))
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a value of the wrong shape
+        add(Finding("run.json", FAIL, f"{checkout.relative(files.record)} is malformed ({exc!r}); "
+                                      + RECOVER.format(run_dir=checkout.relative(files.run_dir))))
+    if dvc:
+        add(dvc)
+
+
+def _record_finding(run_id: str, record: dict[str, Any], files: RunFiles, checkout: Checkout) -> Finding:
+    lacking = [k for k in RECORD_KEYS if k not in record and k != METRICS_SHA256]  # that one: metrics.csv's check
+    problems = [f"lacks {', '.join(lacking)}"] if lacking else []
+    if record.get("run_id") != run_id:
+        problems.append(f"names run {record.get('run_id')!r}")
+    if isinstance(record.get("spec"), dict) and run_id_of(record["spec"]) != run_id:
+        problems.append(f"its spec hashes to {run_id_of(record['spec'])}, not to its run_id (edited after the run)")
+    if problems:
+        return Finding("run.json", FAIL, f"{checkout.relative(files.record)}: " + "; ".join(problems) + "; "
+                       + RECOVER.format(run_dir=checkout.relative(files.run_dir)))
+    return Finding("run.json", OK, f"complete; spec hashes to its run_id; {record['ended'][:19]}, "
+                                   f"{record['wall_seconds']} s on {record['device'].get('device')}")
+
+
+def _metrics_finding(record: dict[str, Any], files: RunFiles, checkout: Checkout) -> Finding:
+    if not files.metrics.is_file():
+        return Finding("metrics.csv", FAIL, f"{checkout.relative(files.metrics)} does not exist, though run.json "
+                       f"records it; " + RECOVER.format(run_dir=checkout.relative(files.run_dir)))
+    try:
+        digest = verify_metrics(files, record)
+    except ResultsError as exc:
+        return Finding("metrics.csv", FAIL, str(exc))
+    return Finding("metrics.csv", OK, f"sha256 {digest} as recorded")
+
+
+def _data_findings(record: dict[str, Any], checkout: Checkout) -> list[Finding]:
+    findings = []
+    for entry in record.get("data_files", []):
+        path = checkout.root / "data" / "raw" / entry["dataset"] / entry["name"]
+        origin = f"{entry.get('source')}, verified by {entry.get('verified_by')}"
+        if not path.is_file():
+            findings.append(Finding("data", WARN, f"{checkout.relative(path)} ({origin}): not here to check "
+                                                  f"(recorded sha256 {entry['sha256']})"))
+        elif checkout.sha256(path) != entry["sha256"]:
+            findings.append(Finding("data", FAIL, f"{checkout.relative(path)}: sha256 {checkout.sha256(path)}, "
+                                                  f"but the run read sha256 {entry['sha256']} ({origin})"))
+        else:
+            findings.append(Finding("data", OK, f"{checkout.relative(path)} ({origin}): sha256 as recorded"))
+    return findings
+
+
+def _code_finding(record: dict[str, Any], checkout: Checkout) -> Finding:
+    ran, now = record.get("git") or {}, checkout.git
+    if not ran.get("commit"):
+        return Finding("code", WARN, "the run recorded no commit (not run from a git checkout)")
+    commit, here = ran["commit"][:12], str(now.get("commit"))[:12]
+    notes = []
+    if ran.get("dirty"):
+        notes.append(f"run with uncommitted changes on top of {commit}: its code is not in git")
+    changes = checkout.code_changes(ran["commit"])
+    if changes is None:
+        notes.append(f"run at commit {commit}, which git cannot compare with this checkout ({here})")
+    elif changes:
+        shown = ", ".join(changes[:5]) + (f" and {len(changes) - 5} more" if len(changes) > 5 else "")
+        notes.append(f"run at commit {commit}; {len(changes)} code file(s) differ in this checkout ({here}): {shown}")
+    if notes:
+        return Finding("code", WARN, "; ".join(notes))
+    return Finding("code", OK, f"run at commit {commit}, clean; this checkout ({here}) has the same code"
+                   + ("" if ran["commit"] == now.get("commit") else " (it differs only in DVC records and docs)"))
+
+
+def _packages_finding(record: dict[str, Any], checkout: Checkout) -> Finding:
+    if checkout.lock is None:
+        return Finding("packages", WARN, "no requirements.lock to compare with")
+    from packaging.version import InvalidVersion, Version
+
+    def same(ran: str, locked: str) -> bool:
+        try:  # 2.13.0+cpu is the lock's 2.13.0 built for one platform
+            return Version(ran).public == Version(locked).public
+        except InvalidVersion:
+            return ran == locked
+
+    versions = {name: v for name, v in record["packages"].items() if _normalize(name) in checkout.lock}
+    differ = {n: v for n, v in versions.items() if v is None or not same(v, checkout.lock[_normalize(n)])}
+    if differ:
+        return Finding("packages", WARN, "; ".join(f"{n} {v} (requirements.lock: {checkout.lock[_normalize(n)]})"
+                                                   for n, v in sorted(differ.items())))
+    return Finding("packages", OK, ", ".join(f"{n} {v}" for n, v in sorted(versions.items()))
+                   + " as requirements.lock")
+
+
+# --- one paper ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FigureAudit:
+    name: str
+    title: str
+    run_ids: list[str]
+    findings: list[Finding] = field(default_factory=list)
+
+
+@dataclass
+class PaperAudit:
+    paper: str
+    scale: str
+    scale_from: str  # where the scale came from
+    figures: list[FigureAudit]
+    runs: dict[str, RunAudit]
+    findings: list[Finding]  # paper-level: DVC, claims ledger
+    claims: pd.DataFrame | None
+
+    @property
+    def all_findings(self) -> list[Finding]:
+        return (self.findings + [f for fig in self.figures for f in fig.findings]
+                + [f for run in self.runs.values() for f in run.findings])
+
+
+def audit_paper(paper: str, figures: list[Figure], scale: str, scale_from: str, checkout: Checkout) -> PaperAudit:
+    results = checkout.root / "results"
+    runs: dict[str, RunAudit] = {}
+    for figure in figures:
+        for curve in figure.curves:
+            runs.setdefault(curve.run_id, RunAudit(curve.run_id, [])).curves.append(
+                f"{figure.name}: {curve.panel} / {curve.label}")
+    for run in runs.values():
+        audit_run(run, run_files(results, run.run_id), checkout)
+    audited = [_audit_figure(paper, figure, runs, checkout) for figure in figures]
+    findings = [Finding("DVC", WARN, checkout.dvc.note)] if checkout.dvc.note else []
+    claims, claims_finding = _claims(paper, scale, checkout)
+    findings.append(claims_finding)
+    ledger = checkout.root / "results" / "claims" / f"{paper}.csv"
+    dvc = checkout.dvc.finding([checkout.relative(ledger)]) if ledger.is_file() else None
+    if dvc:
+        findings.append(dvc)
+    return PaperAudit(paper, scale, scale_from, audited, runs, findings, claims)
+
+
+def _audit_figure(paper: str, figure: Figure, runs: dict[str, RunAudit], checkout: Checkout) -> FigureAudit:
+    audit = FigureAudit(figure.name, figure.title, figure.run_ids)
+    table = checkout.root / "results" / paper / f"{figure.name}.csv"
+    unverified = [rid for rid in figure.run_ids if runs[rid].status_of("metrics.csv") != OK
+                  or runs[rid].status_of("run.json") != OK]
+    if not table.is_file():
+        audit.findings.append(Finding("table", MISSING, f"{checkout.relative(table)} does not exist"))
+    elif unverified:
+        audit.findings.append(Finding("table", WARN, f"{checkout.relative(table)} not checked: run(s) "
+                                                     f"{', '.join(unverified)} not verified"))
+    else:
+        try:
+            expected = figure_table_csv(figure, checkout.root / "results").encode("utf-8")
+        except Exception as exc:  # the runs are verified; a table that cannot be rebuilt is itself a finding
+            audit.findings.append(Finding("table", FAIL, f"{checkout.relative(table)} cannot be rebuilt from its "
+                                                         f"runs: {exc}"))
+        else:
+            audit.findings.append(_table_finding(table, expected, checkout))
+    outputs = [checkout.root / "figures" / paper / f"{figure.name}.{ext}" for ext in figure.formats]
+    absent = [checkout.relative(p) for p in outputs if not p.is_file()]
+    audit.findings.append(Finding("files", MISSING, f"{', '.join(absent)} not made") if absent else
+                          Finding("files", OK, ", ".join(checkout.relative(p) for p in outputs)))
+    dvc = checkout.dvc.finding([checkout.relative(p) for p in [table, *outputs] if p.is_file()])
+    if dvc:
+        audit.findings.append(dvc)
+    return audit
+
+
+def _table_finding(table: Path, expected: bytes, checkout: Checkout) -> Finding:
+    actual = table.read_bytes()
+    if actual == expected:
+        return Finding("table", OK, f"{checkout.relative(table)} is what its runs give")
+    return Finding("table", FAIL, f"{checkout.relative(table)} differs from the table its runs give: sha256 "
+                   f"{_sha256(actual)} on disk, {_sha256(expected)} from the runs (changed "
+                   f"after aggregate, or the configuration changed since); rerun snakemake or restore the recorded "
+                   f"version with `dvc checkout --force results`")
+
+
+def _claims(paper: str, scale: str, checkout: Checkout) -> tuple[pd.DataFrame | None, Finding]:
+    path = checkout.root / "results" / "claims" / f"{paper}.csv"
+    if not path.is_file():
+        return None, Finding("claims", MISSING, f"{checkout.relative(path)} does not exist")
+    ledger = pd.read_csv(path, dtype=str, keep_default_na=False)
+    lacking = sorted({"claim_id", "figure", "scale", "status", "support", "note"} - set(ledger.columns))
+    if lacking:
+        return None, Finding("claims", FAIL, f"{checkout.relative(path)} is not a claims ledger: no column "
+                                             f"{', '.join(lacking)}; rerun snakemake (rule claims)")
+    counts = ledger["status"].value_counts()
+    summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("PASS", "FAIL", "INCONCLUSIVE"))
+    scales = set(ledger["scale"])
+    if scales != {scale}:
+        return ledger, Finding("claims", WARN, f"{checkout.relative(path)} was computed at scale "
+                                               f"{', '.join(sorted(scales))}, not {scale}: {summary}")
+    return ledger, Finding("claims", OK, f"{checkout.relative(path)}: {summary}")
+
+
+def ledger_scale(paper: str, root: Path) -> str | None:
+    """The scale a paper's claims ledger was computed at: the scale of the results on disk."""
+    path = root / "results" / "claims" / f"{paper}.csv"
+    if not path.is_file():
+        return None
+    try:
+        scales = set(pd.read_csv(path, usecols=["scale"], dtype=str)["scale"])
+    except ValueError:  # no such column: _claims says what is wrong with the file
+        return None
+    return scales.pop() if len(scales) == 1 else None
+
+
+# --- rerun --------------------------------------------------------------------------------------------------
+
+
+def choose_reruns(audits: list[PaperAudit], k: int, seed: int) -> list[str]:
+    """k runs drawn (seeded) from those with a sound run.json, over all audited papers."""
+    candidates = sorted({rid for a in audits for rid, run in a.runs.items() if run.status_of("run.json") == OK})
+    return random.Random(seed).sample(candidates, min(k, len(candidates)))
+
+
+def rerun(run_id: str, spec: dict[str, Any], record: dict[str, Any], checkout: Checkout) -> Finding:
+    """Recompute a run in a temporary directory as rule train would and compare metrics.csv byte for byte."""
+    import torch
+
+    from fedrepro.experiments.execute import execute_run
+
+    files = run_files(checkout.root / "results", run_id)
+    inputs = RunTable("", {run_id: spec}, {}).input_files(run_id)
+    prepared = [checkout.root / p for p in inputs["prepared"]]
+    data_records = [checkout.root / p for p in inputs["provenance"]]
+    absent = [checkout.relative(p) for p in prepared + data_records if not p.is_file()]
+    if absent:
+        return Finding("rerun", WARN, f"cannot rerun: {', '.join(absent)} missing (`snakemake {absent[0]}` "
+                                      f"makes it)")
+    device = record["device"]["device"]
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        return Finding("rerun", WARN, f"cannot rerun: it ran on {device} and torch finds no CUDA device here")
+    with tempfile.TemporaryDirectory(prefix=f"fedrepro-rerun-{run_id}-") as tmp:
+        again = RunFiles(Path(tmp) / run_id)
+        redone = execute_run(run_id, spec, again, {p.stem: p for p in prepared}, data_records, device=device,
+                             threads=record["device"].get("torch_threads", 1), log_path=Path(tmp) / "run.log",
+                             repo=checkout.root)
+        recorded = files.metrics.read_bytes() if files.metrics.is_file() else b""
+        if again.metrics.read_bytes() == recorded:
+            return Finding("rerun", OK, f"rerun in {redone['wall_seconds']:.1f} s: metrics.csv byte-identical "
+                                        f"(sha256 {redone[METRICS_SHA256]})")
+        return Finding("rerun", FAIL, f"rerun differs: {checkout.relative(files.metrics)} has sha256 "
+                       f"{_sha256(recorded)}, the rerun's metrics.csv {redone[METRICS_SHA256]}")
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,172 @@
+"""Tamper evidence (aggregate refuses a changed metrics.csv) and `fedrepro audit` on a real fedvr smoke result set."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fedrepro.cli import main
+from fedrepro.errors import ResultsError
+from fedrepro.results.store import METRICS_SHA256
+from fedrepro.results.tables import write_figure_table
+from fedrepro.validate import load_and_validate
+
+PAPER = "fedvr"
+
+
+def audit(capsys, *args: str) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as done:
+        main(["audit", PAPER, *args])
+    captured = capsys.readouterr()
+    return done.value.code, captured.out + captured.err
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def flip_last_digit(path: Path) -> None:
+    """One byte changed: the file's last digit, so that it still parses as the same table."""
+    data = bytearray(path.read_bytes())
+    i = max(i for i, b in enumerate(data) if chr(b).isdigit())
+    data[i] = ord("0") + (data[i] - ord("0") + 1) % 10
+    path.write_bytes(bytes(data))
+
+
+def run_dirs(root: Path) -> list[Path]:
+    return sorted((root / "results" / "runs").iterdir())
+
+
+def figure_of_run(root: Path, run_id: str):
+    _, table = load_and_validate({"scale": "smoke"}, root / "config")
+    return next(f for f in table.paper_figures(PAPER) if run_id in f.run_ids)
+
+
+# --- tamper evidence in the pipeline --------------------------------------------------------------------------
+
+
+def test_aggregate_refuses_a_metrics_file_changed_after_its_run(smoke_copy):
+    run = run_dirs(smoke_copy)[0]
+    recorded = json.loads((run / "run.json").read_text())[METRICS_SHA256]
+    assert recorded == sha256(run / "metrics.csv")
+    figure = figure_of_run(smoke_copy, run.name)
+    table = smoke_copy / "results" / PAPER / f"{figure.name}.csv"
+    before = table.read_bytes()
+    flip_last_digit(run / "metrics.csv")
+    with pytest.raises(ResultsError) as error:
+        write_figure_table(figure, Path("results"), table)
+    message = str(error.value)
+    assert f"results/runs/{run.name}/metrics.csv was changed" in message
+    assert recorded in message and sha256(run / "metrics.csv") in message
+    assert "dvc checkout --force results" in message and "\n" not in message
+    assert table.read_bytes() == before  # the figure table is left as it was
+
+
+def test_aggregate_refuses_a_run_json_without_a_metrics_hash(smoke_copy):
+    run = run_dirs(smoke_copy)[0]
+    record = json.loads((run / "run.json").read_text())
+    del record[METRICS_SHA256]
+    (run / "run.json").write_text(json.dumps(record))
+    figure = figure_of_run(smoke_copy, run.name)
+    with pytest.raises(ResultsError, match=f"records no sha256 of metrics.csv .written by an older fedrepro.*"
+                                           f"delete results/runs/{run.name}/ and run snakemake again"):
+        write_figure_table(figure, Path("results"), smoke_copy / "t.csv")
+
+
+# --- fedrepro audit -------------------------------------------------------------------------------------------
+
+
+def test_an_intact_result_set_passes(smoke_copy, capsys):
+    code, out = audit(capsys)
+    assert code == 0, out
+    assert "fedvr (scale smoke)" in out and "runs 5 OK" in out and "FAIL" not in out
+    report = (smoke_copy / "audit" / "fedvr.md").read_text()
+    assert report.count("this checkout") and report.count("has the same code") == 5
+    assert "Scale `smoke` from its claims ledger" in report
+    assert report.count("sha256 as recorded") == 5  # each run's data file
+    assert "<table>" in (smoke_copy / "audit" / "fedvr.html").read_text()
+    assert "not a DVC repository" in report
+
+
+def test_a_code_change_since_the_run_is_a_warning_naming_the_file(smoke_copy, capsys):
+    with open(smoke_copy / "config" / "config.yaml", "a") as fh:
+        fh.write("# edited after the runs\n")
+    code, out = audit(capsys)
+    assert code == 0 and "WARN: code in 5 run(s)" in out
+    assert "1 code file(s) differ in this checkout" in (smoke_copy / "audit" / "fedvr.md").read_text()
+    assert "config/config.yaml" in (smoke_copy / "audit" / "fedvr.md").read_text()
+
+
+def test_a_flipped_byte_fails_the_audit_naming_the_file_and_both_hashes(smoke_copy, capsys):
+    run = run_dirs(smoke_copy)[2]
+    recorded = sha256(run / "metrics.csv")
+    flip_last_digit(run / "metrics.csv")
+    code, out = audit(capsys)
+    assert code == 1
+    line = next(line for line in out.splitlines() if f"results/runs/{run.name}/metrics.csv" in line)
+    assert line.lstrip().startswith("FAIL") and recorded in line and sha256(run / "metrics.csv") in line
+
+
+def test_missing_and_unfinished_runs_are_reported_not_raised(smoke_copy, capsys):
+    never, unfinished = run_dirs(smoke_copy)[:2]
+    shutil.rmtree(never)
+    (unfinished / "run.json").unlink()
+    code, out = audit(capsys)
+    assert code == 0 and "MISSING: 2 runs" in out
+    report = (smoke_copy / "audit" / "fedvr.md").read_text()
+    assert f"never trained: results/runs/{never.name}/run.json does not exist" in report
+    assert f"not finished: results/runs/{unfinished.name}/run.json does not exist" in report
+
+
+def test_rerun_reports_identical_runs(smoke_copy, capsys):
+    code, out = audit(capsys, "--rerun", "3", "--seed", "11")
+    assert code == 0, out
+    chosen = out.split("seed 11 chose 3 run(s): ")[1].split(" (")[0].split()
+    assert len(chosen) == 3 and {p.name for p in run_dirs(smoke_copy)} >= set(chosen)
+    assert out.count("metrics.csv byte-identical") == 3
+
+
+def test_rerun_catches_metrics_altered_together_with_their_hash(smoke_copy, capsys):
+    """A forger who also rewrites run.json's hash and the figure tables passes every hash check; the rerun does not."""
+    run = run_dirs(smoke_copy)[1]
+    original = sha256(run / "metrics.csv")
+    flip_last_digit(run / "metrics.csv")
+    record = json.loads((run / "run.json").read_text())
+    record[METRICS_SHA256] = sha256(run / "metrics.csv")
+    (run / "run.json").write_text(json.dumps(record))
+    _, table = load_and_validate({"scale": "smoke"}, smoke_copy / "config")
+    for figure in table.paper_figures(PAPER):
+        write_figure_table(figure, Path("results"), Path("results") / PAPER / f"{figure.name}.csv")
+    assert audit(capsys)[0] == 0  # nothing on disk contradicts a record
+
+    code, out = audit(capsys, "--rerun", "5")
+    assert code == 1
+    line = next(line for line in out.splitlines() if "rerun differs" in line)
+    assert f"results/runs/{run.name}/metrics.csv" in line and record[METRICS_SHA256] in line and original in line
+
+
+def test_dvc_record_file_by_file_and_a_changed_figure_table(smoke_copy, dvc_record, capsys):
+    dvc_record(smoke_copy, "results", "figures")
+    code, out = audit(capsys)
+    assert code == 0, out
+    report = smoke_copy / "audit" / "fedvr.md"
+    assert report.read_text().count("**OK** DVC: as DVC recorded") == 6  # the 5 runs' files and the claims ledger
+    assert report.read_text().count("has the same code (it differs only in DVC records and docs)") == 5
+    figure_rows = [row for row in report.read_text().splitlines() if row.startswith("| fig") and "| title |" not in row]
+    assert len(figure_rows) == 7 and all("| OK | OK | OK |" in row for row in figure_rows)  # table, files, DVC
+
+    flip_last_digit(smoke_copy / "results" / PAPER / "fig3.csv")
+    code, out = audit(capsys)
+    assert code == 1
+    assert "FAIL results/fedvr/fig3.csv differs from the table its runs give" in out
+
+    run = run_dirs(smoke_copy)[0]
+    flip_last_digit(run / "run.json")  # still valid JSON: only DVC's record says it changed
+    assert audit(capsys)[0] == 1
+    lines = [line for line in report.read_text().splitlines() if f"results/runs/{run.name}/run.json: modified" in line]
+    assert lines and all(line.startswith("- **FAIL** DVC:") and "`dvc checkout --force results` restores" in line
+                         for line in lines)

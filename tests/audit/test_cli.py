@@ -1,0 +1,59 @@
+"""The `fedrepro` command: its help, where `fedrepro run` writes, and errors as one line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from fedrepro.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def fedrepro(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The command in a fresh process, as a user runs it (stderr as the user sees it, logging included)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    return subprocess.run([sys.executable, "-c", "from fedrepro.cli import main; main()", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True)
+
+
+def test_help_describes_the_commands(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0
+    assert "reproduces the figures and claims" in out and "Entry points" not in out
+    for command in ("fetch", "run", "audit"):
+        assert f"  {command} " in out
+
+
+def test_run_writes_outside_the_pipeline_results(smoke_copy, capsys):
+    before = sorted((smoke_copy / "results").rglob("*"))
+    main(["run", "fedvr", "fig3", "--scale", "smoke", "--set", "rounds=2", "--device", "cpu"])
+    assert sorted((smoke_copy / "results").rglob("*")) == before
+    (made,) = (smoke_copy / "adhoc" / "runs").iterdir()
+    assert (made / "metrics.csv").is_file() and f"-> adhoc/runs/{made.name}," in capsys.readouterr().out
+    # ignored by git (and so never committed) and by DVC (never recorded with the results)
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(made / "metrics.csv")], cwd=smoke_copy)
+    assert ignored.returncode == 0
+    assert "/adhoc/" in (smoke_copy / ".dvcignore").read_text().splitlines()
+
+
+def test_an_error_is_printed_once(smoke_copy):
+    done = fedrepro("run", "fedvr", "fig99", "--scale", "smoke", cwd=smoke_copy)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [done.stderr.splitlines()[0]]
+    assert done.stderr.startswith("fedrepro: error: unknown figure 'fig99' for paper 'fedvr'")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_without_cuda_is_a_one_line_error():
+    done = fedrepro("run", "fedvr", "fig3", "--scale", "smoke", "--device", "cuda", cwd=REPO)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == ("fedrepro: error: device: 'cuda' was requested but torch finds no CUDA device on "
+                                   "this machine; use device auto or cpu")

@@ -1,0 +1,32 @@
+"""Claims validation reads what a check's parameters name from their annotations: every check marks its
+selectors and columns, so that a new check cannot silently skip the start-up checks."""
+
+import re
+
+import pytest
+
+from fedrepro.claims.checks import CHECKS, check_hints
+from fedrepro.claims.checks.common import Names
+from fedrepro.claims.validation import _markers, validate_claims
+from fedrepro.errors import ConfigError
+
+MARKED = {"a": "selector", "b": "selector", "select": "selector", "reference": "selector", "per": "columns",
+          "show": "columns", "along": "column", "group": "column"}
+
+
+@pytest.mark.parametrize("check", sorted(CHECKS))
+def test_parameters_that_name_figure_contents_are_marked(check):
+    for param, hint in check_hints(check).items():
+        if param in MARKED:
+            assert Names(MARKED[param]) in _markers(hint), f"{check}: {param} is not marked {MARKED[param]}"
+
+
+def test_types_come_from_the_annotations():
+    claim = {"id": "T1", "check": "series_ratio", "a": {}, "b": {}, "per": [], "window": [10, 100.0]}
+    validate_claims({"claims": [claim]}, "t.yaml")
+    for bad, message in [({"window": [10, "x"]}, "window: [10, 'x'] is not a list of numbers"),
+                         ({"series": "variance"}, "series: 'variance' is not one of var, mean_err"),
+                         ({"max_ratio": True}, "max_ratio: True is not a number"),
+                         ({"max_ratio": -1}, "max_ratio: -1 is not > 0")]:
+        with pytest.raises(ConfigError, match=re.escape(f"t.yaml: claim T1: {message}") + "$"):
+            validate_claims({"claims": [{**claim, **bad}]}, "t.yaml")

@@ -1,0 +1,67 @@
+"""Every change to a figure's or a claim's configuration reruns exactly the jobs that read it.
+
+On a copy of the workflow whose outputs exist and are up to date (empty files, stamped by
+`snakemake --touch`, which also records each job's params), an edit of config/papers/fedvr.yaml or
+config/claims/fedvr.yaml must make `snakemake -n` plan the jobs that read the edited part, and
+no other (never a training run)."""
+
+from pathlib import Path
+
+import pytest
+
+from workflow_copy import BIN, copy_checkout, planned_jobs, run
+
+pytestmark = pytest.mark.slow
+TARGET = ["--config", "scale=smoke", "--", "fedvr"]
+PLOT_FIG9 = {("plot", "figures/fedvr/fig9.pdf"), ("fedvr", "")}
+CLAIMS = {("claims", "results/claims/fedvr.csv"), ("fedvr", "")}
+
+
+@pytest.fixture(scope="module")
+def workflow(tmp_path_factory) -> Path:
+    """A copy of the repository with every output of the smoke fedvr target present and up to date."""
+    work = tmp_path_factory.mktemp("reruns")
+    copy_checkout(work, git=False)
+    summary = run(BIN / "snakemake", "--summary", *TARGET, cwd=work).stdout
+    for line in summary.splitlines()[1:]:
+        path = work / line.split("\t")[0]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    run(BIN / "snakemake", "--cores", "1", "--touch", *TARGET, cwd=work)
+    assert "Nothing to be done" in run(BIN / "snakemake", "-n", *TARGET, cwd=work).stdout
+    return work
+
+
+def _planned_after(work: Path, path: str, old: str, new: str) -> set[tuple[str, str]]:
+    """The jobs `snakemake -n` plans once `old` is replaced by `new` (once) in `path`, which is then restored."""
+    file = work / path
+    original = file.read_text()
+    assert original.count(old) == 1, f"{old!r} must occur once in {path}"
+    file.write_text(original.replace(old, new))
+    try:
+        return planned_jobs(run(BIN / "snakemake", "-n", *TARGET, cwd=work).stdout)
+    finally:
+        file.write_text(original)
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    pytest.param('title: "Fig. 9: three algorithms', 'title: "Fig. 9: three methods', PLOT_FIG9, id="title"),
+    pytest.param("overlays the three variances across runs", "overlays their variances", PLOT_FIG9, id="caption"),
+    pytest.param('ylim: [1.0e-6, 1.0], overlay: variance}', 'ylim: [1.0e-7, 1.0], overlay: variance}', PLOT_FIG9,
+                 id="plot option"),
+    # a curve label is a column of the figure's table: the table, the figure and the ledger read it
+    pytest.param("{method: fedavg_uniform}]", '{method: fedavg_uniform, label: "FedAvg [4]"}]',
+                 PLOT_FIG9 | CLAIMS | {("aggregate", "results/fedvr/fig9.csv")}, id="curve label"),
+])
+def test_a_figure_edit_reruns_only_its_jobs(workflow, old, new, expected):
+    assert _planned_after(workflow, "config/papers/fedvr.yaml", old, new) == expected
+
+
+@pytest.mark.parametrize("old, new", [("factor: 0.1", "factor: 0.2"),
+                                      ('expected: "as C1 for case 2"', 'expected: "as C1, in case 2"')])
+def test_a_claim_edit_reruns_only_the_ledger(workflow, old, new):
+    assert _planned_after(workflow, "config/claims/fedvr.yaml", old, new) == CLAIMS
+
+
+def test_the_untouched_workflow_plans_nothing(workflow):
+    assert planned_jobs(run(BIN / "snakemake", "-n", *TARGET, cwd=workflow).stdout) == set()

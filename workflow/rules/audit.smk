@@ -1,0 +1,35 @@
+# A reviewer's audit of each paper's results (src/fedrepro/results/audit.py): the runs behind every figure
+# checked against what they recorded (hashes of metrics and data), this checkout (code, packages) and DVC's
+# record; figure tables against their runs; the claims' verdicts. Written as Markdown and HTML (in the
+# report); mismatches are listed there, not raised: aggregate already refuses a changed metrics.csv, and
+# `fedrepro audit` gives the same audit with an exit status (and can rerun runs).
+
+
+rule audit_paper:
+    input:
+        lambda wildcards: paper_outputs(wildcards.paper),
+    output:
+        md="results/audit/{paper}.md",
+        html=report(
+            "results/audit/{paper}.html",
+            caption="../report/audit.rst",
+            category="{paper}",
+            subcategory="audit",
+            labels={"figure": "audit"},
+        ),
+    params:
+        scale=config["scale"],
+        figures=lambda wildcards: RUNS.paper_figures(wildcards.paper),
+    log:
+        "logs/audit/{paper}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../../scripts/audit.py"
+
+
+rule audit:
+    input:
+        [f"results/audit/{paper}.html" for paper in config["papers"]],
