@@ -18,6 +18,8 @@ from fedrepro.experiments.runtable import Figure, RunTable, build_run_table, lab
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = REPO_ROOT / "workflow" / "schemas"
+# plot options whose values are method names of the paper
+METHOD_OPTIONS = ("dashed", "style_independent")
 
 
 @functools.lru_cache(maxsize=None)
@@ -87,7 +89,7 @@ def load_and_validate(
     """
     config = with_defaults(config, schema_dir)
     papers = known_papers(schema_dir)
-    engines = {}
+    engines, methods = {}, {}
     for paper in papers:
         path = config_dir / "papers" / f"{paper}.yaml"
         if not path.exists():
@@ -100,6 +102,7 @@ def load_and_validate(
             raise ConfigError(f"{path}: engine: {paper_cfg['engine']!r} is not allowed; allowed values: "
                               f"{', '.join(ENGINES)}")
         engines[paper] = paper_cfg["engine"]
+        methods[paper] = sorted(paper_cfg["methods"])
         if "claims" in paper_cfg["figures"]:  # figures/<paper>/claims.* is the claims figure (rule claims)
             raise ConfigError(f"{path}: a figure may not be named 'claims'; that name is the claims figure's")
         claims_path = config_dir / "claims" / f"{paper}.yaml"
@@ -119,6 +122,7 @@ def load_and_validate(
     for (paper, name), figure in table.figures.items():
         for options in (figure.plot, figure.plot.get("value", {})):
             _check_columns(options, engines[paper], f"config/papers/{paper}.yaml: figures.{name}.plot")
+        _check_methods(figure.plot, methods[paper], f"config/papers/{paper}.yaml: figures.{name}.plot")
         check_plot_options(figure, schema_dir)
         check_timelines(figure, table.runs, engines[paper])
     return config, table
@@ -153,11 +157,21 @@ def check_timelines(figure: Figure, runs: dict[str, dict[str, Any]], engine: str
                           f"curves {', '.join(missing)} do not set record_timeline: true")
 
 
+def _check_methods(options: dict[str, Any], methods: list[str], where: str) -> None:
+    """Plot options that name methods (`dashed`, `style_independent`) name methods of the paper: a typo
+    would otherwise draw the figure without them, silently."""
+    for key in METHOD_OPTIONS:
+        for value in options.get(key, []):
+            if value not in methods:
+                raise ConfigError(f"{where}: {key}: {value!r} is not a method of the paper; allowed values: "
+                                  f"{', '.join(methods)}")
+
+
 def _check_columns(options: dict[str, Any], engine: str, where: str) -> None:
     """A figure or claim may put on its x axis only a column that its engine logs as one, and read as a
-    metric (`metric`, a plot's `y` or `metrics`) only one its engine logs."""
+    metric (`metric`, a plot's `y`, `metrics` or `log_metrics`) only one its engine logs."""
     allowed = {"x": ENGINES[engine].x, "metric": ENGINES[engine].metrics, "y": ENGINES[engine].metrics,
-               "metrics": ENGINES[engine].metrics}
+               "metrics": ENGINES[engine].metrics, "log_metrics": ENGINES[engine].metrics}
     for key, columns in allowed.items():
         values = options.get(key)
         for value in values if isinstance(values, list) else [values]:

@@ -81,6 +81,17 @@ def test_error_plot_with_variance_overlay(table):
     assert len(overlay) == 2 and len(overlay[0].get_ydata()) == K  # variance from k = 1
 
 
+def test_ncols_wraps_a_panels_axes_into_rows(table):
+    # Fig. 9: its curves and the overlay side by side were 2505 px wide at 150 dpi; 2 a row keeps text readable
+    fig = KINDS["mc_error"](table, figure("mc_error"), ylim=[1e-6, 1.0], overlay="variance", ncols=2)
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(fig.axes) == 4 and len(visible) == 3  # 2 curves + overlay in a 2 x 2 grid, the 4th left empty
+    assert fig.get_size_inches() == pytest.approx((8.4, 7.0))
+    overlay = visible[-1]
+    assert overlay.get_subplotspec().rowspan.start == 1 and len(overlay.get_lines()) == 2
+    assert overlay.get_legend() is not None and visible[0].get_shared_y_axes().joined(visible[0], visible[1])
+
+
 def test_cep_plot_circle_is_the_cep_around_the_mean(table):
     fig = KINDS["cep"](table, figure("cep"), coords=[0, 1])
     mcs = {labels["method"]: mc for labels, mc in curves_of(table, LABEL_COLUMNS)}

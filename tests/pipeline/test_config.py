@@ -251,3 +251,35 @@ def test_device_cuda_without_cuda_names_the_key():
     with pytest.raises(ConfigError, match="device: 'cuda', but torch finds no CUDA device on this machine; "
                                           "allowed here: auto, cpu"):
         check_device("cuda")
+
+
+def test_a_title_names_only_the_values_of_the_panels_drawn_at_its_scale():
+    # Fig. 4 of FedPAGE: quick drops the panel with N = 10 clients, smoke keeps only N = 325
+    titles = {scale: build_run_table({"papers": ["fedpage"], "scale": scale}, CONFIG).figure("fedpage", "fig4").title
+              for scale in ("smoke", "quick", "paper")}
+    assert titles["paper"].endswith("with N = 3250, 325, 10 clients")
+    assert titles["quick"].endswith("with N = 3250, 325 clients")
+    assert titles["smoke"].endswith("with N = 325 clients")
+
+
+@pytest.mark.parametrize("title, expected", [("N = {n_clientz}", "title names {n_clientz}, which is not a setting"),
+                                             ("N = {n_clients", "title 'N = {n_clients'")])
+def test_a_title_naming_an_unknown_setting_stops_at_start_up(tmp_path, title, expected):
+    config_dir = _paper_config_dir(tmp_path, lambda c: c["figures"]["fig4"].update(title=title))
+    with pytest.raises(ConfigError) as info:
+        load_and_validate({"scale": "smoke"}, config_dir)
+    assert "figures.fig4" in str(info.value) and expected in str(info.value)
+
+
+@pytest.mark.parametrize("plot, expected", [
+    ({"style_independent": ["cgsd"]}, "plot: style_independent: 'cgsd' is not a method of the paper; allowed values: "
+                                      "csgd, fedavg, fedcluster"),
+    ({"dashed": ["csdg"]}, "plot: dashed: 'csdg' is not a method of the paper"),
+    ({"log_metrics": ["train_los"]}, "plot: log_metrics: 'train_los' is not a metric of engine federated_nn"),
+    ({"legend": "outsde"}, "legend: 'outsde' is not allowed; allowed values: inside, outside"),
+])
+def test_a_loss_accuracy_option_naming_no_method_or_metric_stops_at_start_up(tmp_path, plot, expected):
+    config_dir = _paper_config_dir(tmp_path, lambda c: c["figures"]["fig2"]["plot"].update(plot), paper="fedcluster")
+    with pytest.raises(ConfigError) as info:
+        load_and_validate({"scale": "smoke"}, config_dir)
+    assert "figures.fig2" in str(info.value) and expected in str(info.value)

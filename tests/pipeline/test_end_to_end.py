@@ -2,15 +2,13 @@
 and the DVC round trip a reviewer relies on (record, detect a change, push, pull into a
 fresh clone with nothing left to rerun)."""
 
-import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from workflow_copy import BIN, REPO, copy_checkout, run
+from workflow_copy import BIN, MIRROR, copy_checkout, run
 
-MIRROR = Path(os.environ.get("FEDREPRO_DATA_MIRROR", REPO.parent / "shared" / "datasets"))
 TRACKED = ["data/raw", "data/prepared", "results", "figures"]
 EXPECTED_FIGURES = {
     "fedpage": ["fig1a", "fig1b", "fig2a", "fig2b", "fig3a", "fig3b", "fig4", "fig5", "fig6"],
@@ -55,6 +53,9 @@ def test_smoke_run_report_and_dvc_round_trip(tmp_path):
     sh(BIN / "snakemake", "--cores", "1", "--config", "scale=smoke", "--report", "report.html", cwd=work)
     report = (work / "report.html").read_text(errors="replace")
     assert "fig2a" in report and "fedpage.csv" in report and "claims support" in report
+    # the ledger as a table, a figure's settings as text (not the repr of its Figure)
+    assert "results/claims/fedpage.html" in report and "Figure(paper=" not in report
+    assert "Claims ledger of fedpage (scale smoke)" in (work / "results" / "claims" / "fedpage.html").read_text()
 
     # record, then a single changed byte is reported
     sh(BIN / "dvc", "add", "--quiet", *TRACKED, cwd=work)

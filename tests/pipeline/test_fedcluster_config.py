@@ -72,16 +72,44 @@ def test_views_crop_pool_and_standardise():
     assert abs(made["x_train"].mean()) < 1e-5 and abs(made["x_train"].std() - 1) < 1e-4
 
 
+def _fig2_rows() -> pd.DataFrame:
+    """Two panels of FedCluster and centralized SGD at rho_device = 0.1 and 0.4 (the loss grows with rho)."""
+    return pd.DataFrame([
+        {"panel": p, "curve": c, "method": m, "run_id": f"{p}{c}{rho}", "rho_device": rho, "seed": s, "round": r,
+         "train_loss": 2.3 - 0.1 * r + rho, "test_accuracy": 0.1 + 0.1 * r, "diverged": False}
+        for p in ("top", "bottom") for c, m in (("FedCluster", "fedcluster"), ("centralized SGD", "csgd"))
+        for rho in (0.1, 0.4) for s in range(2) for r in range(4)])
+
+
 def test_the_loss_accuracy_kind_lays_panels_out_as_the_paper(tables):
     figure = tables["smoke"].figure("fedcluster", "fig2")
-    rows = [{"panel": p, "curve": c, "method": m, "run_id": f"{p}{c}{rho}", "rho_device": rho, "seed": s,
-             "round": r, "train_loss": 2.3 - 0.1 * r, "test_accuracy": 0.1 + 0.1 * r, "diverged": False}
-            for p in ("top", "bottom") for c, m in (("FedCluster", "fedcluster"), ("centralized SGD", "csgd"))
-            for rho in (0.1, 0.4) for s in range(2) for r in range(4)]
-    fig = loss_accuracy(pd.DataFrame(rows), figure, metrics=["train_loss", "test_accuracy"], ncols=1,
+    fig = loss_accuracy(_fig2_rows(), figure, metrics=["train_loss", "test_accuracy"], ncols=1,
                         style="rho_device", dashed=["csgd"])
     axes = [ax for ax in fig.axes if ax.get_visible()]
     assert len(axes) == 4  # 2 rows (panels) x [train loss, test accuracy]
     assert [ax.get_title() for ax in axes[:2]] == ["top: train loss", "top: test accuracy"]
     lines = axes[0].get_lines()
     assert len(lines) == 4 and {ln.get_linestyle() for ln in lines} == {"-", "--"}
+
+
+def test_a_curve_independent_of_the_style_is_drawn_once_and_the_legend_covers_no_axes(tables):
+    figure = tables["smoke"].figure("fedcluster", "fig2")
+    fig = loss_accuracy(_fig2_rows(), figure, metrics=["train_loss", "test_accuracy"], ncols=1, style="rho_device",
+                        dashed=["csgd"], style_independent=["csgd"], legend="outside", log_metrics=["train_loss"])
+    loss, accuracy = [ax for ax in fig.axes if ax.get_visible()][:2]  # the top panel
+    assert loss.get_legend() is None
+    labels = [t.get_text() for t in accuracy.get_legend().get_texts()]
+    assert labels == ["FedCluster, ρ_device = 0.1", "FedCluster, ρ_device = 0.4", "centralized SGD"]
+    csgd = [line for line in loss.get_lines() if line.get_label() == "centralized SGD"]
+    assert len(loss.get_lines()) == 3 and len(csgd) == 1
+    np.testing.assert_allclose(csgd[0].get_ydata(), 2.3 - 0.1 * np.arange(4) + 0.1)  # at the first rho_device
+    assert (loss.get_yscale(), accuracy.get_yscale()) == ("log", "linear")
+    fig.canvas.draw()
+    legend_box, axes_box = accuracy.get_legend().get_window_extent(), accuracy.get_window_extent()
+    assert legend_box.x0 >= axes_box.x1  # right of the panel's last axes, over no curve
+
+
+def test_an_outside_legend_beside_another_panel_is_refused(tables):
+    figure = tables["smoke"].figure("fedcluster", "fig4")
+    with pytest.raises(ValueError, match="legend = 'outside' with ncols = 2"):
+        loss_accuracy(_fig2_rows(), figure, ncols=2, legend="outside")

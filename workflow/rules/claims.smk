@@ -15,7 +15,7 @@ rule claims:
             caption="../report/claims.rst",
             category="{paper}",
             subcategory="claims",
-            labels={"figure": "claims ledger"},
+            labels={"figure": "claims ledger (CSV)"},
         ),
         record="results/claims/{paper}.json",
         pdf="figures/{paper}/claims.pdf",
@@ -37,3 +37,27 @@ rule claims:
         runtime=10,
     script:
         "../../scripts/claims.py"
+
+
+# The ledger as an HTML table: the report shows it in place (a CSV only as a download).
+rule claims_table:
+    input:
+        "results/claims/{paper}.csv",
+    output:
+        report(
+            "results/claims/{paper}.html",
+            caption="../report/claims.rst",
+            category="{paper}",
+            subcategory="claims",
+            labels={"figure": "claims ledger"},
+        ),
+    params:
+        scale=config["scale"],
+    log:
+        "logs/claims_table/{paper}.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../../scripts/claims_table.py"

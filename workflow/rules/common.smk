@@ -39,6 +39,7 @@ def paper_outputs(paper):
     figures = RUNS.paper_figures(paper)
     return [f"figures/{paper}/{f.name}.{ext}" for f in figures for ext in f.formats] + [
         f"results/claims/{paper}.csv",
+        f"results/claims/{paper}.html",
         f"figures/{paper}/claims.png",
     ]
 

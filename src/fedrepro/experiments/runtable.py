@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import itertools
+import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,21 @@ class Figure:
     def formats(self) -> tuple[str, ...]:
         """File extensions of figures/<paper>/<name>.*"""
         return FORMATS.get(self.plot.get("kind"), DRAWING_FORMATS)
+
+    def __str__(self) -> str:
+        """Its settings as one line of text: the HTML report shows a rule's parameters this way (the
+        dataclass repr, which Snakemake compares to see a parameter change, stays as it is)."""
+        options = ", ".join(f"{k} = {_text(v)}" for k, v in self.plot.items())
+        curves = "; ".join(f"{c.panel}: {c.label}" + "".join(f", {k} = {_text(v)}" for k, v in c.grid.items())
+                           + f" (run {c.run_id})" for c in self.curves)
+        deviations = f" Deviations: {'; '.join(self.deviations)}." if self.deviations else ""
+        return (f"{self.paper} {self.name} at scale {self.scale}: {self.title}. Plot: {options}.{deviations} "
+                f"Curves: {curves}.")
+
+
+def _text(value: Any) -> str:
+    """A setting as plain text: lists without the quotes of their strings."""
+    return f"[{', '.join(map(_text, value))}]" if isinstance(value, (list, tuple)) else str(value)
 
 
 def paper_value(values: dict[str, dict[Any, Any]], key: str, value: Any) -> Any:
@@ -211,6 +227,23 @@ def _plot_options(paper_plot: dict[str, Any], figure_plot: dict[str, Any]) -> di
     return _merge(paper_plot if same_kind else {}, figure_plot)
 
 
+def _title(template: str, specs: list[dict[str, Any]], where: str) -> str:
+    """A figure's title, which may name the values a setting takes in its runs, e.g. "N = {n_clients}
+    clients": every value of n_clients among the runs drawn, in the order drawn, so that the title of a
+    scale that drops a panel never names it."""
+    try:
+        keys = [key for _, key, _, _ in string.Formatter().parse(template) if key is not None]
+    except ValueError as error:
+        raise ConfigError(f"{where}: title {template!r}: {error}") from None
+    values = {}
+    for key in keys:
+        seen = [spec[key] for spec in specs if key in spec]
+        if not key.isidentifier() or not seen:
+            raise ConfigError(f"{where}: title names {{{key}}}, which is not a setting of its runs")
+        values[key] = ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in dict.fromkeys(seen))
+    return template.format_map(values)
+
+
 def _deviations(paper_cfg: dict[str, Any], scale: str) -> list[str]:
     """Plain-text list of how this scale departs from the paper scale (for captions)."""
     if scale == "paper":
@@ -278,6 +311,7 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict
                     rid = run_id_of(spec)
                     runs[rid] = spec
                     figure.curves.append(Curve(panel["name"], label, curve["method"], rid, point, analysis))
+        figure.title = _title(fig["title"], [runs[c.run_id] for c in figure.curves], f"{where}: figures.{name}")
         figure.setting_keys = setting_keys([runs[rid] for rid in figure.run_ids]) + sorted(
             {k for c in figure.curves for k in c.analysis})
         figures[(paper, name)] = figure

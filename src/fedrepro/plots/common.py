@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.ticker import LogFormatter  # noqa: E402
 
 from fedrepro.experiments.runtable import Figure  # noqa: E402
 from fedrepro.utils.atomic import atomic_path  # noqa: E402
@@ -24,6 +25,21 @@ def scale_note(figure: Figure) -> str:
     # a scale without deviations (e.g. quick = paper for a small paper) is not reduced
     reduced = figure.scale != "paper" and figure.deviations
     return f"scale: {figure.scale}" + (" (reduced; see caption)" if reduced else "")
+
+
+class _PlainLogFormatter(LogFormatter):
+    """Log-axis labels as plain numbers (2.3, 0.3, 0.01), not 2.3 x 10^0; LogFormatter still picks which
+    minor ticks to label, so an axis spanning less than a decade is labelled at all."""
+
+    def _num_to_string(self, x, vmin, vmax):
+        return f"{x:g}"
+
+
+def log_y(ax: plt.Axes) -> None:
+    """A log y axis labelled in plain numbers."""
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(_PlainLogFormatter(labelOnlyBase=False))
+    ax.yaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.4)))
 
 
 def mark_diverged(ax: plt.Axes, sub: pd.DataFrame, y: str, x: str = "round") -> None:

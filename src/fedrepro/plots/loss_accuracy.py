@@ -5,7 +5,11 @@ Each panel of the figure gets one axes per metric, side by side, and the panels 
 and 0.7, 0.9 below (ncols 1); Fig. 4 has CIFAR-10 in the left and MNIST in the right column (ncols 2).
 A line is the mean over seeds, its band +-1 standard deviation. The colour names the curve; when a
 panel holds a curve at several values of `style` (e.g. rho_device), lighter shades mark larger values.
-Methods listed in `dashed` (centralized SGD, a reference) are drawn dashed.
+Methods listed in `dashed` (centralized SGD, a reference) are drawn dashed. Methods listed in
+`style_independent` do not depend on `style` (centralized SGD trains on the pooled data, whatever
+rho_device): one line per panel, at the panel's first value, under the bare curve name. Metrics listed
+in `log_metrics` get a log y axis (a train loss whose curves merge on a linear one). `legend: outside` puts a
+panel's legend to the right of its last axes, where it covers no curve (for one panel a row: ncols 1).
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ import pandas as pd
 import seaborn as sns
 
 from fedrepro.experiments.runtable import Figure
-from fedrepro.plots.common import finish_figure, mark_diverged, theme
+from fedrepro.plots.common import finish_figure, log_y, mark_diverged, theme
 
 NAMES = {"train_loss": "train loss", "test_accuracy": "test accuracy", "train_accuracy": "train accuracy",
          "test_loss": "test loss", "rho_device": "ρ_device", "rho_cluster": "ρ_cluster"}
+LEGENDS = ("inside", "outside")
 
 
 def _shades(color: tuple, n: int) -> list[tuple]:
@@ -37,9 +42,22 @@ def _line(ax: plt.Axes, run: pd.DataFrame, y: str, x: str, **style) -> None:
                     color=style["color"])
 
 
+def _style_values(curve: pd.DataFrame, style: str | None, independent: bool) -> list:
+    """The values of `style` a curve is drawn at: each one, only the first for a curve independent of
+    it, [None] (no style) when the curve has no such column."""
+    if style not in curve:
+        return [None]
+    values = sorted(curve[style].unique())
+    return values[:1] if independent else values
+
+
 def loss_accuracy(table: pd.DataFrame, figure: Figure, *, metrics: Sequence[str] = ("train_loss",), ncols: int = 1,
-                  style: str | None = None, dashed: Sequence[str] = (), x: str = "round",
+                  style: str | None = None, dashed: Sequence[str] = (), style_independent: Sequence[str] = (),
+                  log_metrics: Sequence[str] = (), legend: str = "inside", x: str = "round",
                   xlabel: str = "learning rounds") -> plt.Figure:
+    if legend not in LEGENDS or (legend == "outside" and ncols > 1):
+        raise ValueError(f"figure {figure.name}: plot option legend = {legend!r} with ncols = {ncols}; allowed: "
+                         "inside, or outside with ncols 1")
     theme()
     panels = list(dict.fromkeys(table["panel"]))
     ncols = min(ncols, len(panels))
@@ -52,18 +70,34 @@ def loss_accuracy(table: pd.DataFrame, figure: Figure, *, metrics: Sequence[str]
         row, col = divmod(i, ncols)
         for j, metric in enumerate(metrics):
             ax = axes[row, col * len(metrics) + j]
+            drawn = []
             for label, curve in sub.groupby("curve", sort=False):
-                values = sorted(curve[style].unique()) if style in curve else [None]
+                method = curve["method"].iloc[0]
+                independent = method in style_independent
+                values = _style_values(curve, style, independent)
                 for value, color in zip(values, _shades(base[label], len(values))):
                     run = curve if value is None else curve[curve[style] == value]
-                    name = label if value is None else f"{label}, {NAMES.get(style, style)} = {value:g}"
-                    ls = "--" if run["method"].iloc[0] in dashed else "-"
-                    _line(ax, run, metric, x, color=color, ls=ls, label=name)
-            mark_diverged(ax, sub, metric, x)
+                    named = value is not None and not independent
+                    name = f"{label}, {NAMES.get(style, style)} = {value:g}" if named else label
+                    _line(ax, run, metric, x, color=color, ls="--" if method in dashed else "-", label=name)
+                    drawn.append(run)
+            mark_diverged(ax, pd.concat(drawn), metric, x)
+            if metric in log_metrics:
+                log_y(ax)
             ax.set_title(panel if len(metrics) == 1 else f"{panel}: {NAMES.get(metric, metric)}", fontsize=9)
             ax.set_xlabel(xlabel)
             ax.set_ylabel(NAMES.get(metric, metric))
-            if j == 0:
-                ax.legend(fontsize=6.5, title=None)
+        _legend(axes[row, col * len(metrics)], axes[row, col * len(metrics) + len(metrics) - 1], legend)
     band = "line: mean of {seeds} seeds, band: ±1 sd"
     return finish_figure(fig, axes, len(panels) * len(metrics), table, figure, band)
+
+
+def _legend(first: plt.Axes, last: plt.Axes, where: str) -> None:
+    """The panel's legend (its curves are those of `first`): inside `first`, or outside to the right of
+    `last`, the panel's last axes."""
+    handles, labels = first.get_legend_handles_labels()
+    if where == "outside":
+        last.legend(handles, labels, fontsize=6.5, title=None, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                    borderaxespad=0.0)
+    else:
+        first.legend(handles, labels, fontsize=6.5, title=None)

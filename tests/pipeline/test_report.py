@@ -1,0 +1,37 @@
+"""What the HTML report shows: a figure's settings as text, the claims ledger as a table."""
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from fedrepro.claims.table import write_ledger_html
+from fedrepro.validate import load_and_validate
+
+CONFIG = Path(__file__).resolve().parents[2] / "config"
+
+
+def test_a_figures_parameters_read_as_text():
+    _, table = load_and_validate({"scale": "smoke", "papers": ["fedpage"]}, CONFIG)
+    figure = table.figure("fedpage", "fig2a")
+    text = str(figure)
+    assert "Figure(" not in text and "Curve(" not in text and "\n" not in text
+    assert figure.title in text and "y = grad_norm" in text and "scale smoke" in text
+    assert all(curve.run_id in text and curve.label in text for curve in figure.curves)
+    assert repr(figure).startswith("Figure(paper='fedpage'")  # what Snakemake compares to see a change: unchanged
+
+
+def test_the_ledger_becomes_an_html_table_with_escaped_text(tmp_path):
+    ledger = pd.DataFrame({
+        "claim_id": ["C1", "C2"], "figure": ["fig2a", "fig3"], "scale": ["smoke", "smoke"],
+        "status": ["PASS", "INCONCLUSIVE"], "support": [0.955, math.nan], "margin": [0.123456, -1.0],
+        "margin_se": [2.0, math.nan], "measured": ["3 < 4", ""], "expected": ["a & b", ""],
+        "note": ["", "not decided by 2 seeds"], "quote": ['"<b>much</b> faster"', "x"]})
+    ledger.to_csv(tmp_path / "fedpage.csv", index=False)
+    write_ledger_html(tmp_path / "fedpage.csv", tmp_path / "fedpage.html", "fedpage")
+    page = (tmp_path / "fedpage.html").read_text()
+    assert "Claims ledger of fedpage (scale smoke)" in page and "1 PASS, 1 INCONCLUSIVE" in page
+    assert page.count("<tr>") == 3 and "<th" in page  # header + one row per claim
+    assert "&lt;b&gt;much&lt;/b&gt;" in page and "<b>much" not in page and "a &amp; b" in page
+    assert ">95.5%<" in page and ">0.123<" in page and "nan" not in page.lower()
+    assert "#c8e6c9" in page  # PASS coloured
