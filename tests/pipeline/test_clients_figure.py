@@ -14,8 +14,9 @@ from fedrepro.claims.checks.run_facts import compare_fact, rank_correlation
 from fedrepro.claims.data import ClaimData
 from fedrepro.experiments.runtable import Curve, Figure
 from fedrepro.plots.clients import clients
-from fedrepro.results.store import run_files, write_metrics
+from fedrepro.results.store import METRICS_SHA256, run_files, write_metrics
 from fedrepro.results.tables import figure_table
+from fedrepro.utils.digest import file_sha256
 
 SYSTEM = SystemModel(flops_per_iteration=1.7e7, fastest_flops=1e10, model_bytes=2.2e6, uplink_bps=4e8,
                      downlink_bps=4e8)
@@ -38,7 +39,8 @@ def _write_run(results, label: str, protocol: str):
                             "trainings_started": tr.trainings_started.tolist()}
     write_metrics(files.metrics, [{"seed": s, "round": 0} for s in SEEDS], ["seed", "round"])
     spec = {"engine": "async", "algorithm": protocol, "n_clients": N_CLIENTS, "n": 4, "K": 10, "rounds": 99}
-    files.record.write_text(json.dumps({"run_id": run_id, "spec": spec, "summary": {"seeds": facts}}))
+    files.record.write_text(json.dumps({"run_id": run_id, "spec": spec, "summary": {"seeds": facts},
+                                        METRICS_SHA256: file_sha256(files.metrics)}))
     return Curve("FMNIST, non-IID, n = 4", label, protocol, run_id, {}), traces
 
 
@@ -139,7 +141,8 @@ def test_a_run_without_trace_facts_is_an_error(tmp_path):
     files = run_files(tmp_path, "r")
     files.run_dir.mkdir(parents=True)
     write_metrics(files.metrics, [{"seed": 0, "round": 0}], ["seed", "round"])
-    files.record.write_text(json.dumps({"run_id": "r", "spec": {}, "summary": {"seeds": {"0": {"diverged_at": None}}}}))
+    files.record.write_text(json.dumps({"run_id": "r", "spec": {}, "summary": {"seeds": {"0": {"diverged_at": None}}},
+                                        METRICS_SHA256: file_sha256(files.metrics)}))
     figure = Figure("p", "f", "F", "", "smoke", [], {"kind": "clients"}, [Curve("P", "c", "m", "r", {})], setting_keys=[])
     with pytest.raises(ValueError, match="run r seed 0 has no trace facts in its run.json"):
         figure_table(figure, tmp_path)
