@@ -16,7 +16,8 @@ TARGET = ["--config", "scale=smoke", "--", "fedvr"]
 # the paper's audit (rule audit_paper) reads its figures and ledger, so it follows any of them
 AUDIT = {("audit_paper", "results/audit/fedvr.md"), ("fedvr", "")}
 PLOT_FIG9 = {("plot", "figures/fedvr/fig9.pdf")} | AUDIT
-CLAIMS = {("claims", "results/claims/fedvr.csv")} | AUDIT
+# the ledger and its HTML table (rule claims_table)
+CLAIMS = {("claims", "results/claims/fedvr.csv"), ("claims_table", "results/claims/fedvr.html")} | AUDIT
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,7 @@ def _planned_after(work: Path, path: str, old: str, new: str) -> set[tuple[str, 
 @pytest.mark.parametrize("old, new, expected", [
     pytest.param('title: "Fig. 9: three algorithms', 'title: "Fig. 9: three methods', PLOT_FIG9, id="title"),
     pytest.param("overlays the three variances across runs", "overlays their variances", PLOT_FIG9, id="caption"),
-    pytest.param('ylim: [1.0e-6, 1.0], overlay: variance}', 'ylim: [1.0e-7, 1.0], overlay: variance}', PLOT_FIG9,
+    pytest.param('ylim: [1.0e-6, 1.0], overlay: variance,', 'ylim: [1.0e-7, 1.0], overlay: variance,', PLOT_FIG9,
                  id="plot option"),
     # a curve label is a column of the figure's table: the table, the figure and the ledger read it
     pytest.param("{method: fedavg_uniform}]", '{method: fedavg_uniform, label: "FedAvg [4]"}]',
