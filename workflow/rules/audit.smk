@@ -19,7 +19,7 @@ rule audit_paper:
         ),
     params:
         scale=config["scale"],
-        figures=lambda wildcards: RUNS.paper_figures(wildcards.paper),
+        figures=lambda wildcards: FigureList(RUNS.paper_figures(wildcards.paper)),
     log:
         "logs/audit/{paper}.log",
     threads: 1

@@ -2,7 +2,7 @@
 from fedrepro.data import REGISTRY
 from fedrepro.data.views import VIEWS
 from fedrepro.engines import ENGINES
-from fedrepro.experiments.runtable import Figure
+from fedrepro.experiments.runtable import Figure, FigureList
 from fedrepro.utils.digest import config_digest
 
 

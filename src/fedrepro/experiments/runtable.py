@@ -130,6 +130,14 @@ def paper_value(values: dict[str, dict[Any, Any]], key: str, value: Any) -> Any:
     return back[0] if len(back) == 1 else value
 
 
+class FigureList(list):
+    """Figures as one parameter of a rule: the report shows each one's text (Figure.__str__), not the list's
+    repr of dataclasses; the repr, which Snakemake compares, stays a list's."""
+
+    def __str__(self) -> str:
+        return " | ".join(map(str, self))
+
+
 def setting_keys(specs: list[dict[str, Any]]) -> list[str]:
     """Every scalar setting of the runs, so that a figure table alone tells how each curve was made."""
     keys = {k for s in specs for k, v in s.items() if isinstance(v, (int, float, str))}
