@@ -7,11 +7,12 @@ those parts, so a draw does not depend on job order, batching or parallelism.
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
 import numpy as np
 import torch
+
+from fedrepro.utils.digest import config_digest
 
 
 def derive_seed(*parts: object) -> int:
@@ -38,6 +39,4 @@ NOT_IN_STREAM_KEY = ("seeds", "eval_every", "checkpoint_every")
 def stream_key(spec: dict[str, Any]) -> str:
     """The part of a run's identity that keys its random streams (the same hash as its run_id when it
     has none of NOT_IN_STREAM_KEY)."""
-    kept = {k: v for k, v in spec.items() if k not in NOT_IN_STREAM_KEY}
-    canonical = json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+    return config_digest({k: v for k, v in spec.items() if k not in NOT_IN_STREAM_KEY})
