@@ -237,18 +237,20 @@ def final_mean(table: pd.DataFrame, labels: list[str], metric: str, x: str = "ro
     return _with_labels(pd.DataFrame(rows), table, labels)
 
 
-def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+def spearman(x, y) -> float:
     """Spearman's rank correlation: Pearson's of the average ranks (scipy's definition, without its
-    second of import time in every job); nan where either side is constant (undefined)."""
-    if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+    second of import time in every job; an infinite value ranks last); nan where either side's ranks are
+    all equal (undefined)."""
+    rx, ry = pd.Series(x, dtype=float).rank(), pd.Series(y, dtype=float).rank()
+    if len(rx) < 2 or rx.nunique() < 2 or ry.nunique() < 2:
         return np.nan
-    return float(np.corrcoef(pd.Series(x).rank(), pd.Series(y).rank())[0, 1])
+    return float(np.corrcoef(rx, ry)[0, 1])
 
 
 def rank_correlations(table: pd.DataFrame, labels: list[str], x: str, y: str) -> pd.DataFrame:
     """One row per (run, seed): `rho`, Spearman's rank correlation of columns `x` and `y` over the seed's
     rows (e.g. over clients: speed and participation), joined with the run's labels."""
-    rows = [{"run_id": run_id, "seed": seed, "rho": _spearman(run[x].to_numpy(float), run[y].to_numpy(float))}
+    rows = [{"run_id": run_id, "seed": seed, "rho": spearman(run[x], run[y])}
             for (run_id, seed), run in table.groupby(["run_id", "seed"], sort=False)]
     return _with_labels(pd.DataFrame(rows), table, labels)
 
@@ -272,6 +274,9 @@ def oscillation_per_seed(table: pd.DataFrame, labels: list[str], metric: str, x:
         run = run.sort_values(x)
         values, xs = run[metric].to_numpy(dtype=float), run[x].to_numpy()
         tail = values[xs >= xs[0] + (xs[-1] - xs[0]) * (1 - window)]
-        spread = float(np.std(np.diff(tail), ddof=1)) if len(tail) > 2 else np.nan
-        rows.append({"run_id": run_id, "seed": seed, "oscillation": np.inf if _is_diverged(run, values) else spread})
+        if _is_diverged(run, values):
+            spread = np.inf
+        else:
+            spread = float(np.std(np.diff(tail), ddof=1)) if len(tail) > 2 else np.nan
+        rows.append({"run_id": run_id, "seed": seed, "oscillation": spread})
     return _with_labels(pd.DataFrame(rows), table, labels)

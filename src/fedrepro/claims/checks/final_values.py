@@ -37,7 +37,7 @@ from fedrepro.claims.checks.common import (
     values_of,
 )
 from fedrepro.claims.data import ClaimData
-from fedrepro.results.summaries import CURVE_STATISTICS
+from fedrepro.results.summaries import CURVE_STATISTICS, spearman
 
 # a seed-median summary of a curve: final, auc, g0 or T_<eps> (results/summaries.py)
 CurveStat = Annotated[str, OneOf(CURVE_STATISTICS, r"T_(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", "T_<eps>")]
@@ -151,7 +151,7 @@ def time_to_target_trend(data: ClaimData, *, select: Selector, per: Columns, alo
         if np.isnan(t).any():
             continue
         steps = sorted(room(a, b) if increasing else room(b, a) for a, b in zip(t[:-1], t[1:]))  # >= 0: as expected
-        rho = pd.Series(order, dtype=float).rank().corr(pd.Series(t).rank())
+        rho = spearman(order, t)
         series = ", ".join(f"{along}={v}: {fmt(x)}" for v, x in zip(order, t))
         if np.isinf(t).all():
             parts.append(f"[{name}] {series} (none reaches the target: undecided)")

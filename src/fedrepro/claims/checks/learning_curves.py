@@ -25,6 +25,7 @@ from fedrepro.claims.checks.common import (
     values_of,
 )
 from fedrepro.claims.data import ClaimData
+from fedrepro.results.summaries import spearman
 
 
 def _gain(auc_a, auc_b, higher: bool, relative: bool = True):
@@ -215,7 +216,7 @@ def oscillation_falls(data: ClaimData, *, select: Selector, per: Columns, along:
         runs = runs.sort_values("value")
         if len(runs) < 3 or runs["osc"].isna().any():
             continue
-        rho = float(runs["value"].rank().corr(runs["osc"].rank()))
+        rho = spearman(runs["value"], runs["osc"])
         holds.append(rho < 0)
         margins.append(-rho)
         parts.append(f"[{name}] Spearman {rho:+.2f} (" + ", ".join(f"{along}={v}: {fmt(o)}" for v, o in
