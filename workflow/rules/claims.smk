@@ -51,8 +51,6 @@ rule claims_table:
             subcategory="claims",
             labels={"figure": "claims ledger"},
         ),
-    params:
-        scale=config["scale"],
     log:
         "logs/claims_table/{paper}.log",
     threads: 1
