@@ -11,7 +11,8 @@ from torch import nn
 from fedrepro.engines.federated_nn import resolve_backend
 from fedrepro.models import MODELS, VECTORIZED_ON_CPU, build_model
 from fedrepro.nn import BACKENDS, FlatModel
-from fedrepro.nn.convnets import grouped_convnet, grouped_forward
+from fedrepro.nn.convnets import grouped_convnet, grouped_forward, replicated_forward
+from fedrepro.nn.evaluate import evaluate
 from fedrepro.nn.gradients import plain_mlp
 
 from nn_testdata import make_problem, make_streams
@@ -31,6 +32,31 @@ def test_grouped_forward_equals_each_clients_own_forward(model):
     want = torch.stack([flat.forward(W[d], x[d]) for d in range(D)])
     assert not torch.allclose(want[0], want[1])  # the clients' parameters differ
     torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("model", sorted(CONV_SHAPES))
+@pytest.mark.parametrize("n, copies", [(11, 4), (8, 8), (3, 5), (1, 1)])
+def test_replicated_forward_equals_the_modules_own(model, n, copies):
+    """One model through copies of itself as grouped clients, with batches that do not divide evenly."""
+    torch.manual_seed(0)
+    flat = FlatModel(build_model(model, CONV_SHAPES[model], 10).double())
+    x = torch.randn(n, *CONV_SHAPES[model], dtype=torch.float64)
+    W = flat.flatten()
+    got = replicated_forward(flat.module, flat.unflatten(W), x, copies)
+    torch.testing.assert_close(got, flat.forward(W, x), rtol=1e-12, atol=1e-12)
+
+
+def test_evaluation_of_a_conv_net_equals_the_modules_forward():
+    torch.manual_seed(0)
+    flat = FlatModel(build_model("cnn_tiny", CONV_SHAPES["cnn_tiny"], 10).double())
+    x, y = torch.randn(37, *CONV_SHAPES["cnn_tiny"], dtype=torch.float64), torch.randint(0, 10, (37,))
+    W = flat.flatten()
+    index, weights = torch.tensor([0, 5, 5, 36, 7]), torch.tensor([1.0, 2.0, 1.0, 3.0, 1.0], dtype=torch.float64)
+    got = evaluate(flat, W, x, y, index, weights, batch_size=3)
+    logits = flat.forward(W, x[index]).detach()
+    want = float((torch.nn.functional.cross_entropy(logits, y[index], reduction="none") @ weights) / weights.sum())
+    assert got["loss"] == pytest.approx(want, rel=1e-12)
+    assert got["accuracy"] == pytest.approx(float((logits.argmax(1) == y[index]).double() @ weights / weights.sum()))
 
 
 def test_grouped_convnets_are_recognised_by_structure():

@@ -62,6 +62,19 @@ def grouped_forward(module: nn.Sequential, params: dict[str, Tensor], x: Tensor)
     return h
 
 
+def replicated_forward(module: nn.Sequential, params: dict[str, Tensor], x: Tensor, copies: int = 8) -> Tensor:
+    """One model's outputs (B, K) on x (B, C, H, W) through grouped_forward, the batch cut into `copies`
+    parts run as that many identical clients. With a single model's 8-64 channels, channels_last
+    max-pooling has too few channels to vectorise over; 8 copies make evaluation ~2.6x faster on
+    `cnn_tiny` and ~2x on AlexNet than the module's own forward (benchmarks/bench_eval.py)."""
+    B = len(x)
+    per = -(-B // copies)
+    if per * copies != B:  # pad the last part; the padded rows' outputs are dropped
+        x = torch.cat([x, x.new_zeros(per * copies - B, *x.shape[1:])])
+    stacked = {n: p.unsqueeze(0).expand(copies, *p.shape) for n, p in params.items()}
+    return grouped_forward(module, stacked, x.view(copies, per, *x.shape[1:])).reshape(per * copies, -1)[:B]
+
+
 def _local_response_norm(h: Tensor, m: nn.LocalResponseNorm, D: int) -> Tensor:
     """nn.LocalResponseNorm within each client's C channels of h (B, D*C, H, W): x / (k + alpha/size *
     sum of x^2 over channels c - size//2 .. c + (size-1)//2)^beta, as PyTorch (zero padding)."""

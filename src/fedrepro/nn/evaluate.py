@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
 
+from fedrepro.nn.convnets import grouped_convnet, replicated_forward
 from fedrepro.nn.flat import FlatModel
 from fedrepro.nn.losses import CROSS_ENTROPY, Loss
 
@@ -28,6 +29,7 @@ def evaluate(
     aligned with images. Gathers one batch at a time, so a large index never copies the whole set;
     without an index, batches are slices (no copy at all). Evaluation is a large share of a
     reduced-scale run."""
+    forward = _server_forward(flat, W)
     n = len(labels) if index is None else len(index)
     weights = torch.ones(n, device=W.device) if weights is None else weights
     weights = weights.to(W.dtype)
@@ -39,11 +41,20 @@ def evaluate(
         else:
             i = index[s : s + batch_size]  # index_select: ~2x faster than images[i]
             x, y, e = images.index_select(0, i), labels.index_select(0, i), [a.index_select(0, i) for a in extra]
-        out = flat.forward(W, x)
+        out = forward(x)
         total_loss = total_loss + loss.samples(out, y, *e) @ c
         correct = correct + (loss.predictions(out, *e) == y).to(c.dtype) @ c
     total = weights.sum()
     return {"loss": float(total_loss / total), "accuracy": float(correct / total)}
+
+
+def _server_forward(flat: FlatModel, W: Tensor) -> Callable[[Tensor], Tensor]:
+    """The model's forward at W: a conv net on the CPU through the grouped path the vectorized clients
+    use (nn/convnets.py, faster there), any other model through the module itself."""
+    if W.device.type == "cpu" and grouped_convnet(flat.module):
+        params = flat.unflatten(W)
+        return lambda x: replicated_forward(flat.module, params, x)
+    return lambda x: flat.forward(W, x)
 
 
 def pooled_train_set(
