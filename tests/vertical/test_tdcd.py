@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from torch import nn
 from torch.func import functional_call
 
 from fedrepro.algorithms.tdcd import TDCD
@@ -28,7 +27,8 @@ def problem(model: str, N: int, seed: int = 0):
     x = torch.randn(M, *shape, generator=gen, dtype=torch.float64)
     y = torch.randint(0, max(out, 2), (M,), generator=gen)
     blocks = [torch.from_numpy(np.ascontiguousarray(b)) for b in split_features(x.numpy(), N, -1)]
-    modules = [seeded_model(model, tuple(b.shape[1:]), out, "test", j, **options).double() for j, b in enumerate(blocks)]
+    modules = [seeded_model(model, tuple(b.shape[1:]), out, "test", j, **options).double()
+               for j, b in enumerate(blocks)]
     return x, y, blocks, modules
 
 
@@ -150,7 +150,8 @@ def test_vectorized_equals_loop(model):
     rng = np.random.default_rng(3)
     owners = [torch.from_numpy(rng.choice(3, size=M, p=[0.6, 0.3, 0.1])) for _ in range(N)]  # client 3 empty
     batches = random_batches(4, 20)
-    finals = {b: run(tdcd(b, blocks, y, modules, owners, K, Q, 0.3, batches), 4 * Q - 1) for b in ("loop", "vectorized")}
+    finals = {b: run(tdcd(b, blocks, y, modules, owners, K, Q, 0.3, batches), 4 * Q - 1)
+              for b in ("loop", "vectorized")}
     for loop, vec, module in zip(finals["loop"], finals["vectorized"], modules):
         assert (loop - StateLayout(module).flatten()).abs().max() > 1e-3
         torch.testing.assert_close(vec, loop, rtol=1e-10, atol=1e-12)

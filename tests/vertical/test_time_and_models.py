@@ -8,7 +8,8 @@ import torch
 from torch import nn
 
 from fedrepro.data.vertical import split_features, split_sizes
-from fedrepro.engines.vertical_time import event_time, iteration_time, round_time, time_at, time_column, time_win_threshold
+from fedrepro.engines.vertical_time import (event_time, iteration_time, round_time, time_at, time_column,
+                                            time_win_threshold)
 from fedrepro.models import build_model, seeded_model
 
 # spec §2.3: per-iteration time at t_comp = 1 for t_comm = 10 and 100

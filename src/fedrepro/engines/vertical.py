@@ -41,7 +41,7 @@ from fedrepro.engines.vertical_time import time_at, time_column
 from fedrepro.errors import ConfigError
 from fedrepro.models import build_model, seeded_model
 from fedrepro.nn.silos import StateLayout, make_silo, sample_losses
-from fedrepro.seeding import numpy_rng, stream_key, torch_generator
+from fedrepro.seeding import numpy_rng, stream_key
 from fedrepro.utils.digest import array_digest
 
 METRICS = ("train_loss", "test_loss", "test_accuracy", "test_f1", "test_top5")
@@ -158,7 +158,8 @@ class Environment:
             return {}
         hidden = spec.get("hidden_total", 64) // spec["N"]
         if hidden < 1:
-            raise ConfigError(f"hidden_total = {spec.get('hidden_total', 64)} gives no hidden unit per silo at N = {spec['N']}")
+            raise ConfigError(f"hidden_total = {spec.get('hidden_total', 64)} gives no hidden unit per silo at "
+                              f"N = {spec['N']}")
         return {"hidden": hidden}
 
     def blocks(self, seed: int) -> list[StateLayout]:
@@ -259,7 +260,9 @@ class VerticalSetup(Setup):
             metrics.append(TEST_METRIC[spec["test_metric"]])
         self.columns = ["seed", "iteration", "round", *(time_column(c) for c in spec["t_comm"]), *metrics]
         self.summary = {"backend": self.backend, "silo_columns": self.env.sizes, "clients": self.env.K,
-                        "silo_input_shapes": [list(s) for s in self.env.shapes]}
+                        "silo_input_shapes": [list(s) for s in self.env.shapes],
+                        # spec §6 #8: the hub averages BatchNorm running statistics too (the code keeps client 0's)
+                        "hub_average": "parameters and BatchNorm statistics" if has_buffers else "parameters"}
         ctx.log.info("backend %s, %d silos of inputs %s, clients %s, %d training IDs", self.backend, spec["N"],
                      self.env.shapes, self.env.K, self.env.n_train)
 

@@ -4,9 +4,10 @@ hidden state h_T -> Linear(hidden, out).
 The cell is written out (input projection for all steps at once, then a loop over time with matmuls)
 rather than nn.LSTM, whose fused kernel has no vmap batching rule on the CPU (a slow fallback): written
 this way the clients of a silo train under vmap(grad), and `stacked_forward` runs D clients' copies
-at once as batched matmuls, which the client layer's vectorized backend uses (nn/gradients.py). Parameters, gate order (input, forget, cell,
-output) and initialisation (uniform in +-1/sqrt(hidden)) are nn.LSTM's, so it computes what nn.LSTM
-with the same weights computes (tests/vertical/test_models.py).
+at once as batched matmuls, which the client layer's vectorized backend uses (nn/gradients.py).
+Parameters, gate order (input, forget, cell, output) and initialisation (uniform in +-1/sqrt(hidden))
+are nn.LSTM's, so it computes what nn.LSTM with the same weights computes
+(tests/vertical/test_time_and_models.py).
 """
 
 from __future__ import annotations
