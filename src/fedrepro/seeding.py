@@ -33,7 +33,7 @@ def numpy_rng(*parts: object) -> np.random.Generator:
 
 # Spec keys that change no random draw: a 5-seed run's seed 0 is then the same trajectory as a 2-seed
 # run's seed 0, evaluating more often changes nothing, and a resumed run draws what it would have.
-NOT_IN_STREAM_KEY = ("seeds", "eval_every", "checkpoint_every")
+NOT_IN_STREAM_KEY = ("seeds", "eval_every", "eval_dense_until", "eval_dense_every", "checkpoint_every")
 
 
 def stream_key(spec: dict[str, Any]) -> str:

@@ -10,8 +10,10 @@ from fedrepro.engines.contract import Engine
 from fedrepro.engines.federated_nn import NetworkEngine
 from fedrepro.engines.finite_sum import FiniteSumEngine
 from fedrepro.engines.monte_carlo import MonteCarloEngine
+from fedrepro.engines.vertical import VerticalEngine
 
 ENGINES: dict[str, Engine] = {engine.name: engine for engine in (FiniteSumEngine(), MonteCarloEngine(),
-                                                                  NetworkEngine(), AsyncEngine())}
+                                                                  NetworkEngine(), AsyncEngine(),
+                                                                  VerticalEngine())}
 
 __all__ = ["ENGINES", "Engine"]

@@ -10,6 +10,8 @@ one registry (engines/__init__.py ENGINES).
       x                     the x columns its metrics.csv logs; figures and claims name the one they use
       metrics               the columns of metrics.csv a figure or claim may read as a metric
       watch                 the metric that decides divergence and shows in the progress bar and log
+      steps_key             the spec key that counts the driver's rounds (`rounds`; the vertical engine's
+                            driver round is one local iteration: `iterations`)
       setup(spec, data, ctx) -> Setup: the run-level part (data on the device, the problem)
       runtime_minutes(spec) a generous time limit of a run, for cluster schedulers
       limits(spec)          settings that may not exceed the data or each other (S <= N, N x M <= rows):
@@ -102,6 +104,7 @@ class Engine:
     name: str = ""
     schema: str = ""
     x: tuple[str, ...] = ("round",)
+    steps_key: str = "rounds"  # the spec key counting the driver's steps (advance calls) on the round cadence
     metrics: tuple[str, ...] = ()  # checked at start-up (validate.py) when given
     watch: str = ""
     trains_networks: bool = False  # paper-scale jobs then ask a cluster for a GPU
@@ -112,7 +115,7 @@ class Engine:
 
     def runtime_minutes(self, spec: dict[str, Any]) -> int:
         """A generous wall-clock limit of one run for a cluster scheduler."""
-        return 10 + int(spec["seeds"] * spec["rounds"] * self.ms_per_round / 60_000)
+        return 10 + int(spec["seeds"] * spec[self.steps_key] * self.ms_per_round / 60_000)
 
     def limits(self, spec: dict[str, Any]) -> list[Limit]:
         """The limits of a run's settings that are known before any data is read (Limit)."""

@@ -2,7 +2,10 @@
 
 For each group of seeds (engines/contract.py), rounds r = 0, 1, ...: evaluate when due, then advance.
 The cadence is either
-- in rounds (`rounds`, `eval_every`): evaluate at r = 0, every `eval_every` rounds and at r = rounds;
+- in rounds (`rounds`, or the engine's own name for the count of its steps, Engine.steps_key, e.g. the
+  vertical engine's `iterations`; `eval_every`): evaluate at r = 0, every `eval_every` rounds and at
+  r = rounds, and, with `eval_dense_until` U and `eval_dense_every` d, also every d rounds up to U (dense
+  early points, e.g. for curves rescaled to a time axis where the slowest run makes few steps);
 - in simulated time (`time_horizon` H, `eval_every_time` D), for engines on a virtual clock: the model
   after round r is the server's from clock(r) until clock(r + 1), so it is evaluated once for the
   checkpoint times t = kD <= H in that interval, and each of those rows gets `virtual_time` = t (a round
@@ -24,13 +27,15 @@ from fedrepro.engines.contract import Engine, Row, Setup, Trainer
 
 
 class RoundCadence:
-    def __init__(self, spec: dict[str, Any]) -> None:
-        self.rounds, self.every = spec["rounds"], spec.get("eval_every", 1)
-        self.unit, self.total = "round", self.rounds
+    def __init__(self, spec: dict[str, Any], steps_key: str = "rounds") -> None:
+        self.rounds, self.every = spec[steps_key], spec.get("eval_every", 1)
+        self.dense_until, self.dense_every = spec.get("eval_dense_until", -1), spec.get("eval_dense_every", 1)
+        self.unit, self.total = steps_key.rstrip("s"), self.rounds
 
     def points(self, r: int, trainer: Trainer) -> list[Row]:
         """The extra columns of each evaluation due at round r (none: not due)."""
-        return [{}] if r % self.every == 0 or r == self.rounds else []
+        dense = r <= self.dense_until and r % self.dense_every == 0
+        return [{}] if r % self.every == 0 or r == self.rounds or dense else []
 
     def last(self, r: int, trainer: Trainer) -> bool:
         return r == self.rounds
@@ -71,14 +76,14 @@ class TimeCadence:
         return True  # evaluations are already sparse in rounds
 
 
-def cadence_of(spec: dict[str, Any]) -> RoundCadence | TimeCadence:
-    return TimeCadence(spec) if "eval_every_time" in spec else RoundCadence(spec)
+def cadence_of(spec: dict[str, Any], steps_key: str = "rounds") -> RoundCadence | TimeCadence:
+    return TimeCadence(spec) if "eval_every_time" in spec else RoundCadence(spec, steps_key)
 
 
 def run_seeds(engine: Engine, setup: Setup, spec: dict[str, Any], ctx: RunContext) -> tuple[list[Row], dict[str, Any]]:
     """Train every seed of `spec`; returns the metrics rows (seed-major) and the run summary."""
     seeds = list(range(spec["seeds"]))
-    cadence, checkpoint_every = cadence_of(spec), spec.get("checkpoint_every")
+    cadence, checkpoint_every = cadence_of(spec, engine.steps_key), spec.get("checkpoint_every")
     groups = setup.seed_groups(seeds)
 
     saved = ctx.load_checkpoint()

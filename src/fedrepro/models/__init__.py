@@ -10,7 +10,10 @@ from torch import nn
 
 from fedrepro.models.alexnet import SmallAlexNet
 from fedrepro.models.cnn import TwoConvCNN
+from fedrepro.models.cnn_s2 import StridedCNN
+from fedrepro.models.lstm import SiloLSTM
 from fedrepro.models.mlp import MLP
+from fedrepro.models.resnet import ResNet18Cifar, ResNet18ImageNet
 from fedrepro.seeding import derive_seed
 
 MODELS: dict[str, Callable[..., nn.Module]] = {
@@ -21,29 +24,39 @@ MODELS: dict[str, Callable[..., nn.Module]] = {
     # DeFedAvg (its spec §4.0, §7.2). Its reduced-scale `mlp_small` is "mlp" on the "pool2" input view.
     "cnn_defedavg": TwoConvCNN,
     "cnn_defedavg_tiny": partial(TwoConvCNN, channels=(8, 16), hidden=64),
+    # TDCD silo models (its spec §3, §7.2): reduced scale cnn_s2 / lstm (option hidden) / mlp (option
+    # hidden); paper scale the two ResNet18 stems, with BatchNorm
+    "cnn_s2": StridedCNN,
+    "lstm": SiloLSTM,
+    "resnet18_cifar": ResNet18Cifar,
+    "resnet18_imagenet": ResNet18ImageNet,
 }
 
 
-def build_model(name: str, in_shape: tuple[int, ...], n_classes: int) -> nn.Module:
-    """A freshly initialised model; seed torch beforehand (or load W0) for a reproducible init."""
+def build_model(name: str, in_shape: tuple[int, ...], n_classes: int, **options: object) -> nn.Module:
+    """A freshly initialised model; seed torch beforehand (or load W0) for a reproducible init. `options`
+    go to the model's constructor (e.g. the hidden width of `lstm` and `mlp`)."""
     if name not in MODELS:
         raise ValueError(f"unknown model {name!r}; expected one of {sorted(MODELS)}")
-    return MODELS[name](tuple(in_shape), n_classes)
+    return MODELS[name](tuple(in_shape), n_classes, **options)
 
 
-def seeded_model(name: str, in_shape: tuple[int, ...], n_classes: int, *seed_parts: object) -> nn.Module:
+def seeded_model(name: str, in_shape: tuple[int, ...], n_classes: int, *seed_parts: object,
+                 **options: object) -> nn.Module:
     """build_model initialised from a seed derived from `seed_parts` alone, on the CPU (so the initial
     weights depend neither on the device nor on torch's global generator, which is left untouched)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(derive_seed(*seed_parts))
-        return build_model(name, in_shape, n_classes)
+        return build_model(name, in_shape, n_classes, **options)
 
 
 # Where the vectorized client backend beats the one-client loop on a CPU (benchmarks/bench_clients.py,
 # 1 thread): the MLPs (closed-form gradients, 3-12x) and the small conv nets (grouped convolutions:
 # cnn_tiny ~5x, cnn_defedavg_tiny ~2.5x, AlexNet ~1.4x). The 32/64-channel DeFedAvg CNN is compute-bound
 # there and oneDNN's grouped kernels are slower than its plain ones (~0.9x), so it stays on the loop.
-VECTORIZED_ON_CPU = frozenset({"mlp", "mlp2", "cnn_tiny", "cnn_defedavg_tiny", "alexnet"})
+# TDCD's cnn_s2 takes the grouped path too (its engine picks backends by its own rule, engines/vertical.py).
+VECTORIZED_ON_CPU = frozenset({"mlp", "mlp2", "cnn_tiny", "cnn_defedavg_tiny", "alexnet", "cnn_s2"})
 
 
-__all__ = ["MLP", "MODELS", "SmallAlexNet", "TwoConvCNN", "VECTORIZED_ON_CPU", "build_model", "seeded_model"]
+__all__ = ["MLP", "MODELS", "ResNet18Cifar", "ResNet18ImageNet", "SiloLSTM", "SmallAlexNet", "StridedCNN", "TwoConvCNN",
+           "VECTORIZED_ON_CPU", "build_model", "seeded_model"]

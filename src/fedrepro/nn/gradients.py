@@ -8,7 +8,9 @@
   (benchmarks/bench_clients.py). On the CPU a conv net of the layers nn/convnets.py knows is one
   autograd graph over all clients (grouped convolutions in channels_last: ~5x the loop on `cnn_tiny`,
   where vmap is ~1.5x). Any other module, and conv nets on a GPU (where the grouped path is not yet
-  measured or tested; vmap is, under CUDA graphs), go through torch.func: vmap of grad of the same loss.
+  measured or tested; vmap is, under CUDA graphs), go through torch.func: vmap of grad of the same loss,
+  unless the module has its own `stacked_forward(params, x)` over D clients (the LSTM of models/lstm.py:
+  its time loop as batched matmuls), differentiated as one graph like the grouped conv nets.
 """
 
 from __future__ import annotations
@@ -47,20 +49,31 @@ def stacked_grad(flat: FlatModel, loss: Loss) -> StackedGrad:
     flatten = plain_mlp(flat.module)
     if flatten is not None:
         return partial(_mlp_grad, flat, loss, flatten)
+    stacked_forward = getattr(flat.module, "stacked_forward", None)
+    if stacked_forward is not None:  # the module runs D clients at once itself (e.g. models/lstm.py)
+        return partial(_autograd_of_sum, flat, loss, stacked_forward)
     vmapped = vmapped_grad(flat, loss)
     if not grouped_convnet(flat.module):
         return vmapped
+    grouped = partial(_autograd_of_sum, flat, loss, partial(grouped_forward, flat.module))
 
-    def grouped(w: Tensor, g: Tensor, x: Tensor, y: Tensor, extra: tuple[Tensor, ...]) -> None:
-        if w.device.type != "cpu":
-            return vmapped(w, g, x, y, extra)
-        params = {n: p.detach().requires_grad_() for n, p in flat.unstack(w, len(y)).items()}
-        with torch.enable_grad():  # clients' losses are independent: the gradient of their sum
-            total = loss.value(grouped_forward(flat.module, params, x), y, *extra).sum()
-            grads = torch.autograd.grad(total, list(params.values()))
-        torch.cat([p.reshape(-1) for p in grads], out=g)
+    def on_cpu(w: Tensor, g: Tensor, x: Tensor, y: Tensor, extra: tuple[Tensor, ...]) -> None:
+        return (grouped if w.device.type == "cpu" else vmapped)(w, g, x, y, extra)
 
-    return grouped
+    return on_cpu
+
+
+def _autograd_of_sum(
+    flat: FlatModel, loss: Loss, forward: Callable[[dict[str, Tensor], Tensor], Tensor],
+    w: Tensor, g: Tensor, x: Tensor, y: Tensor, extra: tuple[Tensor, ...],
+) -> None:
+    """One autograd graph over all D clients: forward(params (D, *shape) by name, x (D, B, ...)) -> (D, B, K).
+    Clients' losses are independent, so the gradient of their sum is each client's own."""
+    params = {n: p.detach().requires_grad_() for n, p in flat.unstack(w, len(y)).items()}
+    with torch.enable_grad():
+        total = loss.value(forward(params, x), y, *extra).sum()
+        grads = torch.autograd.grad(total, list(params.values()))
+    torch.cat([p.reshape(-1) for p in grads], out=g)
 
 
 def vmapped_grad(flat: FlatModel, loss: Loss) -> StackedGrad:

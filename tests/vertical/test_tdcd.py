@@ -1,0 +1,199 @@
+"""TDCD (algorithms/tdcd.py over nn/silos.py) against what it must reduce to (spec tdcd.md §2.2, §5):
+one centralized SGD step (Q = 1, equal per-client counts), FedAvg (N = 1), single-tier vertical FL with
+local steps (K = 1), stale other-silo embeddings within a round, and the loop backend (the reference)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch.func import functional_call
+
+from fedrepro.algorithms.tdcd import TDCD
+from fedrepro.data.vertical import split_features
+from fedrepro.models import seeded_model
+from fedrepro.nn import DeviceData, LocalOptimizer, LocalTrainer
+from fedrepro.nn.silos import FusedLoss, StateLayout, make_silo, sample_losses
+
+M = 48
+# name -> (full input shape per sample, output dim, model options)
+MODELS = {"cnn_s2": ((3, 8, 8), 10, {}), "lstm": ((5, 9), 1, {"hidden": 4}), "mlp": ((2, 3, 4), 10, {"hidden": 8})}
+
+
+def problem(model: str, N: int, seed: int = 0):
+    """Float64 data (M samples), its N feature blocks, labels and each silo's initial module."""
+    shape, out, options = MODELS[model]
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(M, *shape, generator=gen, dtype=torch.float64)
+    y = torch.randint(0, max(out, 2), (M,), generator=gen)
+    blocks = [torch.from_numpy(np.ascontiguousarray(b)) for b in split_features(x.numpy(), N, -1)]
+    modules = [seeded_model(model, tuple(b.shape[1:]), out, "test", j, **options).double()
+               for j, b in enumerate(blocks)]
+    return x, y, blocks, modules
+
+
+def tdcd(backend: str, blocks, y, modules, owners, K: int, Q: int, lr: float, batches) -> TDCD:
+    layouts = [StateLayout(m) for m in modules]
+    silos = [make_silo(backend, lay, x, y, owner, K, lr) for lay, x, owner in zip(layouts, blocks, owners)]
+    return TDCD(silos, [lay.flatten() for lay in layouts], Q, lambda r: batches[r])
+
+
+def random_batches(n: int, B: int, seed: int = 1) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    return [torch.randperm(M, generator=gen)[:B] for _ in range(n)]
+
+
+def run(alg: TDCD, iterations: int) -> list[torch.Tensor]:
+    for t in range(iterations):
+        alg.iterate(t)
+    return alg.model()
+
+
+@pytest.mark.parametrize("backend", ["loop", "vectorized"])
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_q1_with_equal_counts_is_centralized_sgd_on_the_concatenated_features(model, backend):
+    N, K, lr = 3 if model == "lstm" else 2, 4, 0.3
+    x, y, blocks, modules = problem(model, N)
+    # each client holds 3 IDs of every batch; the assignment differs per silo (routed by ID)
+    owners = [torch.arange(M).add(j) % K for j in range(N)]
+    batches = [torch.arange(12) + 12 * r for r in range(3)]
+    alg = tdcd(backend, blocks, y, modules, owners, K, 1, lr, batches)
+    # the centralized model: all blocks' parameters, prediction sum_j h_j(x_j), mean loss over the batch
+    params = [{n: p.detach().clone().requires_grad_() for n, p in m.named_parameters()} for m in modules]
+    for r, batch in enumerate(batches):
+        alg.iterate(r)
+        logits = sum(functional_call(m, p, (b[batch],)) for m, p, b in zip(modules, params, blocks))
+        loss = sample_losses(logits, y[batch]).mean()
+        grads = torch.autograd.grad(loss, [t for p in params for t in p.values()])
+        with torch.no_grad():
+            for t, g in zip([t for p in params for t in p.values()], grads):
+                t -= lr * g
+        for j, state in enumerate(alg.model()):
+            central = torch.cat([t.detach().reshape(-1) for t in params[j].values()])
+            assert (state - central).abs().max() < 1e-10
+    assert (alg.model()[0] - StateLayout(modules[0]).flatten()).abs().max() > 1e-3  # it moved
+
+
+@pytest.mark.parametrize("backend", ["loop", "vectorized"])
+def test_one_silo_is_fedavg(backend):
+    """N = 1: no other silo, so each client runs Q SGD steps of its own loss on its IDs of the batch from
+    the hub, and the hub averages: FedAvg with every client active, as the client layer's LocalTrainer
+    trains them (fixed minibatch per round: the client's IDs in the shared batch)."""
+    K, Q, lr = 4, 3, 0.2
+    _, y, blocks, modules = problem("cnn_s2", 1)
+    owner = torch.arange(M) % K
+    batches = [torch.arange(24).roll(3 * r) for r in range(3)]  # IDs 0..23 shifted: 6 per client each round
+    alg = tdcd(backend, blocks, y, modules, [owner], K, Q, lr, batches)
+    final = run(alg, 3 * Q)[0]
+    flat_trainer = LocalTrainer(modules[0], DeviceData(blocks[0], y, torch.arange(M).view(K, -1)),
+                                LocalOptimizer("sgd", lr), Q, 6, "loop")
+    W = StateLayout(modules[0]).flatten()
+    for batch in batches:
+        per_client = torch.stack([batch[owner[batch] == k] for k in range(K)])  # (K, 6) IDs
+        finals = flat_trainer.run(W, per_client[:, None, :].expand(K, Q, 6))
+        W = finals.mean(0)
+    assert (final - W).abs().max() < 1e-10
+
+
+@pytest.mark.parametrize("backend", ["loop", "vectorized"])
+@pytest.mark.parametrize("model", ["cnn_s2", "lstm"])
+def test_one_client_per_silo_is_vertical_fl_with_local_steps(model, backend):
+    """K = 1: each silo takes Q local steps against the other silos' embeddings of the round's start."""
+    N, Q, lr = 3, 4, 0.2
+    _, y, blocks, modules = problem(model, N)
+    batches = random_batches(3, 16)
+    alg = tdcd(backend, blocks, y, modules, [torch.zeros(M, dtype=torch.long)] * N, 1, Q, lr, batches)
+    final = run(alg, 3 * Q - 2)  # ends within the third round: that round's clients
+    params = [{n: p.detach().clone() for n, p in m.named_parameters()} for m in modules]
+    for r, batch in enumerate(batches):
+        with torch.no_grad():
+            phis = [functional_call(m, p, (b[batch],)) for m, p, b in zip(modules, params, blocks)]
+        for j, (m, b) in enumerate(zip(modules, blocks)):
+            others = sum(phi for l, phi in enumerate(phis) if l != j)
+            for _ in range(Q if r < 2 else Q - 2):
+                leaves = {n: t.requires_grad_() for n, t in params[j].items()}
+                loss = sample_losses(functional_call(m, leaves, (b[batch],)) + others, y[batch]).mean()
+                grads = torch.autograd.grad(loss, list(leaves.values()))
+                params[j] = {n: (t - lr * g).detach() for (n, t), g in zip(leaves.items(), grads)}
+    for j in range(N):
+        assert (final[j] - torch.cat([t.reshape(-1) for t in params[j].values()])).abs().max() < 1e-10
+
+
+@pytest.mark.parametrize("backend", ["loop", "vectorized"])
+def test_other_silos_embeddings_are_stale_within_a_round(backend):
+    """Changing silo 1's hub and clients within a round leaves silo 0's clients' steps unchanged until the
+    next exchange, which does see the change."""
+    N, K, Q = 2, 3, 3
+    _, y, blocks, modules = problem("cnn_s2", N)
+    owners = [torch.arange(M) % K] * N
+    batches = random_batches(2, 18)
+    runs = [tdcd(backend, blocks, y, modules, owners, K, Q, 0.2, batches) for _ in range(2)]
+    for alg in runs:
+        alg.iterate(0)
+    silo = runs[1].silos[1]  # perturb silo 1 of the second run: its hub and its clients' current states
+    runs[1].hubs[1] = runs[1].hubs[1] + 0.5
+    silo.load_clients(runs[1].hubs[1], silo.clients() + 0.5, silo.batch, silo.phi_other)
+    for alg in runs:
+        for t in (1, 2):
+            alg.iterate(t)
+    assert torch.equal(runs[0].hubs[0], runs[1].hubs[0])  # silo 0 never saw it within the round
+    for alg in runs:
+        alg.iterate(3)  # next round: the exchange carries silo 1's change to silo 0
+    assert (runs[0].model()[0] - runs[1].model()[0]).abs().max() > 1e-6
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_vectorized_equals_loop(model):
+    """Several rounds, Q > 1, uneven client counts, a client that never holds an ID, per-silo assignment."""
+    N, K, Q = 2, 4, 3
+    _, y, blocks, modules = problem(model, N)
+    rng = np.random.default_rng(3)
+    owners = [torch.from_numpy(rng.choice(3, size=M, p=[0.6, 0.3, 0.1])) for _ in range(N)]  # client 3 empty
+    batches = random_batches(4, 20)
+    finals = {b: run(tdcd(b, blocks, y, modules, owners, K, Q, 0.3, batches), 4 * Q - 1)
+              for b in ("loop", "vectorized")}
+    for loop, vec, module in zip(finals["loop"], finals["vectorized"], modules):
+        assert (loop - StateLayout(module).flatten()).abs().max() > 1e-3
+        torch.testing.assert_close(vec, loop, rtol=1e-10, atol=1e-12)
+
+
+def test_an_empty_client_keeps_the_hub_and_counts_in_the_average():
+    K, lr = 2, 0.5
+    _, y, blocks, modules = problem("mlp", 1)
+    owner = torch.zeros(M, dtype=torch.long)  # client 1 holds nothing
+    for backend in ("loop", "vectorized"):
+        alg = tdcd(backend, blocks, y, modules, [owner], K, 2, lr, random_batches(1, 10))
+        hub = alg.hubs[0].clone()
+        alg.iterate(0)
+        clients = alg.silos[0].clients()
+        assert torch.equal(clients[1], hub) and not torch.equal(clients[0], hub)
+        assert torch.allclose(alg.model()[0], (clients[0] + hub) / 2)
+
+
+def test_batchnorm_clients_keep_their_own_running_statistics_and_the_hub_averages_them():
+    K = 2
+    x = torch.randn(8, 3, 16, 16, dtype=torch.float64)
+    module = seeded_model("resnet18_cifar", (3, 16, 16), 10, "bn").double()
+    layout = StateLayout(module)
+    assert layout.has_buffers and layout.size > layout.n_params
+    with pytest.raises(ValueError, match="BatchNorm"):
+        make_silo("vectorized", layout, x, torch.zeros(8, dtype=torch.long), torch.arange(8) % K, K, 0.1)
+    y = torch.randint(0, 10, (8,))
+    alg = TDCD([make_silo("loop", layout, x, y, torch.arange(8) % K, K, 0.1)], [layout.flatten()], 2,
+               lambda r: torch.arange(8))
+    alg.iterate(0)
+    stats = alg.silos[0].clients()[:, layout.n_params:]
+    assert not torch.equal(stats[0], stats[1])  # each client's own batch statistics
+    alg.iterate(1)  # the round's end: the hub is the mean of the clients' whole states, statistics included
+    assert torch.equal(alg.hubs[0], alg.silos[0].clients().mean(0))
+    assert not torch.equal(alg.hubs[0][layout.n_params:], layout.flatten()[layout.n_params:])
+
+
+def test_the_injected_loss_is_the_masked_mean():
+    out = torch.randn(2, 5, 3, dtype=torch.float64)
+    y, phi = torch.randint(0, 3, (2, 5)), torch.randn(2, 5, 3, dtype=torch.float64)
+    mask = torch.tensor([[1, 1, 0, 0, 0], [0, 0, 0, 0, 0]], dtype=torch.float64)
+    weight = mask * 5 / mask.sum(1, keepdim=True).clamp(min=1)
+    value = FusedLoss().value(out, y, phi, weight)
+    expected = -(out + phi)[0, :2].log_softmax(-1).gather(-1, y[0, :2, None]).mean()
+    assert value[0].item() == pytest.approx(expected.item()) and value[1].item() == 0.0
