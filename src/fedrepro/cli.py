@@ -25,7 +25,8 @@ examples:
   fedrepro fetch insurance --mirror ../shared/datasets
   fedrepro run fedvr fig3 --scale smoke --set rounds=5
   fedrepro audit                       every paper of config/config.yaml
-  fedrepro audit fedvr --rerun 3       ...and recompute 3 random runs, byte-comparing their metrics"""
+  fedrepro audit fedvr --rerun 3       ...and recompute 3 random runs, byte-comparing their metrics
+  fedrepro study fedcluster_scale      which reduced-scale choice moves which FedCluster verdict"""
 
 
 def run_step(step: Callable[[], None], log_path: str | None = None) -> None:
@@ -76,6 +77,11 @@ def parser() -> argparse.ArgumentParser:
                        "printed)")
     audit.add_argument("--out", default=Path("audit"), type=Path, help="directory of the reports (default: "
                        "audit/)")
+    study = sub.add_parser("study", help="which reduced-scale choice moves which claim (config/studies/<name>.yaml)",
+                           description="Train each variant of a scale study (settings over a scale) and judge the "
+                           "study's claims per variant; writes results/studies/<name>.csv and .md.")
+    study.add_argument("name", help="a study of config/studies/, e.g. fedcluster_scale")
+    study.add_argument("--jobs", type=int, default=2, help="runs trained at once, 1 torch thread each")
     return top
 
 
@@ -87,6 +93,10 @@ def main(argv: list[str] | None = None) -> None:
         failed: list[bool] = []
         run_step(lambda: failed.append(audit_papers(args)))
         sys.exit(1 if failed[0] else 0)
+    if args.command == "study":
+        from fedrepro.experiments.study import run_study
+
+        run_step(lambda: print(run_study(args.name, jobs=args.jobs)[["variant", "claim_id", "status"]].to_string()))
     if args.command == "fetch":
         from fedrepro.data import fetch_dataset, prepare_dataset, resolve_mirror
 

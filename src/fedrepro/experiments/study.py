@@ -1,0 +1,137 @@
+"""A scale study: which reduced-scale choice moves which claim's verdict.
+
+config/studies/<name>.yaml names a paper, the scale its variants start from, the figures (as a scale's
+figure overrides: kept panels, grid), the claims to judge and the variants: settings laid over the
+scale's defaults. Each variant is the paper's configuration with those settings, resolved by the run
+table like any scale, so its runs, figure tables and claims are the pipeline's own (execute_run,
+figure_table, evaluate_claims). Runs are stored by run id under results/studies/<name>/runs, so variants
+that share a run train it once and a rerun of the study trains only what is missing; each variant's
+figure tables are in results/studies/<name>/tables/<variant>/.
+"""
+
+from __future__ import annotations
+
+import copy
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from fedrepro.claims.ledger import evaluate_claims, load_claims
+from fedrepro.engines import ENGINES
+from fedrepro.errors import ConfigError, DataError
+from fedrepro.experiments.execute import execute_run
+from fedrepro.experiments.runtable import RunTable, label_values, load_paper_config, resolve_paper
+from fedrepro.results.store import run_files
+from fedrepro.results.tables import read_figure_table, write_figure_table
+from fedrepro.utils import atomic
+from fedrepro.validate import check
+
+STUDY_KEYS = {"paper", "scale", "figures", "claims", "variants", "about"}
+COLUMNS = ["variant", "claim_id", "figure", "status", "measured", "margin", "support", "settings"]
+
+
+def load_study(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise ConfigError(f"no study {path}")
+    with open(path) as fh:
+        study = yaml.safe_load(fh)
+    missing, unknown = {"paper", "scale", "figures", "claims", "variants"} - set(study), set(study) - STUDY_KEYS
+    if missing or unknown:
+        raise ConfigError(f"{path}: " + "; ".join(
+            [f"missing {', '.join(sorted(missing))}"] * bool(missing) + [f"unknown {', '.join(sorted(unknown))}"] * bool(unknown)))
+    if not study["variants"]:
+        raise ConfigError(f"{path}: variants is empty")
+    return study
+
+
+def variant_config(paper_cfg: dict[str, Any], scale: str, settings: dict[str, Any],
+                   figures: dict[str, Any]) -> dict[str, Any]:
+    """The paper's configuration whose `scale` carries the variant's settings and runs only `figures`."""
+    cfg = copy.deepcopy(paper_cfg)
+    scale_cfg = cfg["scales"].setdefault(scale, {}) or {}
+    cfg["scales"][scale] = scale_cfg
+    scale_cfg["defaults"] = {**(scale_cfg.get("defaults") or {}), **settings}
+    scale_cfg["figures"] = copy.deepcopy(figures)
+    cfg["figures"] = {name: fig for name, fig in cfg["figures"].items() if name in figures}
+    return cfg
+
+
+def _train(run_id: str, spec: dict[str, Any], results_dir: Path, prepared: dict[str, Path],
+           provenance: list[Path]) -> str:
+    execute_run(run_id, spec, run_files(results_dir, run_id), prepared, provenance, threads=1,
+                log_path=results_dir / "logs" / f"{run_id}.log")
+    return run_id
+
+
+def run_study(name: str, config_dir: Path = Path("config"), out_dir: Path = Path("results/studies"),
+              jobs: int = 2) -> pd.DataFrame:
+    """Train what the study's variants need, judge its claims per variant, write <out>/<name>.csv and .md."""
+    study = load_study(config_dir / "studies" / f"{name}.yaml")
+    paper, scale = study["paper"], study["scale"]
+    paper_cfg = load_paper_config(config_dir / "papers" / f"{paper}.yaml")
+    claims_cfg = load_claims(config_dir / "claims" / f"{paper}.yaml", label_values(paper_cfg))
+    by_id = {c["id"]: c for c in claims_cfg["claims"]}
+    unknown = [c for c in study["claims"] if c not in by_id]
+    if unknown:
+        raise ConfigError(f"study {name}: unknown claims {unknown} of {paper}")
+    chosen = {**claims_cfg, "claims": [by_id[c] for c in study["claims"]]}
+    results_dir = out_dir / name
+    variants = {}
+    for variant, settings in study["variants"].items():
+        runs, figures = resolve_paper(variant_config(paper_cfg, scale, settings or {}, study["figures"]), scale)
+        for rid, spec in runs.items():
+            check(spec, ENGINES[spec["engine"]].schema, f"study {name}, variant {variant}")
+        variants[variant] = (settings or {}, RunTable(scale, runs, figures), figures)
+
+    todo = {rid: table for _, table, _ in variants.values() for rid in table.runs
+            if not run_files(results_dir, rid).record.exists()}
+    inputs = {rid: table.input_files(rid) for rid, table in todo.items()}
+    absent = sorted({p for files in inputs.values() for p in files["prepared"] + files["provenance"] if not Path(p).exists()})
+    if absent:
+        raise DataError(f"study {name} reads data that is not prepared: {', '.join(absent)}; make it with "
+                        f"`snakemake --cores 2 {' '.join(p for p in absent if p.endswith('.npz'))}`")
+    print(f"study {name}: {len(variants)} variants, {len(todo)} runs to train", flush=True)
+    (results_dir / "logs").mkdir(parents=True, exist_ok=True)
+    with ProcessPoolExecutor(max(1, jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_train, rid, todo[rid].runs[rid], results_dir,
+                               {Path(p).stem: Path(p) for p in inputs[rid]["prepared"]},
+                               [Path(p) for p in inputs[rid]["provenance"]]) for rid in todo]
+        for done, future in enumerate(futures, 1):
+            print(f"  [{done}/{len(todo)}] trained {future.result()}", flush=True)
+
+    rows = []
+    for variant, (settings, _, figures) in variants.items():
+        tables = {}
+        for fig in figures.values():  # the claims read a table as the pipeline does: from its CSV file
+            path = results_dir / "tables" / variant / f"{fig.name}.csv"
+            write_figure_table(fig, results_dir, path)
+            tables[fig.name] = read_figure_table(path)
+        labels = {fig.name: fig.label_columns for fig in figures.values()}
+        ledger = evaluate_claims(chosen, tables, scale, labels)
+        ledger = ledger.assign(variant=variant, settings=", ".join(f"{k}={v}" for k, v in settings.items()))
+        rows.append(ledger[COLUMNS])
+    result = pd.concat(rows, ignore_index=True)
+    atomic.write_text(out_dir / f"{name}.csv", result.to_csv(index=False))
+    atomic.write_text(out_dir / f"{name}.md", markdown(result, study))
+    return result
+
+
+def markdown(result: pd.DataFrame, study: dict[str, Any]) -> str:
+    """The study as a reader scans it: per claim, each variant's measured values and verdict."""
+    lines = [f"# Scale study: {study['paper']} ({study['scale']} scale with each variant's settings)", ""]
+    if study.get("about"):
+        lines += [study["about"].strip(), ""]
+    lines += ["| variant | settings |", "|---|---|"]
+    lines += [f"| {v} | {', '.join(f'{k} = {x}' for k, x in (s or {}).items())} |" for v, s in study["variants"].items()]
+    lines += ["", "| claim | variant | verdict | measured | margin |", "|---|---|---|---|---|"]
+    for claim in study["claims"]:
+        for row in result[result["claim_id"] == claim].itertuples():
+            lines.append(f"| {claim} | {row.variant} | {row.status} | {row.measured} | {row.margin} |")
+    summary = result.groupby("variant", sort=False)["status"].value_counts().unstack(fill_value=0)
+    lines += ["", "| variant | " + " | ".join(summary.columns) + " |", "|---" * (len(summary.columns) + 1) + "|"]
+    lines += [f"| {v} | " + " | ".join(str(n) for n in counts) + " |" for v, counts in summary.iterrows()]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,92 @@
+"""Scale studies (experiments/study.py): each variant's settings reach its runs, its claims are judged on
+its own runs, shared runs train once, and bad studies or missing data stop with a message."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from fedrepro.errors import ConfigError, DataError
+from fedrepro.experiments.study import run_study
+from fedrepro.results.store import read_record
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = {"samples_per_device": 4, "E": 1, "B": 2, "csgd_batch": 4, "rounds": 2, "seeds": 2, "train_eval_subsample": 40}
+STUDY = {
+    "paper": "fedcluster", "scale": "smoke",
+    "figures": {"fig5": {"panels": ["MNIST, ρ_device = 0.1"]}},
+    "claims": ["C11b", "I3"],
+    "variants": {"few": {"n_devices": 20, **TINY}, "many": {"n_devices": 40, **TINY}},
+}
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    """A project directory with the repository's configs, a tiny prepared MNIST view and its provenance."""
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    (tmp_path / "config" / "studies").mkdir(exist_ok=True)
+    (tmp_path / "data" / "prepared").mkdir(parents=True)
+    (tmp_path / "data" / "raw" / "mnist").mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(10), 20)
+    x = (rng.normal(size=(200, 1, 6, 6)) + y[:, None, None, None] / 5).astype(np.float32)
+    np.savez(tmp_path / "data" / "prepared" / "mnist-crop28_pool2.npz", x_train=x, y_train=y, x_test=x[::4], y_test=y[::4])
+    (tmp_path / "data" / "raw" / "mnist" / "PROVENANCE.json").write_text(json.dumps({"dataset": "mnist", "files": [
+        {"name": "mnist", "sha256": "ab" * 32, "bytes": 1, "source": "mirror", "origin": "mnist",
+         "verified_by": "mirror-manifest"}]}))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def write_study(project: Path, name: str, study: dict) -> None:
+    (project / "config" / "studies" / f"{name}.yaml").write_text(yaml.safe_dump(study, allow_unicode=True))
+
+
+def test_each_variant_runs_with_its_settings_and_is_judged_on_its_runs(project):
+    write_study(project, "tiny", STUDY)
+    result = run_study("tiny", jobs=1)
+    assert sorted(zip(result["variant"], result["claim_id"])) == sorted(
+        (v, c) for v in STUDY["variants"] for c in STUDY["claims"])
+    assert set(result["status"]) <= {"PASS", "FAIL", "INCONCLUSIVE"}
+    # I3 counts M global updates a round: an invariant of FedCluster that must hold in every variant
+    assert (result.loc[result["claim_id"] == "I3", "status"] == "PASS").all()
+    runs = sorted((project / "results" / "studies" / "tiny" / "runs").iterdir())
+    devices = sorted(read_record(r / "run.json")["spec"]["n_devices"] for r in runs)
+    assert devices == [20] * 4 + [40] * 4  # FedAvg and FedCluster M = 5, 10, 20 per variant
+    written = pd.read_csv(project / "results" / "studies" / "tiny.csv")
+    assert len(written) == len(result)
+    md = (project / "results" / "studies" / "tiny.md").read_text()
+    assert "| C11b | few |" in md and "n_devices = 40" in md
+
+
+def test_a_rerun_trains_only_what_is_missing(project, capsys):
+    write_study(project, "tiny", STUDY)
+    run_study("tiny", jobs=1)
+    runs = project / "results" / "studies" / "tiny" / "runs"
+    stamps = {r.name: (r / "metrics.csv").stat().st_mtime_ns for r in runs.iterdir()}
+    grown = {**STUDY, "variants": {**STUDY["variants"], "more": {"n_devices": 60, **TINY}}}
+    write_study(project, "tiny", grown)
+    capsys.readouterr()
+    result = run_study("tiny", jobs=1)
+    assert "3 variants, 4 runs to train" in capsys.readouterr().out
+    assert {r.name: (r / "metrics.csv").stat().st_mtime_ns for r in runs.iterdir() if r.name in stamps} == stamps
+    assert set(result["variant"]) == {"few", "many", "more"}
+
+
+def test_bad_studies_and_missing_data_stop_with_a_message(project):
+    write_study(project, "unknown_claim", {**STUDY, "claims": ["C99"]})
+    with pytest.raises(ConfigError, match="unknown claims"):
+        run_study("unknown_claim")
+    write_study(project, "no_variants", {k: v for k, v in STUDY.items() if k != "variants"})
+    with pytest.raises(ConfigError, match="missing variants"):
+        run_study("no_variants")
+    with pytest.raises(ConfigError, match="no study"):
+        run_study("absent")
+    (project / "data" / "prepared" / "mnist-crop28_pool2.npz").unlink()
+    write_study(project, "tiny", STUDY)
+    with pytest.raises(DataError, match="mnist-crop28_pool2.npz"):
+        run_study("tiny")
