@@ -1,5 +1,7 @@
 # Helpers shared by the rules: everything is looked up in the run table RUNS (Snakefile).
 from fedrepro.data import REGISTRY
+from fedrepro.data.mimic3_ihm import raw_files as mimic3_raw_files
+from fedrepro.data.sources import STAND_INS, USER_DATASETS
 from fedrepro.data.views import VIEWS
 from fedrepro.engines import ENGINES
 from fedrepro.experiments.runtable import Figure, FigureList
@@ -8,10 +10,22 @@ from fedrepro.utils.digest import config_digest
 
 wildcard_constraints:
     paper="|".join(PAPERS),
-    dataset="|".join(REGISTRY),
+    dataset="|".join([*REGISTRY, "cifar10_splitpair"]),  # download and prepare narrow it to REGISTRY
+    user_dataset="|".join(USER_DATASETS),
+    standin="|".join(STAND_INS),
+    mode="rgb|gray",
+    side=r"\d+",
     run_id="[0-9a-f]{16}",
     figure=r"(?!claims\b)[A-Za-z0-9_]+",  # figures/<paper>/claims.* is the claims rule's figure
     view="|".join(VIEWS),
+
+
+def user_raw_files(wildcards):
+    """The user's files rule register_user_data hashes (MIMIC-III's; ModelNet40's PNGs are listed by the
+    rule itself), so that replacing one registers and prepares the data again."""
+    if wildcards.user_dataset == "mimic3_ihm":
+        return [str(p) for p in mimic3_raw_files(f"data/raw/{wildcards.user_dataset}")]
+    return []
 
 
 def figure_of(wildcards):

@@ -7,6 +7,9 @@ no augmentation). The quick scale's MLP reads 14x14 inputs (spec §6.2: MNIST 2x
 CIFAR crop 28 then pool). The result goes to data/prepared/<dataset>-<view>.npz *uncompressed*, so
 each training job loads it in a fraction of a second instead of decompressing and transforming
 the raw arrays again (seconds for CIFAR-10, times every job).
+
+TDCD's views (spec tdcd.md §3.1, §7.2) standardise with CIFAR-10's published per-channel mean and std
+instead of the training set's, as the authors do; they apply to cifar10 and its split-pair stand-in.
 """
 
 from __future__ import annotations
@@ -25,6 +28,15 @@ VIEWS: dict[str, tuple[int | None, int]] = {
     "crop28": (28, 1),  # the paper's AlexNet input (spec §3.0); a no-op on MNIST
     "crop28_pool2": (28, 2),  # the quick scale's 14x14 MLP input (spec §6.2)
     "pool2": (None, 2),  # DeFedAvg's reduced-scale MLP input: 14x14 Fashion-MNIST, 3x16x16 CIFAR-10 (its §7.2)
+    "tdcd": (None, 1),  # TDCD full scale: 3x32x32, halves 3x32x16
+    "tdcd_pool2": (None, 2),  # TDCD reduced profile: 3x16x16, halves 3x16x8
+}
+# CIFAR-10's per-channel mean and std of x / 255 as the TDCD authors normalise (spec tdcd.md §3.1).
+CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
+CIFAR_STD = (0.247, 0.243, 0.261)
+# Views standardised with fixed statistics (of x / 255) rather than the training set's.
+FIXED_STATS: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
+    view: (CIFAR_MEAN, CIFAR_STD) for view in ("tdcd", "tdcd_pool2")
 }
 
 
@@ -55,11 +67,17 @@ def view_images(images: np.ndarray, view: str) -> np.ndarray:
 
 
 def make_view(arrays: dict[str, np.ndarray], view: str) -> dict[str, np.ndarray]:
-    """x_train/x_test float32 (N, C, h, w) standardised with the training set's per-channel mean and
-    std (also returned, float64), y_train/y_test as prepared."""
+    """x_train/x_test float32 (N, C, h, w) standardised per channel with the training set's mean and
+    std, or the view's FIXED_STATS (also returned, float64, in units of the 0-255 pixels), y_train/y_test
+    as prepared."""
     x_train, x_test = view_images(arrays["x_train"], view), view_images(arrays["x_test"], view)
-    mean = x_train.mean(axis=(0, 2, 3), dtype=np.float64)
-    std = x_train.std(axis=(0, 2, 3), dtype=np.float64)
+    if view in FIXED_STATS:
+        mean, std = (255 * np.array(stat, dtype=np.float64) for stat in FIXED_STATS[view])
+        if len(mean) != x_train.shape[1]:
+            raise DataError(f"view {view!r} standardises {len(mean)} channels; these images have {x_train.shape[1]}")
+    else:
+        mean = x_train.mean(axis=(0, 2, 3), dtype=np.float64)
+        std = x_train.std(axis=(0, 2, 3), dtype=np.float64)
     shift, scale = mean.astype(np.float32)[:, None, None], std.astype(np.float32)[:, None, None]
     return {
         "x_train": (x_train - shift) / scale, "y_train": arrays["y_train"],

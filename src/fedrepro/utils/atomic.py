@@ -19,6 +19,7 @@ import numpy as np
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 FILE_MODE = 0o666 & ~_UMASK
+DIR_MODE = 0o777 & ~_UMASK  # for folders built under a temporary name (mkdtemp makes them 0700)
 
 
 @contextlib.contextmanager

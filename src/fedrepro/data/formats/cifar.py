@@ -10,34 +10,18 @@ import numpy as np
 
 from fedrepro.errors import DataError
 from fedrepro.data.extract import extract_tar
+from fedrepro.data.formats.safe_pickle import NumpyUnpickler
 
 _BATCH_DIR = "cifar-10-batches-py"
 _TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))
 _TEST_BATCH = "test_batch"
 
 
-class _BatchUnpickler(pickle.Unpickler):
-    # Unpickling can run arbitrary code. A batch needs only the globals that rebuild a
-    # numpy array (old and new numpy module paths) and bytes (protocol-2 pickles written
-    # by Python 3); refusing everything else keeps a tampered archive inert.
-    _ALLOWED = {
-        ("numpy.core.multiarray", "_reconstruct"),
-        ("numpy._core.multiarray", "_reconstruct"),
-        ("numpy", "ndarray"),
-        ("numpy", "dtype"),
-        ("_codecs", "encode"),
-    }
-
-    def find_class(self, module: str, name: str) -> object:
-        if (module, name) not in self._ALLOWED:
-            raise pickle.UnpicklingError(f"global {module}.{name} is not allowed in a CIFAR batch")
-        return super().find_class(module, name)
-
-
 def _read_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     try:
         with open(path, "rb") as fh:
-            batch = _BatchUnpickler(fh, encoding="bytes").load()
+            # Unpickling can run arbitrary code: only the globals of numpy arrays are resolved.
+            batch = NumpyUnpickler(fh, what="a CIFAR batch", encoding="bytes").load()
         data = np.asarray(batch[b"data"], dtype=np.uint8)
         labels = np.asarray(batch[b"labels"], dtype=np.int64)
     except FileNotFoundError:
