@@ -34,9 +34,10 @@ from torch import Tensor
 
 from fedrepro.algorithms.tdcd import TDCD
 from fedrepro.data.vertical import split_features, split_sizes
-from fedrepro.data.views import view_name
+from fedrepro.data.inputs import prepared_name
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer
+from fedrepro.engines.vertical_inputs import model_inputs
 from fedrepro.engines.vertical_time import time_at, time_column
 from fedrepro.errors import ConfigError
 from fedrepro.models import build_model, seeded_model
@@ -64,8 +65,9 @@ class TimeColumns(tuple):
 
 
 def data_key(spec: dict[str, Any]) -> str:
-    """The run's arrays in the engine's data (rule train): the view of its dataset, or the dataset."""
-    return view_name(spec["dataset"], spec["view"]) if "view" in spec else spec["dataset"]
+    """The run's arrays in the engine's data (rule train): the view of its dataset, a multi-view folder,
+    or the dataset (data/inputs.py)."""
+    return prepared_name(spec)
 
 
 def clients_per_silo(spec: dict[str, Any]) -> list[int]:
@@ -124,6 +126,7 @@ class Environment:
         self.spec, self.device = spec, ctx.device
         self.dtype = DTYPES[spec.get("dtype", "float32")]
         N, axis = spec["N"], spec.get("split_axis", -1)
+        arrays = model_inputs(spec, arrays)  # subsets, time pooling, uint8 images to floats
         x_train, x_test = arrays["x_train"], arrays["x_test"]
         if x_train.ndim < 2 or not -x_train.ndim < axis < x_train.ndim or axis % x_train.ndim == 0:
             raise ConfigError(f"split_axis: {axis} is not a feature axis of the data, shape {x_train.shape}")
@@ -141,8 +144,16 @@ class Environment:
         def on(a: np.ndarray, dtype: torch.dtype) -> Tensor:
             return torch.from_numpy(np.ascontiguousarray(a)).to(self.device, dtype)
 
-        self.train = [on(part, self.dtype) for part in split_features(x_train, N, axis)]
-        self.test = [on(part, self.dtype) for part in split_features(x_test, N, axis)]
+        def blocks(x: np.ndarray) -> list[np.ndarray]:
+            parts = split_features(x, N, axis)
+            # squeeze_split: blocks one column wide lose that axis, e.g. one view (C, S, S) per silo of
+            # multi-view data (n, 12, C, S, S) split along axis 1
+            return [np.squeeze(p, axis) for p in parts] if spec.get("squeeze_split", False) else parts
+
+        if spec.get("squeeze_split", False) and D != N:
+            raise ConfigError(f"squeeze_split needs one column per silo along split_axis {axis}: N = {N}, D = {D}")
+        self.train = [on(part, self.dtype) for part in blocks(x_train)]
+        self.test = [on(part, self.dtype) for part in blocks(x_test)]
         self.y_train, self.y_test = on(arrays["y_train"], torch.long), on(arrays["y_test"], torch.long)
         self.shapes = [tuple(part.shape[1:]) for part in self.train]
         self.key = lambda *names: stream_key({k: spec.get(k) for k in ("dataset", "view", *names)})
@@ -282,7 +293,8 @@ def check_metric(spec: dict[str, Any]) -> None:
 class VerticalEngine(Engine):
     name = "vertical"
     schema = "vertical_run.schema.yaml"
-    x = TimeColumns(("iteration", "round"))
+    # `time`: a figure table's copy of one time_tc<c> per panel (results/tables.py x_source)
+    x = TimeColumns(("iteration", "round", "time"))
     metrics = METRICS
     watch = "train_loss"
     steps_key = "iterations"

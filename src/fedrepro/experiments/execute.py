@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from fedrepro.data import load_prepared
+from fedrepro.data.inputs import load_input
 from fedrepro.engines import ENGINES
 from fedrepro.engines.context import RunContext, resolve_device
 from fedrepro.engines.driver import run_seeds
@@ -57,7 +57,7 @@ def execute_run(
     t0 = time.perf_counter()
     log.info("run %s on %s: %s", run_id, device, spec)
 
-    data = {name: load_prepared(path) for name, path in prepared.items()}
+    data = {name: load_input(path) for name, path in prepared.items()}
     ctx = RunContext(run_id, spec, device, files.checkpoint, log)
     setup = engine.setup(spec, data, ctx)
     rows, summary = run_seeds(engine, setup, spec, ctx)

@@ -18,7 +18,8 @@ from typing import Any
 
 import yaml
 
-from fedrepro.data.views import view_name
+from fedrepro.data.inputs import MULTIVIEW_DATASETS, prepared_name, prepared_path
+from fedrepro.data.sources import STAND_INS, USER_DATASETS, DataSource, resolve_source
 from fedrepro.errors import ConfigError
 from fedrepro.utils.digest import config_digest
 
@@ -27,7 +28,9 @@ PRESENTATION_KEYS = ("label",)
 # Settings read only by figures and claims (e.g. the accuracy a time-to-target counts to): a column of the
 # figure table taken from the configuration as it is now, never part of the run spec, its run_id or run.json,
 # so changing one recomputes tables and claims without retraining.
-ANALYSIS_KEYS = ("target_accuracy",)
+# `x_source`: the metrics column a panel's curves are drawn against, copied into the figure's x column by
+# the figure table (results/tables.py), e.g. TDCD's time axis at t_comm = 10 or 100 of the same runs.
+ANALYSIS_KEYS = ("target_accuracy", "x_source")
 # Keys that change how a run is executed but not its results: kept out of the run_id.
 OPERATIONAL_KEYS = ("checkpoint_every",)
 # Columns of a figure table that say which curve a row belongs to; the runs' settings follow them.
@@ -167,15 +170,15 @@ class RunTable:
         return [self.runs[run_id]["dataset"]]
 
     def prepared(self, run_id: str) -> list[str]:
-        """The data/prepared/<name>.npz files a run reads: its dataset's, or the model-input view of
-        it (data/views.py) when the spec names one."""
-        spec = self.runs[run_id]
-        return [view_name(spec["dataset"], spec["view"])] if "view" in spec else self.datasets(run_id)
+        """The names under data/prepared/ of what a run reads: its dataset's .npz, the model-input view of
+        it (data/views.py) when the spec names one, or a multi-view dataset's folder (data/inputs.py)."""
+        return [prepared_name(self.runs[run_id])]
 
     def input_files(self, run_id: str) -> dict[str, list[str]]:
-        """The files rule `train` reads: prepared arrays and the datasets' provenance records."""
+        """The files rule `train` reads: prepared arrays (.npz files or a multi-view folder) and the
+        datasets' provenance records."""
         return {
-            "prepared": [f"data/prepared/{name}.npz" for name in self.prepared(run_id)],
+            "prepared": [prepared_path(self.runs[run_id])],
             "provenance": [f"data/raw/{d}/PROVENANCE.json" for d in self.datasets(run_id)],
         }
 
@@ -273,7 +276,28 @@ def _deviations(paper_cfg: dict[str, Any], scale: str) -> list[str]:
     return notes
 
 
-def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict], dict[tuple[str, str], Figure]]:
+def resolve_data_source(spec: dict[str, Any], raw_root: Path) -> DataSource | None:
+    """A dataset the user provides (data/sources.py) becomes what is there: the user's data or its stand-in,
+    so the run_id and run.json name the data actually read; `data_source` records its label. A stand-in
+    named by the configuration (split-pair CIFAR) gets its label too. None for other datasets."""
+    dataset = spec.get("dataset")
+    if dataset in USER_DATASETS:
+        source = resolve_source(dataset, raw_root)
+        spec["dataset"] = source.key
+        if not source.real and source.key in MULTIVIEW_DATASETS:
+            spec["image_channels"] = 1  # the synthetic 12-view renders are grey (data/synthetic.py)
+    elif dataset in STAND_INS:
+        source = DataSource(dataset, dataset, False, STAND_INS[dataset].label, "")
+    else:
+        return None
+    spec["data_source"] = source.label
+    return source
+
+
+def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("data/raw"),
+                  ) -> tuple[dict[str, dict], dict[tuple[str, str], Figure]]:
+    """The runs and figures of a paper at a scale; `raw_root` is where user-provided data would be
+    (data/sources.py: without it, the runs read its stand-in, and each caption says so)."""
     paper = paper_cfg["key"]
     where = f"config/papers/{paper}.yaml"
     scales = paper_cfg.get("scales", {})
@@ -298,6 +322,7 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict
         plot = _plot_options(paper_cfg.get("plot", {}), fig.get("plot", {}))
         figure = Figure(paper, name, fig["title"], fig.get("caption", ""), scale, deviations + extra, plot,
                         values=values)
+        stand_ins: dict[str, None] = {}  # labels of the stand-ins the figure's runs read, in order
         for panel in fig["panels"]:
             base = _pick(panels, panel["use"], "panel", f"{where}: figures.{name}")
             curves = panel.get("curves", fig.get("curves", []))
@@ -309,6 +334,9 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict
                     for key, mapping in values.items():  # e.g. n = 10 of 100 clients -> 2 of 20
                         if key in spec and spec[key] in mapping:
                             spec[key] = mapping[spec[key]]
+                    source = resolve_data_source(spec, raw_root)
+                    if source is not None and not source.real:
+                        stand_ins[source.label] = None
                     label = spec.get("label", curve["method"])
                     for key in PRESENTATION_KEYS:
                         spec.pop(key, None)
@@ -319,6 +347,8 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict
                     rid = run_id_of(spec)
                     runs[rid] = spec
                     figure.curves.append(Curve(panel["name"], label, curve["method"], rid, point, analysis))
+        if stand_ins:
+            figure.caption = (figure.caption.rstrip() + " Data: " + "; ".join(stand_ins) + ".").strip()
         figure.title = _title(fig["title"], [runs[c.run_id] for c in figure.curves], f"{where}: figures.{name}")
         figure.setting_keys = setting_keys([runs[rid] for rid in figure.run_ids]) + sorted(
             {k for c in figure.curves for k in c.analysis})
@@ -347,7 +377,8 @@ def build_run_table(config: dict[str, Any], config_dir: Path) -> RunTable:
         path = config_dir / "papers" / f"{paper}.yaml"
         if not path.exists():
             raise ConfigError(f"papers: no configuration {path} for paper {paper!r}")
-        paper_runs, paper_figures = resolve_paper(load_paper_config(path), config["scale"])
+        paper_runs, paper_figures = resolve_paper(load_paper_config(path), config["scale"],
+                                                  config_dir.parent / "data" / "raw")
         runs.update(paper_runs)
         figures.update(paper_figures)
     return RunTable(config["scale"], runs, figures)

@@ -93,7 +93,7 @@ def run_study(name: str, config_dir: Path = Path("config"), out_dir: Path = Path
     absent = sorted({p for files in inputs.values() for p in files["prepared"] + files["provenance"] if not Path(p).exists()})
     if absent:
         raise DataError(f"study {name} reads data that is not prepared: {', '.join(absent)}; make it with "
-                        f"`snakemake --cores 2 {' '.join(p for p in absent if p.endswith('.npz'))}`")
+                        f"`snakemake --cores 2 {' '.join(p for p in absent if p.startswith('data/prepared/'))}`")
     print(f"study {name}: {len(variants)} variants, {len(todo)} runs to train", flush=True)
     (results_dir / "logs").mkdir(parents=True, exist_ok=True)
     with ProcessPoolExecutor(max(1, jobs), mp_context=multiprocessing.get_context("spawn")) as pool:

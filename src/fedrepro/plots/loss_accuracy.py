@@ -26,7 +26,7 @@ from fedrepro.experiments.runtable import Figure
 from fedrepro.plots.common import finish_figure, log_y, mark_diverged, theme
 
 NAMES = {"train_loss": "train loss", "test_accuracy": "test accuracy", "train_accuracy": "train accuracy",
-         "test_loss": "test loss", "rho_device": "ρ_device", "rho_cluster": "ρ_cluster"}
+         "test_loss": "test loss", "test_f1": "test F1", "test_top5": "top-5 test accuracy", "rho_device": "ρ_device", "rho_cluster": "ρ_cluster"}
 LEGENDS = ("inside", "outside")
 
 
@@ -54,7 +54,8 @@ def _style_values(curve: pd.DataFrame, style: str | None, independent: bool) -> 
 def loss_accuracy(table: pd.DataFrame, figure: Figure, *, metrics: Sequence[str] = ("train_loss",), ncols: int = 1,
                   style: str | None = None, dashed: Sequence[str] = (), style_independent: Sequence[str] = (),
                   log_metrics: Sequence[str] = (), legend: str = "inside", x: str = "round",
-                  xlabel: str = "learning rounds") -> plt.Figure:
+                  xlabel: str = "learning rounds", common_x: bool = False) -> plt.Figure:
+    # common_x: the figure table already ends each panel where its shortest curve does (results/tables.py)
     if legend not in LEGENDS or (legend == "outside" and ncols > 1):
         raise ValueError(f"figure {figure.name}: plot option legend = {legend!r} with ncols = {ncols}; allowed: "
                          "inside, or outside with ncols 1")

@@ -437,7 +437,7 @@ def rerun(run_id: str, spec: dict[str, Any], record: dict[str, Any], checkout: C
     inputs = RunTable("", {run_id: spec}, {}).input_files(run_id)
     prepared = [checkout.root / p for p in inputs["prepared"]]
     data_records = [checkout.root / p for p in inputs["provenance"]]
-    absent = [checkout.relative(p) for p in prepared + data_records if not p.is_file()]
+    absent = [checkout.relative(p) for p in prepared + data_records if not p.exists()]  # (a folder: multi-view)
     if absent:
         return Finding("rerun", WARN, f"cannot rerun: {', '.join(absent)} missing (`snakemake {absent[0]}` "
                                       f"makes it)")

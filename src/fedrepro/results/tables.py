@@ -81,17 +81,35 @@ ROWS: dict[str, Callable[[str, dict[str, Any], RunFiles, Figure], pd.DataFrame]]
 
 def figure_table(figure: Figure, results_dir: Path) -> pd.DataFrame:
     """Every run's rows (ROWS, by the figure's plot kind), after the figure's label columns
-    (Figure.label_columns). Each run's metrics.csv must be the one its run.json vouches for."""
+    (Figure.label_columns). Each run's metrics.csv must be the one its run.json vouches for. A curve with
+    an `x_source` gets it copied into the figure's x column (and run_id <run_id>/<x_source>); with plot
+    option `common_x` each panel ends at the smallest last x of its curves (common_x)."""
     records = {rid: read_verified_record(run_files(results_dir, rid)) for rid in figure.run_ids}
     specs = {rid: rec["spec"] for rid, rec in records.items()}
     rows_of = ROWS.get(figure.plot.get("kind"), metric_rows)
     frames = []
+    x = figure.plot.get("x")
     for curve in figure.curves:
         rows = rows_of(curve.run_id, records[curve.run_id], run_files(results_dir, curve.run_id), figure)
-        frames.append(rows.assign(**figure.curve_labels(curve, specs[curve.run_id])))
+        labels = figure.curve_labels(curve, specs[curve.run_id])
+        if "x_source" in curve.analysis:  # the panel's own x column of the run (e.g. time at its t_comm)
+            rows = rows.assign(**{x: rows[curve.analysis["x_source"]]})
+            # one run drawn against several x columns (TDCD's t_comm = 10 and 100 panels) is one curve each:
+            # its rows carry <run_id>/<x_source>, so every per-run summary reads one curve
+            labels["run_id"] = f"{curve.run_id}/{curve.analysis['x_source']}"
+        frames.append(rows.assign(**labels))
     table = pd.concat(frames, ignore_index=True)
+    if figure.plot.get("common_x"):
+        table = common_x(table, x)
     front = figure.label_columns
     return table[front + [c for c in table.columns if c not in front]]
+
+
+def common_x(table: pd.DataFrame, x: str) -> pd.DataFrame:
+    """Each panel's rows up to the smallest last x of its curves, the range every curve covers (TDCD's time
+    plots end at the final time of the largest-Q run, T_common: spec tdcd.md §4)."""
+    ends = table.groupby(["panel", "run_id"], sort=False)[x].max().groupby(level="panel", sort=False).min()
+    return table[table[x] <= table["panel"].map(ends)].reset_index(drop=True)
 
 
 def figure_table_csv(figure: Figure, results_dir: Path) -> str:

@@ -13,18 +13,19 @@ import inspect
 import typing
 from typing import Any, Callable
 
-from fedrepro.claims.checks import final_values, learning_curves, monte_carlo, run_facts
+from fedrepro.claims.checks import final_values, learning_curves, monte_carlo, run_facts, time_model
 from fedrepro.claims.checks.common import FAIL, INCONCLUSIVE, PASS, Result
 
 _MODULES = (  # (module, what its `seed` column counts, its checks)
     (final_values, "seed", ["compare_final", "log_ratio_within", "monotone_time_to_target", "time_to_target",
                             "time_to_target_trend", "time_ratio_by_group", "rate_within", "participation_rate",
-                            "diverged_runs", "not_tested"]),
+                            "falls", "diverged_runs", "not_tested"]),
     (monte_carlo, "Monte Carlo run", ["compare_mc", "compare_with_paper", "series_ratio", "series_trend",
                                       "mc_stat_within"]),
     (learning_curves, "seed", ["faster", "comparable", "ordered", "slight", "gain_by_group", "less_sensitive",
                                "oscillation_falls"]),
     (run_facts, "seed", ["compare_fact", "rank_correlation"]),
+    (time_model, "seed", ["time_win_ratio"]),
 )
 CHECKS: dict[str, Callable[..., Result]] = {name: getattr(module, name) for module, _, names in _MODULES for name in names}
 # the unit of replication a check's bootstrap resamples, as the ledger names it

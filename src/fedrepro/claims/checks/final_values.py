@@ -239,6 +239,26 @@ def participation_rate(data: ClaimData, *, select: Selector, population: Column,
     return judged(holds, margins, measured)
 
 
+def falls(data: ClaimData, *, select: Selector, metric: str, x: str = "round", window: Fraction = 0.1,
+          require: Require = "all", fraction: Fraction | None = None) -> Result:
+    """Every selected run converges in the weak sense of TDCD claim C5: all its values finite and its final
+    value (seed median of the geometric mean over the last `window` of x) below its first. Margin: decades,
+    log10(first / final) of the deciding run."""
+    medians = data.medians(metric, x, window)
+    runs = rows_matching(medians, select) if len(medians) else medians
+    holds, parts, margins = [], [], []
+    for _, run in runs.iterrows():
+        first, final = float(run["g0"]), float(run["final"])
+        ok = run["diverged_seeds"] == 0 and np.isfinite(final) and final < first
+        holds.append(bool(ok))
+        margins.append(room(final, first) if ok or np.isfinite(final) else -math.inf)
+        parts.append(f"[{run['panel']}, {run['curve']}] {fmt(first)} -> {fmt(final)}")
+    failing = [p for p, ok in zip(parts, holds) if not ok]
+    measured = (f"{sum(holds)}/{len(holds)} runs fall" + (": not " + "; ".join(failing) if failing else "")
+                + (f"; e.g. {parts[0]}" if parts and not failing else "")) if parts else "no runs"
+    return judged(holds, margins, measured, require, fraction)
+
+
 def diverged_runs(data: ClaimData, *, show: Columns = ()) -> Result:
     """Informational: which curves diverged (a seed flagged `diverged`), with the settings in `show`."""
     table = data.table

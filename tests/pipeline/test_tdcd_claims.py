@@ -1,0 +1,63 @@
+"""The checks the TDCD claims added: `falls` (every run's final value below its first) and `time_win_ratio`
+(C1': iterations to target of Q > 1 over Q = 1, against the time model's thresholds)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedrepro.claims.checks import CHECKS
+from fedrepro.claims.checks.final_values import falls
+from fedrepro.claims.checks.time_model import time_win_ratio
+from fedrepro.claims.data import ClaimData
+from fedrepro.engines.vertical_time import time_win_threshold
+
+LABELS = ["figure", "panel", "curve", "method", "run_id", "Q"]
+
+
+def _table(curves: dict[int, list[float]], panel: str = "p", every: int = 10) -> pd.DataFrame:
+    rows = [{"figure": "f", "panel": panel, "curve": f"Q = {q}", "method": "tdcd", "run_id": f"{panel}-{q}", "Q": q,
+             "seed": 0, "iteration": i * every, "test_accuracy": v, "train_loss": 2 - v, "diverged": not np.isfinite(v)}
+            for q, values in curves.items() for i, v in enumerate(values)]
+    return pd.DataFrame(rows)
+
+
+def _ratio(table, **params):
+    params = {"metric": "test_accuracy", "higher": True, "target": 0.5, "t_comm": [10, 100], "per": ["panel"],
+              "a": {"Q": [10, 30]}, "b": {"Q": 1}, **params}
+    return time_win_ratio(ClaimData(table, LABELS), **params)
+
+
+def test_time_win_ratio_compares_iterations_to_the_time_model_thresholds():
+    # Q = 1 reaches 0.5 at iteration 10; Q = 10 at 70 (ratio 7 < 7.75); Q = 30 at 90 (ratio 9 < 15.5)
+    table = _table({1: [0, 0.6, 0.7], 10: [0, 0, 0, 0, 0, 0, 0, 0.6], 30: [0] * 9 + [0.6]})
+    result = _ratio(table)
+    assert result.status == "PASS" and "7.75 (t_comm 10)" in result.measured and "27.4 (t_comm 100)" in result.measured
+    assert result.margin == pytest.approx(np.log10(time_win_threshold(10, 10) / 7))
+    # Q = 10 now needs 80 iterations: 8 > 7.75, it loses in time at t_comm = 10 (though not at 100: 9.71)
+    slower = _table({1: [0, 0.6], 10: [0] * 8 + [0.6], 30: [0] * 9 + [0.6]})
+    assert _ratio(slower).status == "FAIL"
+
+
+def test_time_win_ratio_leaves_a_pair_undecided_when_neither_reaches_the_target():
+    table = _table({1: [0, 0.1], 10: [0, 0.2], 30: [0, 0.6]})
+    result = _ratio(table)
+    assert "undecided" in result.measured and result.status == "PASS"  # Q = 30 reaches it, Q = 1 never: 0
+    assert _ratio(_table({1: [0, 0.1], 10: [0, 0.2]}), a={"Q": 10}).status == "INCONCLUSIVE"
+
+
+def test_falls_needs_every_selected_run_to_end_below_its_start():
+    table = _table({1: [0.1, 0.5, 0.9], 10: [0.1, 0.3, 0.6]})
+    data = ClaimData(table, LABELS)
+    assert falls(data, select={}, metric="train_loss", x="iteration").status == "PASS"
+    rising = _table({1: [0.1, 0.5, 0.9], 10: [0.5, 0.3, 0.2]})
+    result = falls(ClaimData(rising, LABELS), select={}, metric="train_loss", x="iteration")
+    assert result.status == "FAIL" and "Q = 10" in result.measured
+    assert falls(ClaimData(rising, LABELS), select={"Q": 1}, metric="train_loss", x="iteration").status == "PASS"
+    diverged = _table({1: [0.1, 0.5, np.nan]})
+    assert falls(ClaimData(diverged, LABELS), select={}, metric="train_loss", x="iteration").status == "FAIL"
+    assert {"falls", "time_win_ratio"} <= set(CHECKS)
+
+
+def test_time_win_ratio_leaves_runs_that_start_at_the_target_undecided():
+    result = _ratio(_table({1: [0.6, 0.7], 10: [0.6, 0.8]}), a={"Q": 10})
+    assert result.status == "INCONCLUSIVE" and "both start at the target" in result.measured
