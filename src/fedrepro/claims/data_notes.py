@@ -1,0 +1,43 @@
+"""The ledger names the synthetic stand-ins its claims were judged on (TDCD: MIMIC-III and ModelNet40 are
+user-provided; without them the runs read stand-ins, data/sources.py). The runs' `data_source` setting is a
+column of each figure table; a claim on a figure whose runs read a stand-in gets "Data: <label>." in its
+note, so a verdict on synthetic data never reads as one on the paper's data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from fedrepro.data.sources import STAND_INS
+from fedrepro.results.tables import read_figure_table
+from fedrepro.utils.atomic import atomic_path
+
+STAND_IN_LABELS = {s.label for s in STAND_INS.values()}
+
+
+def stand_ins_of(table: pd.DataFrame) -> list[str]:
+    """The stand-in labels among a figure table's data sources, in order."""
+    if "data_source" not in table:
+        return []
+    return [label for label in dict.fromkeys(table["data_source"].dropna()) if label in STAND_IN_LABELS]
+
+
+def with_data_notes(ledger: pd.DataFrame, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The ledger with "Data: <stand-in labels>." appended to the note of every claim on such figures."""
+    ledger = ledger.copy()
+    for i, figures in ledger["figure"].fillna("").items():
+        labels = list(dict.fromkeys(label for f in str(figures).split() if f in tables for label in stand_ins_of(tables[f])))
+        if labels:
+            note = ledger.at[i, "note"]
+            ledger.at[i, "note"] = " ".join(x for x in ("" if pd.isna(note) else str(note), f"Data: {'; '.join(labels)}.") if x)
+    return ledger
+
+
+def add_data_notes(ledger_path: Path, table_paths: list[Path]) -> pd.DataFrame:
+    """Rewrite the ledger CSV (atomically) with_data_notes of its figure tables."""
+    tables = {Path(p).stem: read_figure_table(Path(p)) for p in table_paths}
+    ledger = with_data_notes(pd.read_csv(ledger_path), tables)
+    with atomic_path(Path(ledger_path), suffix=".csv") as tmp:
+        ledger.to_csv(tmp, index=False)
+    return ledger
