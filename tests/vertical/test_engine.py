@@ -110,4 +110,6 @@ def test_metrics_of_fused_logits():
 def test_the_engine_is_registered_with_its_x_columns():
     engine = ENGINES["vertical"]
     assert "iteration" in engine.x and "time_tc10" in engine.x and "time_tc2.5" in engine.x
-    assert "time" not in engine.x and "test_f1" in engine.metrics
+    # `time`: a figure table's per-panel copy of one time_tc<c> (results/tables.py x_source); no other name
+    assert "time" in engine.x and "time_tc" not in engine.x and "time_tcx" not in engine.x
+    assert "test_f1" in engine.metrics
