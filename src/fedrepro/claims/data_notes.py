@@ -29,8 +29,10 @@ def with_data_notes(ledger: pd.DataFrame, tables: dict[str, pd.DataFrame]) -> pd
     for i, figures in ledger["figure"].fillna("").items():
         labels = list(dict.fromkeys(label for f in str(figures).split() if f in tables for label in stand_ins_of(tables[f])))
         if labels:
-            note = ledger.at[i, "note"]
-            ledger.at[i, "note"] = " ".join(x for x in ("" if pd.isna(note) else str(note), f"Data: {'; '.join(labels)}.") if x)
+            note = "" if pd.isna(ledger.at[i, "note"]) else str(ledger.at[i, "note"]).strip()
+            if note and not note.endswith("."):
+                note += "."
+            ledger.at[i, "note"] = " ".join(x for x in (note, f"Data: {'; '.join(labels)}.") if x)
     return ledger
 
 
