@@ -48,6 +48,9 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
             result = CHECKS[claim["check"]](data, **params)
             support = bootstrap_rule.bootstrap(claim["check"], data, params, result, *figures)
         status, ruling = bootstrap_rule.decide(result.status, support, claim.get("min_seeds", 1))
+        if scale in claim.get("undecided_at", {}):  # measured and shown, but this scale cannot decide it
+            ruling = f"not decided at the {scale} scale (the check alone says {status}): {claim['undecided_at'][scale]}"
+            status = INCONCLUSIVE
         na = f"support n/a: {support.reason}" if support.kind in ("none", "invariant") else ""
         rows.append({
             "claim_id": claim["id"], "figure": " ".join(figures or claim.get("figures", [])), "scale": scale,
