@@ -295,6 +295,7 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict
         override = fig_overrides.get(name, {})
         fig = _scaled_figure(name, fig, override, f"{where}: scales.{scale}.figures")
         extra = [f"{name} at this scale keeps {k} = {override[k]}" for k in ("panels", "grid", "methods") if k in override]
+        extra += [note.strip() for note in (scale_cfg.get("note"), override.get("note")) if note]
         plot = _plot_options(paper_cfg.get("plot", {}), fig.get("plot", {}))
         figure = Figure(paper, name, fig["title"], fig.get("caption", ""), scale, deviations + extra, plot,
                         values=values)
