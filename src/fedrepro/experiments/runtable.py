@@ -305,8 +305,12 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict
             grid = panel.get("grid", fig.get("grid"))
             for curve in curves:
                 method = _pick(paper_cfg["methods"], curve["method"], "method", f"{where}: figures.{name}")
+                # `fixed`: settings the grid does not vary for this curve (one run, e.g. a reference that
+                # does not depend on the grid's setting)
+                fixed = curve.get("fixed", {})
                 for point in _grid_points(grid):
-                    spec = _merge(defaults, base, method, panel.get("set", {}), curve, point)
+                    spec = _merge(defaults, base, method, panel.get("set", {}), curve, point, fixed)
+                    spec.pop("fixed", None)
                     for key, mapping in values.items():  # e.g. n = 10 of 100 clients -> 2 of 20
                         if key in spec and spec[key] in mapping:
                             spec[key] = mapping[spec[key]]
@@ -319,6 +323,9 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str) -> tuple[dict[str, dict
                     spec["method"] = curve["method"]
                     rid = run_id_of(spec)
                     runs[rid] = spec
+                    if any(c.panel == panel["name"] and c.run_id == rid for c in figure.curves):
+                        continue  # a curve with `fixed` settings: one run, drawn once in its panel
+                    point = {k: fixed.get(k, v) for k, v in point.items()}
                     figure.curves.append(Curve(panel["name"], label, curve["method"], rid, point, analysis))
         figure.title = _title(fig["title"], [runs[c.run_id] for c in figure.curves], f"{where}: figures.{name}")
         figure.setting_keys = setting_keys([runs[rid] for rid in figure.run_ids]) + sorted(
