@@ -126,3 +126,11 @@ def test_an_outside_legend_beside_another_panel_is_refused(tables):
     figure = tables["smoke"].figure("fedcluster", "fig4")
     with pytest.raises(ValueError, match="legend = 'outside' with ncols = 2"):
         loss_accuracy(_fig2_rows(), figure, ncols=2, legend="outside")
+
+
+def test_the_ledger_says_how_the_scale_departs_from_the_paper(tables):
+    note = tables["quick"].scale_note("fedcluster")
+    assert note.startswith("Deviations from the paper at the quick scale: ")
+    assert "model = cnn_tiny (paper scale: alexnet)" in note and "the paper's 1,000 devices" in note
+    assert "keeps panels" not in note  # a figure's own deviations stay in its caption
+    assert tables["paper"].scale_note("fedcluster") == ""

@@ -163,6 +163,13 @@ class RunTable:
     def paper_figures(self, paper: str) -> list[Figure]:
         return [f for (p, _), f in sorted(self.figures.items()) if p == paper]
 
+    def scale_note(self, paper: str) -> str:
+        """How this scale departs from the paper's in every figure of `paper` (the deviations its figures
+        share: the scale's settings and its note), for the claims ledger; "" at the paper scale."""
+        figures = self.paper_figures(paper)
+        shared = [d for d in (figures[0].deviations if figures else []) if all(d in f.deviations for f in figures[1:])]
+        return f"Deviations from the paper at the {self.scale} scale: " + "; ".join(shared) + "." if shared else ""
+
     def datasets(self, run_id: str) -> list[str]:
         return [self.runs[run_id]["dataset"]]
 
