@@ -9,7 +9,7 @@ SNAKEMAKE_ARGS := $(if $(SCALE),--config scale=$(SCALE),)
 # what DVC records after a reproduction
 DVC_TRACKED := data/raw data/prepared results figures
 
-.PHONY: install reproduce report record pull test test-fast lint clean
+.PHONY: install reproduce report record pull test test-fast lint clean study
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -46,3 +46,8 @@ lint: install
 
 clean:
 	rm -rf results figures logs report.html .snakemake
+
+# Which reduced-scale choice moves which claim: `make study STUDY=fedcluster_scale` (config/studies/).
+STUDY ?= fedcluster_scale
+study: install
+	$(BIN)/fedrepro study $(STUDY)

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Callable
 
 from fedrepro.errors import ConfigError, DataError, ResultsError
+from fedrepro.experiments import SCALES
 
 # Errors whose message is the whole story for the user: no traceback.
 USER_ERRORS = (DataError, ConfigError, ResultsError)
-SCALES = ["smoke", "quick", "paper"]
 ADHOC_DIR = Path("adhoc")  # `fedrepro run` results: git- and DVC-ignored, never the pipeline's results/
 
 DESCRIPTION = """\
@@ -54,7 +54,7 @@ def parser() -> argparse.ArgumentParser:
     one = sub.add_parser("run", help="train one curve of a figure outside Snakemake, with overrides (checks, tuning)")
     one.add_argument("paper")
     one.add_argument("figure")
-    one.add_argument("--scale", default="quick", choices=SCALES)
+    one.add_argument("--scale", default="quick", choices=list(SCALES))
     one.add_argument("--panel", help="panel name (default: the figure's first)")
     one.add_argument("--curve", help="curve label (default: the panel's first)")
     one.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -69,7 +69,7 @@ def parser() -> argparse.ArgumentParser:
                            "figure tables and the claims; write audit/<paper>.md; exit 1 on any mismatch.")
     audit.add_argument("papers", nargs="*", metavar="PAPER", help="papers to audit (default: `papers` of "
                        "config/config.yaml)")
-    audit.add_argument("--scale", choices=SCALES, help="the scale whose runs to audit (default: the scale of "
+    audit.add_argument("--scale", choices=list(SCALES), help="the scale whose runs to audit (default: the scale of "
                        "each paper's claims ledger, else `scale` of config/config.yaml)")
     audit.add_argument("--rerun", type=int, default=0, metavar="K", help="recompute K runs chosen at random in a "
                        "temporary directory and compare their metrics.csv byte for byte")

@@ -108,3 +108,20 @@ def test_models_vectorized_on_the_cpu_have_a_batched_path():
 )
 def test_auto_backend(model, backend, device, expected):
     assert resolve_backend({"model": model, "backend": backend}, device) == expected
+
+
+@pytest.mark.parametrize("model", sorted(CONV_SHAPES))
+@pytest.mark.parametrize("batch", [6, 7, 1])
+def test_one_models_gradient_through_replicated_clients_equals_autograd_of_the_module(model, batch):
+    """A single client (centralized SGD) takes the grouped path as copies of itself over parts of its batch."""
+    from fedrepro.nn.gradients import client_grad, stacked_grad
+    from fedrepro.nn.losses import CROSS_ENTROPY
+
+    torch.manual_seed(0)
+    flat = FlatModel(build_model(model, CONV_SHAPES[model], 10).double())
+    W = flat.flatten()
+    x = torch.randn(1, batch, *CONV_SHAPES[model], dtype=torch.float64)
+    y = torch.randint(0, 10, (1, batch))
+    g = torch.empty_like(W)
+    stacked_grad(flat, CROSS_ENTROPY)(W.clone(), g, x, y, ())
+    torch.testing.assert_close(g, client_grad(flat, CROSS_ENTROPY, W, x[0], y[0]), rtol=1e-10, atol=1e-12)

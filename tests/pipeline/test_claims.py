@@ -1,5 +1,6 @@
 """Claim checks on known inputs: they must be able to PASS, FAIL and stay INCONCLUSIVE."""
 
+import pytest
 import numpy as np
 import pandas as pd
 import yaml
@@ -110,3 +111,28 @@ def test_ledger_marks_too_few_seeds_and_missing_figures_inconclusive():
     assert ledger.loc["X2", "status"] == "INCONCLUSIVE" and "not decided by 3 seeds: the claim needs >= 5" in ledger.loc["X2", "note"]
     assert ledger.loc["X3", "status"] == "INCONCLUSIVE" and "not produced" in ledger.loc["X3", "note"]
     assert set(ledger.columns) >= {"figure", "scale", "status", "measured", "expected", "note"}
+
+
+def test_a_claim_undecided_at_a_scale_is_inconclusive_there_with_its_reason_and_its_numbers():
+    claims = yaml.safe_load("""
+    claims:
+      - {id: X1, figures: [f], check: compare_final, a: {method: fast}, b: {method: slow}, per: [panel],
+         metric: grad_norm, undecided_at: {quick: "the effect is below the quick scale's resolution"}}
+    """)
+    table = _table(_curve("fast", 0.1, 5), _curve("slow", 0.1, 1))
+    quick = evaluate_claims(claims, {"f": table}, "quick", {"f": LABELS}).set_index("claim_id").loc["X1"]
+    paper = evaluate_claims(claims, {"f": table}, "paper", {"f": LABELS}).set_index("claim_id").loc["X1"]
+    assert paper["status"] == "PASS"
+    assert quick["status"] == "INCONCLUSIVE" and quick["measured"] == paper["measured"]
+    assert "not decided at the quick scale (the check alone says PASS): the effect is below" in quick["note"]
+
+
+def test_undecided_at_names_scales_and_reasons():
+    from fedrepro.claims.validation import validate_claims
+    from fedrepro.errors import ConfigError
+
+    for bad in ({"huge": "why"}, {"quick": ""}, ["quick"]):
+        claims = {"claims": [{"id": "X1", "figures": ["f"], "check": "compare_final", "a": {"method": "fast"},
+                              "b": {"method": "slow"}, "per": ["panel"], "metric": "grad_norm", "undecided_at": bad}]}
+        with pytest.raises(ConfigError, match="undecided_at"):
+            validate_claims(claims, "test")

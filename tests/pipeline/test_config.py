@@ -283,3 +283,17 @@ def test_a_loss_accuracy_option_naming_no_method_or_metric_stops_at_start_up(tmp
     with pytest.raises(ConfigError) as info:
         load_and_validate({"scale": "smoke"}, config_dir)
     assert "figures.fig2" in str(info.value) and expected in str(info.value)
+
+
+def test_a_scale_note_reaches_the_captions_of_its_figures_only_at_that_scale():
+    from fedrepro.experiments.runtable import load_paper_config, resolve_paper
+
+    cfg = load_paper_config(CONFIG / "papers" / "fedcluster.yaml")
+    cfg["scales"]["quick"] = {**(cfg["scales"]["quick"] or {}), "note": "every figure: a conv net",
+                              "figures": {"fig6": {"note": "fig6 only: rho_cluster is slight"}}}
+    _, quick = resolve_paper(cfg, "quick")
+    _, paper = resolve_paper(cfg, "paper")
+    assert "every figure: a conv net" in quick[("fedcluster", "fig2")].deviations
+    assert "fig6 only: rho_cluster is slight" not in quick[("fedcluster", "fig2")].deviations
+    assert quick[("fedcluster", "fig6")].deviations[-2:] == ["every figure: a conv net", "fig6 only: rho_cluster is slight"]
+    assert not any("conv net" in d for f in paper.values() for d in f.deviations)

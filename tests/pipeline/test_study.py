@@ -15,9 +15,10 @@ from fedrepro.experiments.study import run_study
 from fedrepro.results.store import read_record
 
 REPO = Path(__file__).resolve().parents[2]
-TINY = {"samples_per_device": 4, "E": 1, "B": 2, "csgd_batch": 4, "rounds": 2, "seeds": 2, "train_eval_subsample": 40}
+TINY = {"samples_per_device": 4, "E": 1, "B": 2, "csgd_batch": 4, "seeds": 2, "train_eval_subsample": 40}
 STUDY = {
     "paper": "fedcluster", "scale": "smoke",
+    "defaults": {"rounds": 2}, "panels": {"mnist": {"lr_fedavg": 0.3}},
     "figures": {"fig5": {"panels": ["MNIST, ρ_device = 0.1"]}},
     "claims": ["C11b", "I3"],
     "variants": {"few": {"n_devices": 20, **TINY}, "many": {"n_devices": 40, **TINY}},
@@ -55,8 +56,9 @@ def test_each_variant_runs_with_its_settings_and_is_judged_on_its_runs(project):
     # I3 counts M global updates a round: an invariant of FedCluster that must hold in every variant
     assert (result.loc[result["claim_id"] == "I3", "status"] == "PASS").all()
     runs = sorted((project / "results" / "studies" / "tiny" / "runs").iterdir())
-    devices = sorted(read_record(r / "run.json")["spec"]["n_devices"] for r in runs)
-    assert devices == [20] * 4 + [40] * 4  # FedAvg and FedCluster M = 5, 10, 20 per variant
+    specs = [read_record(r / "run.json")["spec"] for r in runs]
+    assert sorted(s["n_devices"] for s in specs) == [20] * 4 + [40] * 4  # FedAvg, FedCluster M = 5, 10, 20 each
+    assert {s["rounds"] for s in specs} == {2} and {s["lr_fedavg"] for s in specs} == {0.3}  # what the study pins
     written = pd.read_csv(project / "results" / "studies" / "tiny.csv")
     assert len(written) == len(result)
     md = (project / "results" / "studies" / "tiny.md").read_text()

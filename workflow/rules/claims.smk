@@ -29,6 +29,7 @@ rule claims:
     params:
         scale=config["scale"],
         figures=claims_settings,
+        scale_note=lambda wildcards: RUNS.scale_note(wildcards.paper),
     log:
         "logs/claims/{paper}.log",
     threads: 1
@@ -51,6 +52,8 @@ rule claims_table:
             subcategory="claims",
             labels={"figure": "claims ledger"},
         ),
+    params:
+        scale_note=lambda wildcards: RUNS.scale_note(wildcards.paper),
     log:
         "logs/claims_table/{paper}.log",
     threads: 1

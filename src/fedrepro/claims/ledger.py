@@ -48,6 +48,9 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
             result = CHECKS[claim["check"]](data, **params)
             support = bootstrap_rule.bootstrap(claim["check"], data, params, result, *figures)
         status, ruling = bootstrap_rule.decide(result.status, support, claim.get("min_seeds", 1))
+        if scale in claim.get("undecided_at", {}):  # measured and shown, but this scale cannot decide it
+            ruling = f"not decided at the {scale} scale (the check alone says {status}): {claim['undecided_at'][scale]}"
+            status = INCONCLUSIVE
         na = f"support n/a: {support.reason}" if support.kind in ("none", "invariant") else ""
         rows.append({
             "claim_id": claim["id"], "figure": " ".join(figures or claim.get("figures", [])), "scale": scale,
@@ -102,10 +105,11 @@ def in_paper_terms(table: pd.DataFrame, values: dict[str, dict[Any, Any]]) -> pd
 
 
 def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, dict[str, Any]], scale: str,
-                 out: Path, record: Path | None = None) -> pd.DataFrame:
+                 out: Path, record: Path | None = None, scale_note: str = "") -> pd.DataFrame:
     """The ledger of one paper: its claims file, its figure tables and what the ledger reads of their
     figures (by name, Figure.claims_settings: label columns and value maps); `record` gets the
-    bootstrap's settings (bootstrap_record). Written atomically, after every check has run: a failure
+    bootstrap's settings (bootstrap_record) and `scale_note`, how this scale departs from the paper's
+    (Figure.scale_note of the paper's figures). Written atomically, after every check has run: a failure
     leaves the files as they were."""
     claims_cfg = load_claims(claims_path)
     tables = {p.stem: in_paper_terms(read_figure_table(p), figures.get(p.stem, {}).get("values", {}))
@@ -116,5 +120,6 @@ def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, 
         ledger.to_csv(tmp, index=False)
     if record is not None:
         with atomic_path(record, suffix=".json") as tmp:
-            tmp.write_text(json.dumps(bootstrap_record(claims_cfg.get("paper", out.stem), scale), indent=2) + "\n")
+            body = bootstrap_record(claims_cfg.get("paper", out.stem), scale) | {"scale_note": scale_note}
+            tmp.write_text(json.dumps(body, indent=2) + "\n")
     return ledger

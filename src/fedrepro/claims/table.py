@@ -22,17 +22,18 @@ td { max-width: 28em; }
 """
 
 
-def ledger_html(ledger: pd.DataFrame, title: str) -> str:
+def ledger_html(ledger: pd.DataFrame, title: str, note: str = "") -> str:
     styled = (ledger.style.hide(axis="index")
               .format({k: v for k, v in NUMBERS.items() if k in ledger}, escape="html", na_rep="")
               .map(lambda status: f"background-color: {STATUS_COLOURS.get(status, 'white')}", subset=["status"]))
     counts = ", ".join(f"{n} {status}" for status, n in ledger["status"].value_counts().items())
     return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
             f"<style>{STYLE}</style></head>\n<body><h3>{html.escape(title)}</h3><p>{counts}</p>\n"
+            + (f"<p>{html.escape(note)}</p>\n" if note else "") +
             f"{styled.to_html()}</body></html>\n")
 
 
-def write_ledger_html(ledger_csv: Path, out: Path, paper: str) -> None:
+def write_ledger_html(ledger_csv: Path, out: Path, paper: str, note: str = "") -> None:
     ledger = pd.read_csv(ledger_csv, dtype={"claim_id": str})
     scale = ", ".join(map(str, ledger["scale"].unique())) if "scale" in ledger else "?"
-    write_text(out, ledger_html(ledger, f"Claims ledger of {paper} (scale {scale})"))
+    write_text(out, ledger_html(ledger, f"Claims ledger of {paper} (scale {scale})", note))

@@ -14,9 +14,10 @@ from typing import Annotated, Any, Collection, Literal, Mapping, Union
 from fedrepro.claims.checks import CHECKS, check_hints, check_parameters
 from fedrepro.claims.checks.common import Above, Names, OneOf
 from fedrepro.errors import ConfigError, config_error
+from fedrepro.experiments import SCALES
 
 # keys of a claim entry that are not parameters of its check
-CLAIM_FIELDS = {"id", "quote", "figures", "check", "expected", "note", "min_seeds"}
+CLAIM_FIELDS = {"id", "quote", "figures", "check", "expected", "note", "min_seeds", "undecided_at"}
 # top-level keys of a claims file (each check names its own metric, x column and window)
 LEDGER_FIELDS = {"paper", "claims"}
 # Per figure of a paper, each label column of its table and the values it takes at any scale, in the
@@ -59,6 +60,11 @@ def _claim_problems(claim: dict[str, Any], figures: FigureLabels | None) -> list
     if figures is not None:
         unknown = sorted(set(claim.get("figures", [])) - set(figures))
         problems += [f"figures: unknown figure {f!r}; figures of this paper: {', '.join(sorted(figures))}" for f in unknown]
+    undecided = claim.get("undecided_at", {})
+    if not isinstance(undecided, dict) or not all(
+            scale in SCALES and isinstance(why, str) and why.strip() for scale, why in undecided.items()):
+        problems.append(f"undecided_at: a mapping of scales ({', '.join(SCALES)}) to the reason the claim cannot be "
+                        f"decided there, got {undecided!r}")
     if claim.get("require") == "fraction" and "fraction" in optional and claim.get("fraction") is None:
         problems.append("require: 'fraction' needs a 'fraction' (the share of cells that must hold)")
     if claim.get("fraction") is not None and claim.get("require") != "fraction":

@@ -166,6 +166,13 @@ class RunTable:
     def paper_figures(self, paper: str) -> list[Figure]:
         return [f for (p, _), f in sorted(self.figures.items()) if p == paper]
 
+    def scale_note(self, paper: str) -> str:
+        """How this scale departs from the paper's in every figure of `paper` (the deviations its figures
+        share: the scale's settings and its note), for the claims ledger; "" at the paper scale."""
+        figures = self.paper_figures(paper)
+        shared = [d for d in (figures[0].deviations if figures else []) if all(d in f.deviations for f in figures[1:])]
+        return f"Deviations from the paper at the {self.scale} scale: " + "; ".join(shared) + "." if shared else ""
+
     def datasets(self, run_id: str) -> list[str]:
         return [self.runs[run_id]["dataset"]]
 
@@ -319,6 +326,7 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("
         override = fig_overrides.get(name, {})
         fig = _scaled_figure(name, fig, override, f"{where}: scales.{scale}.figures")
         extra = [f"{name} at this scale keeps {k} = {override[k]}" for k in ("panels", "grid", "methods") if k in override]
+        extra += [note.strip() for note in (scale_cfg.get("note"), override.get("note")) if note]
         plot = _plot_options(paper_cfg.get("plot", {}), fig.get("plot", {}))
         figure = Figure(paper, name, fig["title"], fig.get("caption", ""), scale, deviations + extra, plot,
                         values=values)
@@ -329,8 +337,12 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("
             grid = panel.get("grid", fig.get("grid"))
             for curve in curves:
                 method = _pick(paper_cfg["methods"], curve["method"], "method", f"{where}: figures.{name}")
+                # `fixed`: settings the grid does not vary for this curve (one run, e.g. a reference that
+                # does not depend on the grid's setting)
+                fixed = curve.get("fixed", {})
                 for point in _grid_points(grid):
-                    spec = _merge(defaults, base, method, panel.get("set", {}), curve, point)
+                    spec = _merge(defaults, base, method, panel.get("set", {}), curve, point, fixed)
+                    spec.pop("fixed", None)
                     for key, mapping in values.items():  # e.g. n = 10 of 100 clients -> 2 of 20
                         if key in spec and spec[key] in mapping:
                             spec[key] = mapping[spec[key]]
@@ -346,6 +358,9 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("
                     spec["method"] = curve["method"]
                     rid = run_id_of(spec)
                     runs[rid] = spec
+                    if any(c.panel == panel["name"] and c.run_id == rid for c in figure.curves):
+                        continue  # a curve with `fixed` settings: one run, drawn once in its panel
+                    point = {k: fixed.get(k, v) for k, v in point.items()}
                     figure.curves.append(Curve(panel["name"], label, curve["method"], rid, point, analysis))
         if stand_ins:
             figure.caption = (figure.caption.rstrip() + " Data: " + "; ".join(stand_ins) + ".").strip()

@@ -2,7 +2,8 @@
 
 config/studies/<name>.yaml names a paper, the scale its variants start from, the figures (as a scale's
 figure overrides: kept panels, grid), the claims to judge and the variants: settings laid over the
-scale's defaults. Each variant is the paper's configuration with those settings, resolved by the run
+scale's defaults. Optional `defaults` (settings of every variant) and `panels` (settings of named panels)
+pin what the study holds fixed, so later changes to the scale itself do not change the study's runs. Each variant is the paper's configuration with those settings, resolved by the run
 table like any scale, so its runs, figure tables and claims are the pipeline's own (execute_run,
 figure_table, evaluate_claims). Runs are stored by run id under results/studies/<name>/runs, so variants
 that share a run train it once and a rerun of the study trains only what is missing; each variant's
@@ -30,7 +31,7 @@ from fedrepro.results.tables import read_figure_table, write_figure_table
 from fedrepro.utils import atomic
 from fedrepro.validate import check
 
-STUDY_KEYS = {"paper", "scale", "figures", "claims", "variants", "about"}
+STUDY_KEYS = {"paper", "scale", "figures", "claims", "variants", "about", "defaults", "panels"}
 COLUMNS = ["variant", "claim_id", "figure", "status", "measured", "margin", "support", "settings"]
 
 
@@ -49,12 +50,16 @@ def load_study(path: Path) -> dict[str, Any]:
 
 
 def variant_config(paper_cfg: dict[str, Any], scale: str, settings: dict[str, Any],
-                   figures: dict[str, Any]) -> dict[str, Any]:
-    """The paper's configuration whose `scale` carries the variant's settings and runs only `figures`."""
+                   figures: dict[str, Any], panels: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The paper's configuration whose `scale` carries the variant's settings (and settings of named
+    `panels`) and runs only `figures`."""
     cfg = copy.deepcopy(paper_cfg)
     scale_cfg = cfg["scales"].setdefault(scale, {}) or {}
     cfg["scales"][scale] = scale_cfg
     scale_cfg["defaults"] = {**(scale_cfg.get("defaults") or {}), **settings}
+    scale_panels = scale_cfg.setdefault("panels", {})
+    for name, values in (panels or {}).items():
+        scale_panels[name] = {**scale_panels.get(name, {}), **values}
     scale_cfg["figures"] = copy.deepcopy(figures)
     cfg["figures"] = {name: fig for name, fig in cfg["figures"].items() if name in figures}
     return cfg
@@ -82,10 +87,12 @@ def run_study(name: str, config_dir: Path = Path("config"), out_dir: Path = Path
     results_dir = out_dir / name
     variants = {}
     for variant, settings in study["variants"].items():
-        runs, figures = resolve_paper(variant_config(paper_cfg, scale, settings or {}, study["figures"]), scale)
+        settings = {**study.get("defaults", {}), **(settings or {})}
+        runs, figures = resolve_paper(
+            variant_config(paper_cfg, scale, settings, study["figures"], study.get("panels")), scale)
         for rid, spec in runs.items():
             check(spec, ENGINES[spec["engine"]].schema, f"study {name}, variant {variant}")
-        variants[variant] = (settings or {}, RunTable(scale, runs, figures), figures)
+        variants[variant] = (settings, RunTable(scale, runs, figures), figures)
 
     todo = {rid: table for _, table, _ in variants.values() for rid in table.runs
             if not run_files(results_dir, rid).record.exists()}
