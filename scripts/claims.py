@@ -1,7 +1,6 @@
 # rule claims: check every claim of one paper against our figure tables, then draw its claims figure.
 from pathlib import Path
 
-from fedrepro.claims.data_notes import add_data_notes
 from fedrepro.claims.ledger import write_ledger
 from fedrepro.claims.support import DECIDE
 from fedrepro.cli import run_step
@@ -13,8 +12,7 @@ sm = snakemake  # noqa: F821 (injected by Snakemake)
 def main():
     ledger = Path(sm.output.ledger)
     write_ledger(Path(sm.input.claims), [Path(p) for p in sm.input.tables], sm.params.figures, sm.params.scale,
-                 ledger, Path(sm.output.record))
-    add_data_notes(ledger, [Path(p) for p in sm.input.tables])  # claims judged on synthetic stand-ins say so
+                 ledger, Path(sm.output.record), sm.params.scale_note)
     draw_claims_figure(ledger, sm.wildcards.paper, DECIDE, Path(sm.output.pdf), Path(sm.output.png))
 
 

@@ -5,4 +5,5 @@ from fedrepro.claims.table import write_ledger_html
 from fedrepro.cli import run_step
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
-run_step(lambda: write_ledger_html(Path(sm.input[0]), Path(sm.output[0]), sm.wildcards.paper), sm.log[0])
+run_step(lambda: write_ledger_html(Path(sm.input[0]), Path(sm.output[0]), sm.wildcards.paper,
+                                     sm.params.scale_note), sm.log[0])

@@ -64,15 +64,14 @@ def test_time_win_ratio_leaves_runs_that_start_at_the_target_undecided():
 
 
 def test_the_ledger_notes_the_stand_ins_of_a_claims_figures(tmp_path):
-    from fedrepro.claims.data_notes import add_data_notes
+    from fedrepro.claims.data_notes import with_data_notes
 
     label = "synthetic-IHM stand-in (MIMIC-III not provided)"
     pd.DataFrame({"panel": ["p"], "data_source": [label]}).to_csv(tmp_path / "fig7.csv", index=False)
     pd.DataFrame({"panel": ["p"], "view": ["tdcd"]}).to_csv(tmp_path / "fig6.csv", index=False)
-    ledger = tmp_path / "tdcd.csv"
-    pd.DataFrame({"claim_id": ["C4a", "C4b", "C8"], "figure": ["fig6", "fig7", np.nan],
-                  "note": ["", "ruling.", np.nan]}).to_csv(ledger, index=False)
-    notes = add_data_notes(ledger, [tmp_path / "fig6.csv", tmp_path / "fig7.csv"])["note"].tolist()
+    ledger = pd.DataFrame({"claim_id": ["C4a", "C4b", "C8"], "figure": ["fig6", "fig7", np.nan],
+                           "note": ["", "ruling.", np.nan]})
+    tables = {name: pd.read_csv(tmp_path / f"{name}.csv") for name in ("fig6", "fig7")}
+    notes = with_data_notes(ledger, tables)["note"].tolist()
     assert notes[1] == f"ruling. Data: {label}."
-    assert pd.isna(notes[0]) and pd.isna(notes[2])  # real CIFAR-10; a claim without figures
-    assert pd.read_csv(ledger)["note"].tolist()[1] == notes[1]
+    assert notes[0] == "" and pd.isna(notes[2])  # real CIFAR-10; a claim without figures

@@ -10,6 +10,7 @@ from torch import nn
 from fedrepro.data.vertical import split_features, split_sizes
 from fedrepro.engines.vertical_time import (event_time, iteration_time, round_time, time_at, time_column,
                                             time_win_threshold)
+from fedrepro.errors import DataError
 from fedrepro.models import build_model, seeded_model
 
 # spec §2.3: per-iteration time at t_comp = 1 for t_comm = 10 and 100
@@ -44,7 +45,7 @@ def test_features_split_into_contiguous_chunks_the_first_silos_one_wider():
     parts = split_features(x, 3, -1)
     assert [p.shape[-1] for p in parts] == [4, 3, 3]
     np.testing.assert_array_equal(np.concatenate(parts, axis=-1), x)
-    with pytest.raises(ValueError):
+    with pytest.raises(DataError, match="cannot split 3 feature columns among 4 silos"):
         split_sizes(3, 4)
 
 

@@ -5,13 +5,9 @@ note, so a verdict on synthetic data never reads as one on the paper's data."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from fedrepro.data.sources import STAND_INS
-from fedrepro.results.tables import read_figure_table
-from fedrepro.utils.atomic import atomic_path
 
 STAND_IN_LABELS = {s.label for s in STAND_INS.values()}
 
@@ -33,13 +29,4 @@ def with_data_notes(ledger: pd.DataFrame, tables: dict[str, pd.DataFrame]) -> pd
             if note and not note.endswith("."):
                 note += "."
             ledger.at[i, "note"] = " ".join(x for x in (note, f"Data: {'; '.join(labels)}.") if x)
-    return ledger
-
-
-def add_data_notes(ledger_path: Path, table_paths: list[Path]) -> pd.DataFrame:
-    """Rewrite the ledger CSV (atomically) with_data_notes of its figure tables."""
-    tables = {Path(p).stem: read_figure_table(Path(p)) for p in table_paths}
-    ledger = with_data_notes(pd.read_csv(ledger_path), tables)
-    with atomic_path(Path(ledger_path), suffix=".csv") as tmp:
-        ledger.to_csv(tmp, index=False)
     return ledger

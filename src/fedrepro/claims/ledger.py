@@ -13,6 +13,7 @@ import yaml
 from fedrepro.claims import support as bootstrap_rule
 from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, UNITS, Result
 from fedrepro.claims.data import ClaimData
+from fedrepro.claims.data_notes import with_data_notes
 from fedrepro.claims.validation import CLAIM_FIELDS, FigureLabels, validate_claims
 from fedrepro.experiments.runtable import paper_value
 from fedrepro.results.tables import merged_labels, read_figure_table
@@ -115,7 +116,7 @@ def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, 
     tables = {p.stem: in_paper_terms(read_figure_table(p), figures.get(p.stem, {}).get("values", {}))
               for p in table_paths}
     labels = {name: f["labels"] for name, f in figures.items()}
-    ledger = evaluate_claims(claims_cfg, tables, scale, labels)
+    ledger = with_data_notes(evaluate_claims(claims_cfg, tables, scale, labels), tables)
     with atomic_path(out, suffix=".csv") as tmp:
         ledger.to_csv(tmp, index=False)
     if record is not None:
