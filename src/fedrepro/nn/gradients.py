@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call, grad, vmap
 
-from fedrepro.nn.convnets import grouped_convnet, grouped_forward
+from fedrepro.nn.convnets import grouped_convnet, grouped_forward, replicated_forward
 from fedrepro.nn.flat import FlatModel
 from fedrepro.nn.losses import Loss
 
@@ -80,12 +80,11 @@ def _replicated_grad(flat: FlatModel, loss: Loss, copies: int, w: Tensor, g: Ten
     autograd sums their gradients. The minibatch loss is a mean over the batch, so the mean of the parts'
     means is the whole batch's. With one model's 8-64 channels the grouped kernels have too few channels to
     vectorise over (nn/convnets.replicated_forward); ~3x a step of batch 60 on `cnn_tiny`."""
-    params = {n: p.detach().requires_grad_() for n, p in flat.unstack(w, 1).items()}
+    params = {n: p.detach().requires_grad_() for n, p in flat.unflatten(w).items()}
     parts = lambda t: t.reshape(copies, t.shape[1] // copies, *t.shape[2:])  # noqa: E731
     with torch.enable_grad():
-        stacked = {n: p.expand(copies, *p.shape[1:]) for n, p in params.items()}
-        out = grouped_forward(flat.module, stacked, parts(x))
-        total = loss.value(out, parts(y), *map(parts, extra)).sum() / copies
+        out = replicated_forward(flat.module, params, x[0], copies).unsqueeze(0)
+        total = loss.value(parts(out), parts(y), *map(parts, extra)).sum() / copies
         grads = torch.autograd.grad(total, list(params.values()))
     torch.cat([p.reshape(-1) for p in grads], out=g)
 

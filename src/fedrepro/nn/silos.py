@@ -29,7 +29,7 @@ from torch.func import functional_call
 
 from fedrepro.nn.flat import FlatModel
 from fedrepro.nn.gradients import fused_sgd, stacked_grad
-from fedrepro.nn.losses import Loss
+from fedrepro.nn.losses import CROSS_ENTROPY, Loss
 
 SILO_BACKENDS = ("loop", "vectorized")
 
@@ -39,7 +39,7 @@ def sample_losses(logits: Tensor, y: Tensor) -> Tensor:
     {0, 1}), else cross-entropy."""
     if logits.shape[-1] == 1:
         return F.binary_cross_entropy_with_logits(logits[..., 0], y.to(logits.dtype), reduction="none")
-    return -logits.log_softmax(-1).gather(-1, y.unsqueeze(-1)).squeeze(-1)
+    return CROSS_ENTROPY.samples(logits, y)
 
 
 class FusedLoss(Loss):
