@@ -3,9 +3,9 @@
 config/studies/<name>.yaml names a paper, the scale its variants start from, the figures (as a scale's
 figure overrides: kept panels, grid), the claims to judge and the variants: settings laid over the
 scale's defaults. Optional `defaults` (settings of every variant) and `panels` (settings of named panels)
-pin what the study holds fixed, so later changes to the scale itself do not change the study's runs. Each variant is the paper's configuration with those settings, resolved by the run
-table like any scale, so its runs, figure tables and claims are the pipeline's own (execute_run,
-figure_table, evaluate_claims). Runs are stored by run id under results/studies/<name>/runs, so variants
+pin what the study holds fixed, so later changes to the scale itself do not change the study's runs.
+Each variant is the paper's configuration with those settings, resolved by the run table like any scale,
+so its runs, figure tables and claims are the pipeline's own (execute_run, figure_table, evaluate_claims). Runs are stored by run id under results/studies/<name>/runs, so variants
 that share a run train it once and a rerun of the study trains only what is missing; each variant's
 figure tables are in results/studies/<name>/tables/<variant>/.
 """
@@ -41,9 +41,9 @@ def load_study(path: Path) -> dict[str, Any]:
     with open(path) as fh:
         study = yaml.safe_load(fh)
     missing, unknown = {"paper", "scale", "figures", "claims", "variants"} - set(study), set(study) - STUDY_KEYS
-    if missing or unknown:
-        raise ConfigError(f"{path}: " + "; ".join(
-            [f"missing {', '.join(sorted(missing))}"] * bool(missing) + [f"unknown {', '.join(sorted(unknown))}"] * bool(unknown)))
+    problems = [f"{what} {', '.join(sorted(keys))}" for what, keys in (("missing", missing), ("unknown", unknown)) if keys]
+    if problems:
+        raise ConfigError(f"{path}: " + "; ".join(problems))
     if not study["variants"]:
         raise ConfigError(f"{path}: variants is empty")
     return study

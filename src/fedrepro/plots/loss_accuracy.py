@@ -26,7 +26,8 @@ from fedrepro.experiments.runtable import Figure
 from fedrepro.plots.common import finish_figure, log_y, mark_diverged, theme
 
 NAMES = {"train_loss": "train loss", "test_accuracy": "test accuracy", "train_accuracy": "train accuracy",
-         "test_loss": "test loss", "test_f1": "test F1", "test_top5": "top-5 test accuracy", "rho_device": "ρ_device", "rho_cluster": "ρ_cluster"}
+         "test_loss": "test loss", "test_f1": "test F1", "test_top5": "top-5 test accuracy",
+         "rho_device": "ρ_device", "rho_cluster": "ρ_cluster"}
 LEGENDS = ("inside", "outside")
 
 
