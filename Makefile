@@ -9,7 +9,7 @@ SNAKEMAKE_ARGS := $(if $(SCALE),--config scale=$(SCALE),)
 # what DVC records after a reproduction
 DVC_TRACKED := data/raw data/prepared results figures
 
-.PHONY: install reproduce report record pull test test-fast lint clean study
+.PHONY: install reproduce report record pull test test-fast lint clean study tune
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -51,3 +51,8 @@ clean:
 STUDY ?= fedcluster_scale
 study: install
 	$(BIN)/fedrepro study $(STUDY)
+
+# A step-size grid search by a paper's protocol: `make tune TUNING=tdcd_quick` (config/tuning/).
+TUNING ?= tdcd_quick
+tune: install
+	$(BIN)/fedrepro tune $(TUNING)

@@ -26,7 +26,8 @@ examples:
   fedrepro run fedvr fig3 --scale smoke --set rounds=5
   fedrepro audit                       every paper of config/config.yaml
   fedrepro audit fedvr --rerun 3       ...and recompute 3 random runs, byte-comparing their metrics
-  fedrepro study fedcluster_scale      which reduced-scale choice moves which FedCluster verdict"""
+  fedrepro study fedcluster_scale      which reduced-scale choice moves which FedCluster verdict
+  fedrepro tune tdcd_quick             TDCD's step size per (dataset, N, K, Q) by its paper's grid protocol"""
 
 
 def run_step(step: Callable[[], None], log_path: str | None = None) -> None:
@@ -82,6 +83,12 @@ def parser() -> argparse.ArgumentParser:
                            "study's claims per variant; writes results/studies/<name>.csv and .md.")
     study.add_argument("name", help="a study of config/studies/, e.g. fedcluster_scale")
     study.add_argument("--jobs", type=int, default=2, help="runs trained at once, 1 torch thread each")
+    tune = sub.add_parser("tune", help="a setting's grid search per group of runs (config/tuning/<name>.yaml)",
+                          description="Train each group of runs once per grid value and keep the value with the "
+                          "lowest score; writes results/tuning/<name>.csv and .md with the per_run entries to "
+                          "freeze in the paper's configuration.")
+    tune.add_argument("name", help="a tuning of config/tuning/, e.g. tdcd_quick")
+    tune.add_argument("--jobs", type=int, default=2, help="runs trained at once, 1 torch thread each")
     return top
 
 
@@ -97,6 +104,10 @@ def main(argv: list[str] | None = None) -> None:
         from fedrepro.experiments.study import run_study
 
         run_step(lambda: print(run_study(args.name, jobs=args.jobs)[["variant", "claim_id", "status"]].to_string()))
+    if args.command == "tune":
+        from fedrepro.experiments.tune import run_tuning
+
+        run_step(lambda: print(run_tuning(args.name, jobs=args.jobs).to_string(index=False)))
     if args.command == "fetch":
         from fedrepro.data import fetch_dataset, prepare_dataset, resolve_mirror
 

@@ -171,3 +171,24 @@ def test_oscillation_falls_with_n():
     reversed_n = table.assign(n=table["n"].map({5: 40, 10: 20, 20: 10, 40: 5}))
     assert check(reversed_n).status == "FAIL"
     assert check(table[table["n"] <= 10]).status == "INCONCLUSIVE"  # fewer than 3 curves
+
+
+def test_the_trapezoid_area_weighs_points_by_the_x_they_span():
+    # dense points early (x = 0, 1, 2) and one late (x = 10): the plain mean overweights the early values
+    table = pd.DataFrame({"figure": "t", "panel": "p", "curve": "c", "method": "m", "run_id": "r", "seed": 0,
+                          "time": [0.0, 1.0, 2.0, 10.0], "acc": [0.0, 0.0, 0.0, 1.0], "diverged": False})
+    mean = auc_fin_per_seed(table, LABELS, "acc", True, x="time").iloc[0]["auc"]
+    area = auc_fin_per_seed(table, LABELS, "acc", True, x="time", auc="trapezoid").iloc[0]["auc"]
+    assert mean == 0.25 and area == pytest.approx(0.5 * 8 / 10)  # the ramp from x = 2 to 10, over the range 10
+
+
+def test_time_to_target_pairs_each_curve_of_a_with_the_one_of_b():
+    runs = {**RUNS, "mid": {0: ([0, 2.0, 5.0, 9.0], [0.1, 0.5, 0.72, 0.9]), 1: ([0, 2.0, 5.0, 9.0], [0.1, 0.5, 0.72, 0.9])}}
+    table = _table(runs)
+    result = time_to_target(ClaimData(table, LABELS), a={"method": ["fast", "mid"]}, b={"method": "slow"},
+                            per=["panel"], metric="test_accuracy", higher=True, x="virtual_time", target=0.7)
+    assert result.status == "PASS" and result.measured.startswith("2/2")
+    assert "[p, fast] T 4 vs slow 6" in result.measured and "[p, mid] T 5 vs slow 6" in result.measured
+    late = time_to_target(ClaimData(table, LABELS), a={"method": ["fast", "slow"]}, b={"method": "mid"},
+                          per=["panel"], metric="test_accuracy", higher=True, x="virtual_time", target=0.7)
+    assert late.status == "FAIL" and late.measured.startswith("1/2")  # slow (6) is not before mid (5)

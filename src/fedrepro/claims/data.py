@@ -117,10 +117,10 @@ class ClaimData:
             return summaries.seed_medians(per_seed, self._run_labels())
         return self._once("medians", make, metric, x, window, eps)
 
-    def auc_fin(self, metric: str, higher: bool, x: str) -> pd.DataFrame:
+    def auc_fin(self, metric: str, higher: bool, x: str, auc: str = "mean") -> pd.DataFrame:
         """AUC and FIN per (run, seed) (results.summaries.auc_fin_per_seed)."""
-        return self._per_seed("auc_fin", lambda t: summaries.auc_fin_per_seed(t, self.labels, metric, higher, x),
-                              metric, higher, x)
+        return self._per_seed("auc_fin", lambda t: summaries.auc_fin_per_seed(t, self.labels, metric, higher, x, auc),
+                              metric, higher, x, auc)
 
     def rank_correlations(self, x: str, y: str) -> pd.DataFrame:
         """Spearman's rho of columns x and y per (run, seed) (results.summaries.rank_correlations)."""

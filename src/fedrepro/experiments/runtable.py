@@ -280,6 +280,8 @@ def _deviations(paper_cfg: dict[str, Any], scale: str) -> list[str]:
         for panel, settings in sorted(scale_cfg.get("panels", {}).items())
         for k, v in sorted(settings.items())
     ]
+    per_run = sorted({k for entry in scale_cfg.get("per_run", []) for k in entry["set"]})
+    notes += [f"{k} set per run (scales.{scale}.per_run)" for k in per_run]
     return notes
 
 
@@ -301,6 +303,17 @@ def resolve_data_source(spec: dict[str, Any], raw_root: Path) -> DataSource | No
     return source
 
 
+def per_run_settings(per_run: list[dict[str, Any]], spec: dict[str, Any]) -> dict[str, Any]:
+    """The settings a scale's `per_run` entries give a run: each entry whose `where` the run's settings
+    match (after the scale's `values`, with `dataset` the data actually read: the user's or its stand-in) lays its `set` over the run, later entries over earlier ones
+    (e.g. the step size `fedrepro tune` chose for each (dataset, K, Q))."""
+    chosen: dict[str, Any] = {}
+    for entry in per_run:
+        if all(key in spec and spec[key] == value for key, value in entry["where"].items()):
+            chosen.update(entry["set"])
+    return chosen
+
+
 def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("data/raw"),
                   ) -> tuple[dict[str, dict], dict[tuple[str, str], Figure]]:
     """The runs and figures of a paper at a scale; `raw_root` is where user-provided data would be
@@ -313,6 +326,7 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("
     deviations = _deviations(paper_cfg, scale)
     fig_overrides = scale_cfg.get("figures", {})
     values = scale_cfg.get("values", {})
+    per_run = scale_cfg.get("per_run", [])
     for name in fig_overrides:
         _pick(paper_cfg["figures"], name, "figure", f"{where}: scales.{scale}.figures")
     # a scale may also override settings of named panels (e.g. per-dataset step sizes)
@@ -347,6 +361,7 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("
                         if key in spec and spec[key] in mapping:
                             spec[key] = mapping[spec[key]]
                     source = resolve_data_source(spec, raw_root)
+                    spec.update(per_run_settings(per_run, spec))  # on the data read: a stand-in is tuned apart
                     if source is not None and not source.real:
                         stand_ins[source.label] = None
                     label = spec.get("label", curve["method"])
@@ -368,6 +383,12 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("
         figure.setting_keys = setting_keys([runs[rid] for rid in figure.run_ids]) + sorted(
             {k for c in figure.curves for k in c.analysis})
         figures[(paper, name)] = figure
+    known = {key for spec in runs.values() for key in spec}
+    for i, entry in enumerate(per_run):
+        unknown = sorted(set(entry["where"]) - known)
+        if unknown:
+            raise ConfigError(f"{where}: scales.{scale}.per_run[{i}] matches on {', '.join(unknown)}, "
+                              f"which no run of this scale has")
     return runs, figures
 
 

@@ -72,6 +72,25 @@ def _train(run_id: str, spec: dict[str, Any], results_dir: Path, prepared: dict[
     return run_id
 
 
+def train_missing(table: RunTable, results_dir: Path, jobs: int, what: str) -> None:
+    """Train the runs of `table` not yet stored under results_dir/runs, `jobs` at once (1 torch thread
+    each), so that a rerun trains only what is missing."""
+    todo = [rid for rid in table.runs if not run_files(results_dir, rid).record.exists()]
+    inputs = {rid: table.input_files(rid) for rid in todo}
+    absent = sorted({p for files in inputs.values() for p in files["prepared"] + files["provenance"] if not Path(p).exists()})
+    if absent:
+        raise DataError(f"{what} reads data that is not prepared: {', '.join(absent)}; make it with "
+                        f"`snakemake --cores 2 {' '.join(p for p in absent if p.startswith('data/prepared/'))}`")
+    print(f"{what}: {len(table.runs)} runs, {len(todo)} to train", flush=True)
+    (results_dir / "logs").mkdir(parents=True, exist_ok=True)
+    with ProcessPoolExecutor(max(1, jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_train, rid, table.runs[rid], results_dir,
+                               {Path(p).stem: Path(p) for p in inputs[rid]["prepared"]},
+                               [Path(p) for p in inputs[rid]["provenance"]]) for rid in todo]
+        for done, future in enumerate(futures, 1):
+            print(f"  [{done}/{len(todo)}] trained {future.result()}", flush=True)
+
+
 def run_study(name: str, config_dir: Path = Path("config"), out_dir: Path = Path("results/studies"),
               jobs: int = 2) -> pd.DataFrame:
     """Train what the study's variants need, judge its claims per variant, write <out>/<name>.csv and .md."""
@@ -94,21 +113,8 @@ def run_study(name: str, config_dir: Path = Path("config"), out_dir: Path = Path
             check(spec, ENGINES[spec["engine"]].schema, f"study {name}, variant {variant}")
         variants[variant] = (settings, RunTable(scale, runs, figures), figures)
 
-    todo = {rid: table for _, table, _ in variants.values() for rid in table.runs
-            if not run_files(results_dir, rid).record.exists()}
-    inputs = {rid: table.input_files(rid) for rid, table in todo.items()}
-    absent = sorted({p for files in inputs.values() for p in files["prepared"] + files["provenance"] if not Path(p).exists()})
-    if absent:
-        raise DataError(f"study {name} reads data that is not prepared: {', '.join(absent)}; make it with "
-                        f"`snakemake --cores 2 {' '.join(p for p in absent if p.startswith('data/prepared/'))}`")
-    print(f"study {name}: {len(variants)} variants, {len(todo)} runs to train", flush=True)
-    (results_dir / "logs").mkdir(parents=True, exist_ok=True)
-    with ProcessPoolExecutor(max(1, jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(_train, rid, todo[rid].runs[rid], results_dir,
-                               {Path(p).stem: Path(p) for p in inputs[rid]["prepared"]},
-                               [Path(p) for p in inputs[rid]["provenance"]]) for rid in todo]
-        for done, future in enumerate(futures, 1):
-            print(f"  [{done}/{len(todo)}] trained {future.result()}", flush=True)
+    runs = {rid: spec for _, table, _ in variants.values() for rid, spec in table.runs.items()}
+    train_missing(RunTable(scale, runs, {}), results_dir, jobs, f"study {name}")
 
     rows = []
     for variant, (settings, _, figures) in variants.items():

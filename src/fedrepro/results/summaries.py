@@ -135,11 +135,13 @@ def monte_carlo_statistics(curves: Iterable[tuple[dict, MonteCarloRuns]], coords
 
 
 def auc_fin_per_seed(table: pd.DataFrame, labels: list[str], metric: str, higher_is_better: bool = False,
-                     x: str = "round") -> pd.DataFrame:
+                     x: str = "round", auc: Literal["mean", "trapezoid"] = "mean") -> pd.DataFrame:
     """One row per (run, seed) with the FedCluster spec's curve summaries (§4 "Metric definitions"),
     joined with the run's labels:
 
-    auc : mean of the metric over the logged points (the "area under the curve", linear scale)
+    auc : mean of the metric over the logged points (the "area under the curve", linear scale); with
+          auc = "trapezoid", the area under the piecewise-linear curve over its x range divided by that
+          range, so that points logged densely (early, or by a run with a shorter step in x) do not weigh more
     fin : mean over the points in the last tenth of the x range, (x_last - range / 10, x_last]; for
           rounds 0..T that is the spec's last max(1, ceil(T/10)) rounds
     A diverged seed gets the worst value (inf for a loss, -inf for an accuracy) for both.
@@ -152,9 +154,16 @@ def auc_fin_per_seed(table: pd.DataFrame, labels: list[str], metric: str, higher
         diverged = _is_diverged(run, values)
         tail = values[(xs > xs[-1] - (xs[-1] - xs[0]) / 10) | (xs == xs[-1])]
         rows.append({"run_id": run_id, "seed": seed, "diverged": diverged,
-                     "auc": worst if diverged else float(values.mean()),
+                     "auc": worst if diverged else _area(xs, values, auc),
                      "fin": worst if diverged else float(tail.mean())})
     return _with_labels(pd.DataFrame(rows), table, labels)
+
+
+def _area(xs: np.ndarray, values: np.ndarray, auc: str) -> float:
+    """The mean of the values, or (trapezoid) the mean height of the curve over its x range."""
+    if auc == "trapezoid" and len(xs) > 1 and xs[-1] > xs[0]:
+        return float(np.trapezoid(values, xs) / (xs[-1] - xs[0]))
+    return float(values.mean())
 
 
 def first_reach(xs: np.ndarray, values: np.ndarray, target: float, higher: bool) -> float:

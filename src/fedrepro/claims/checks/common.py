@@ -84,17 +84,21 @@ def cells_of(curves: pd.DataFrame, per: list[str], named: bool = False):
                         for k, v in zip(keys, values)), cell
 
 
-def pair_rows(curves: pd.DataFrame, a: dict, b: dict, per: list[str]):
-    """(cell name, row of a, row of b) for every cell holding exactly one curve of each."""
+def pair_rows(curves: pd.DataFrame, a: dict, b: dict, per: list[str], each_a: bool = False):
+    """(cell name, row of a, row of b) for every cell holding exactly one curve of each; with `each_a`,
+    once per curve of A in a cell holding one of B ("Q = 10, 20 and 30 each beat Q = 1"), named by
+    the cell and A's curve when there are several."""
     for name, cell in cells_of(curves, per):
         sa, sb = rows_matching(cell, a), rows_matching(cell, b)
-        if len(sa) == 1 and len(sb) == 1:
-            yield name, sa.iloc[0], sb.iloc[0]
+        if len(sb) != 1 or not (len(sa) == 1 or (each_a and len(sa) > 1)):
+            continue
+        for _, ra in sa.iterrows():
+            yield (f"{name}, {ra['curve']}" if len(sa) > 1 else name), ra, sb.iloc[0]
 
 
-def stat_pairs(curves: pd.DataFrame, a: dict, b: dict, per: list[str], stat: str):
-    """(cell name, stat of a, stat of b) for every cell holding exactly one curve of each."""
-    for name, ra, rb in pair_rows(curves, a, b, per):
+def stat_pairs(curves: pd.DataFrame, a: dict, b: dict, per: list[str], stat: str, each_a: bool = False):
+    """(cell name, stat of a, stat of b) for every pair of pair_rows."""
+    for name, ra, rb in pair_rows(curves, a, b, per, each_a):
         yield name, float(ra[stat]), float(rb[stat])
 
 
@@ -152,7 +156,8 @@ def room(value: float, bound: float, log: bool = True) -> float:
 
 
 def selector_name(selector: dict) -> str:
-    return "/".join(str(v) for v in selector.values())
+    """A selector as a reader names it: its values, numbers with their column (fedavg, Q=1, K=100/cifar10)."""
+    return "/".join(str(v) if isinstance(v, str) else f"{k}={v}" for k, v in selector.items())
 
 
 def fmt(x: float) -> str:

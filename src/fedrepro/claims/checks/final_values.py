@@ -109,18 +109,20 @@ def time_to_target(data: ClaimData, *, a: Selector, b: Selector, per: Columns, m
                    target: Target, higher: bool, x: str = "round",
                    seeds: Literal["mean", "median"] = "mean", factor: Positive = 1.0, require: Require = "all",
                    fraction: Fraction | None = None) -> Result:
-    """A reaches `target` of `metric` (>= when `higher` is better, else <=) in less x than B, in each cell:
-    T(a) < T(b) * factor. T is the first x of the seed-mean curve (seeds: mean) or the median of the
+    """A reaches `target` of `metric` (>= when `higher` is better, else <=) in less x than B, in each cell
+    (each curve of A there): T(a) < T(b) * factor. T is the first x of the seed-mean curve (seeds: mean) or the median of the
     seeds' own first x (seeds: median), results.summaries.time_to_target; a curve that never reaches
     the target has T = inf. A cell where neither reaches it is undecided: listed, not counted. `target`
     is one value, one per panel, or the column holding each run's (e.g. target_accuracy). Margin: decades
     by which T(a) lies below T(b) * factor."""
     times = data.times_to_target(metric, target, higher, x, seeds)
-    pairs = list(stat_pairs(times, a, b, per, "t_target")) if len(times) else []
+    pairs = list(stat_pairs(times, a, b, per, "t_target", each_a=True)) if len(times) else []
     decided = [(n, ta, tb) for n, ta, tb in pairs if not (math.isinf(ta) and math.isinf(tb))]
     holds = [ta < tb * factor for _, ta, tb in decided]
     margins = [room(ta, tb * factor) for _, ta, tb in decided]
     name_a, name_b = selector_name(a), selector_name(b)
+    if any(isinstance(v, list) for v in a.values()):  # several curves of A: each pair's name holds A's curve
+        name_a = "T"
     detail = "; ".join(f"[{n}] {name_a} {fmt(ta)} vs {name_b} {fmt(tb)}"
                        + (" (neither reaches the target: undecided)" if math.isinf(ta) and math.isinf(tb) else "")
                        for n, ta, tb in pairs)

@@ -3,7 +3,7 @@ the x column `x` (results.summaries.auc_fin_per_seed)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -47,10 +47,11 @@ def _pm(values) -> str:
     return f"{fmt(float(np.mean(values)))} ± {fmt(spread)}"
 
 
-def _seed_pairs(data: ClaimData, a: dict, b: dict, per: list[str], metric: str, higher: bool, x: str):
+def _seed_pairs(data: ClaimData, a: dict, b: dict, per: list[str], metric: str, higher: bool, x: str,
+                auc: str = "mean"):
     """(name, cell name, per-seed summaries of A, of B, seeds aligned) for every cell holding one run of
     B, once per run of A there: "FedCluster with M = 5, 10 and 20 each beat FedAvg" is one selector."""
-    frame = data.auc_fin(metric, higher, x)
+    frame = data.auc_fin(metric, higher, x, auc)
     for cell_name, cell in cells_of(frame, per, named=True) if len(frame) else []:
         runs_a, sb = rows_matching(cell, a), rows_matching(cell, b)
         if sb["run_id"].nunique() != 1:
@@ -67,15 +68,16 @@ def _seed_pairs(data: ClaimData, a: dict, b: dict, per: list[str], metric: str, 
 def faster(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str = "train_loss", x: str = "round",
            higher: bool = False, min_gain: float = 0.0, fin_rel_tol: float | None = None,
            fin_abs_tol: float | None = None, seed_share: float = 2 / 3, require: Require = "all",
-           fraction: Fraction | None = None) -> Result:
+           fraction: Fraction | None = None, auc: Literal["mean", "trapezoid"] = "mean") -> Result:
     """A converges faster than B in a cell (spec §4 pass rule) when, on means over the paired seeds,
     G(A over B) > 0 and >= min_gain ("significantly": 0.05), FIN(A) is no worse than FIN(B) within
     fin_rel_tol (relative) or fin_abs_tol (absolute), and, with 3 or more seeds, G > 0 in at least
-    `seed_share` of them. Margin: the smallest of its conditions' margins, each a fraction: G - min_gain,
-    the FIN tolerance left (relative, or absolute in the metric's units), the share of winning seeds -
-    seed_share."""
+    `seed_share` of them. AUC: the mean over the logged points, or (`auc: trapezoid`) the area over the
+    x range divided by it (results.summaries.auc_fin_per_seed). Margin: the smallest of its conditions'
+    margins, each a fraction: G - min_gain, the FIN tolerance left (relative, or absolute in the metric's
+    units), the share of winning seeds - seed_share."""
     holds, parts, margins = [], [], []
-    for name, _, sa, sb in _seed_pairs(data, a, b, per, metric, higher, x):
+    for name, _, sa, sb in _seed_pairs(data, a, b, per, metric, higher, x, auc):
         g_seeds = _gain(sa["auc"].to_numpy(), sb["auc"].to_numpy(), higher)
         g = float(_gain(sa["auc"].mean(), sb["auc"].mean(), higher))
         fa, fb = sa["fin"].mean(), sb["fin"].mean()

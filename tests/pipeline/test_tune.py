@@ -1,0 +1,110 @@
+"""Step-size tuning (experiments/tune.py) and the `per_run` settings that freeze its choice: each group's
+value is the one with the lowest score, a diverging value loses, trials train once, the chosen block read
+back into the configuration gives every run its value, and bad tunings stop with a message."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from fedrepro.errors import ConfigError
+from fedrepro.experiments.runtable import load_paper_config, resolve_paper
+from fedrepro.experiments.tune import groups_of, load_tuning, run_tuning, score
+from fedrepro.results.store import read_record
+
+REPO = Path(__file__).resolve().parents[2]
+TUNING = {"paper": "tdcd", "scale": "smoke", "figures": ["fig6"], "setting": "lr", "by": ["dataset", "N", "K", "Q"],
+          "grid_by": "dataset", "grid": {"cifar10": [0.02, 1.0e4]}, "select": {"metric": "train_loss", "last": 3},
+          "trial": {"seeds": 1, "iterations": 12}}
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    """A project directory with the repository's configs and a tiny prepared CIFAR-10 view (3x16x16)."""
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    (tmp_path / "data" / "prepared").mkdir(parents=True)
+    (tmp_path / "data" / "raw" / "cifar10").mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(10), 30)
+    x = (rng.normal(size=(300, 3, 16, 16)) + y[:, None, None, None] / 5).astype(np.float32)
+    np.savez(tmp_path / "data" / "prepared" / "cifar10-tdcd_pool2.npz", x_train=x, y_train=y, x_test=x[::3],
+             y_test=y[::3], mean=np.zeros(3), std=np.ones(3))
+    (tmp_path / "data" / "raw" / "cifar10" / "PROVENANCE.json").write_text(json.dumps({"dataset": "cifar10", "files": [
+        {"name": "cifar10", "sha256": "ab" * 32, "bytes": 1, "source": "mirror", "origin": "cifar10",
+         "verified_by": "mirror-manifest"}]}))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def write_tuning(project: Path, name: str, tuning: dict) -> None:
+    (project / "config" / "tuning" / f"{name}.yaml").write_text(yaml.safe_dump(tuning))
+
+
+def test_each_group_keeps_its_lowest_scoring_value_and_the_block_freezes_it(project, capsys):
+    write_tuning(project, "tiny", TUNING)
+    result = run_tuning("tiny", jobs=1)
+    assert len(result) == 8 * 2  # fig6: 2 K x 4 Q groups, each at both grid values
+    for _, group in result.groupby(["K", "Q"]):
+        assert group["chosen"].sum() == 1
+        assert group.loc[group["chosen"], "score"].iloc[0] == group["score"].min()
+    huge = result[result["value"] == 1.0e4]
+    assert not huge["chosen"].any() and (huge["score"] > result[result["value"] == 0.02]["score"].max()).all()
+    specs = [read_record(r / "run.json")["spec"] for r in (project / "results" / "tuning" / "tiny" / "runs").iterdir()]
+    assert len(specs) == 16 and {(s["seeds"], s["iterations"]) for s in specs} == {(1, 12)}
+    assert pd.read_csv(project / "results" / "tuning" / "tiny.csv")["chosen"].sum() == 8
+
+    # the Markdown's per_run block, laid into the scale, gives every tuned run the chosen value
+    md = (project / "results" / "tuning" / "tiny.md").read_text()
+    assert "differs from the chosen value in 8 of 8 groups" in md  # the configured smoke rate is 0.005
+    block = yaml.safe_load(md.split("```yaml\n")[1].split("```")[0])
+    cfg = load_paper_config(project / "config" / "papers" / "tdcd.yaml")
+    cfg["scales"]["smoke"]["per_run"] = block["per_run"]
+    runs, figures = resolve_paper(cfg, "smoke")
+    fig6 = [runs[r] for r in figures[("tdcd", "fig6")].run_ids]
+    assert {s["lr"] for s in fig6} == {0.02}
+    assert {s["lr"] for r, s in runs.items() if s["dataset"] != "cifar10"} == {0.05, 0.003}  # others untouched
+
+    capsys.readouterr()
+    run_tuning("tiny", jobs=1)
+    assert "16 runs, 0 to train" in capsys.readouterr().out
+
+
+def test_per_run_entries_apply_in_order_and_name_known_settings():
+    cfg = load_paper_config(REPO / "config" / "papers" / "tdcd.yaml")
+    cfg["scales"]["smoke"]["per_run"] = [{"where": {"dataset": "cifar10"}, "set": {"lr": 0.3}},
+                                         {"where": {"dataset": "cifar10", "Q": 1}, "set": {"lr": 0.7}}]
+    runs, _ = resolve_paper(cfg, "smoke")
+    cifar = {(s["Q"], s["lr"]) for s in runs.values() if s["dataset"] == "cifar10"}
+    assert cifar == {(1, 0.7), (10, 0.3), (20, 0.3), (30, 0.3)}
+    cfg["scales"]["smoke"]["per_run"] = [{"where": {"datset": "cifar10"}, "set": {"lr": 0.3}}]
+    with pytest.raises(ConfigError, match=r"per_run\[0\] matches on datset"):
+        resolve_paper(cfg, "smoke")
+
+
+def test_a_group_must_be_told_apart_by_its_settings():
+    runs = {"a": {"dataset": "d", "Q": 1, "K": 2, "lr": 0.1}, "b": {"dataset": "d", "Q": 10, "K": 2, "lr": 0.1}}
+    assert len(groups_of(runs, {"by": ["dataset", "Q"], "setting": "lr"})) == 2
+    with pytest.raises(ConfigError, match="differ in Q; add it to `by`"):
+        groups_of(runs, {"by": ["dataset", "K"], "setting": "lr"})
+
+
+def test_score_is_the_mean_of_the_last_evaluations_and_a_diverged_trial_loses():
+    metrics = pd.DataFrame({"seed": [0] * 4 + [1] * 4, "train_loss": [9.0, 3.0, 2.0, 1.0, 9.0, 5.0, 4.0, 3.0]})
+    assert score(metrics, "train_loss", 3) == pytest.approx((2.0 + 4.0) / 2)
+    assert score(metrics.assign(train_loss=[9.0, 3.0, np.nan, 1.0] * 2), "train_loss", 3) == np.inf
+
+
+def test_a_bad_tuning_is_named(project):
+    write_tuning(project, "bad", {k: v for k, v in TUNING.items() if k != "grid"})
+    with pytest.raises(ConfigError, match="missing grid"):
+        load_tuning(project / "config" / "tuning" / "bad.yaml")
+    write_tuning(project, "bad", {**TUNING, "by": ["dataset", "lr"]})
+    with pytest.raises(ConfigError, match="not the tuned setting"):
+        load_tuning(project / "config" / "tuning" / "bad.yaml")
+    write_tuning(project, "bad", {**TUNING, "grid": {"mnist": [0.1]}})
+    with pytest.raises(ConfigError, match="no grid for dataset = cifar10"):
+        run_tuning("bad", jobs=1)
