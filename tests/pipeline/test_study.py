@@ -1,11 +1,8 @@
 """Scale studies (experiments/study.py): each variant's settings reach its runs, its claims are judged on
 its own runs, shared runs train once, and bad studies or missing data stop with a message."""
 
-import json
-import shutil
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -13,8 +10,8 @@ import yaml
 from fedrepro.errors import ConfigError, DataError
 from fedrepro.experiments.study import run_study
 from fedrepro.results.store import read_record
+from project_dir import make_project
 
-REPO = Path(__file__).resolve().parents[2]
 TINY = {"samples_per_device": 4, "E": 1, "B": 2, "csgd_batch": 4, "seeds": 2, "train_eval_subsample": 40}
 STUDY = {
     "paper": "fedcluster", "scale": "smoke",
@@ -28,17 +25,8 @@ STUDY = {
 @pytest.fixture
 def project(tmp_path, monkeypatch) -> Path:
     """A project directory with the repository's configs, a tiny prepared MNIST view and its provenance."""
-    shutil.copytree(REPO / "config", tmp_path / "config")
+    make_project(tmp_path, "mnist", "mnist-crop28_pool2", (1, 6, 6), 20)
     (tmp_path / "config" / "studies").mkdir(exist_ok=True)
-    (tmp_path / "data" / "prepared").mkdir(parents=True)
-    (tmp_path / "data" / "raw" / "mnist").mkdir(parents=True)
-    rng = np.random.default_rng(0)
-    y = np.repeat(np.arange(10), 20)
-    x = (rng.normal(size=(200, 1, 6, 6)) + y[:, None, None, None] / 5).astype(np.float32)
-    np.savez(tmp_path / "data" / "prepared" / "mnist-crop28_pool2.npz", x_train=x, y_train=y, x_test=x[::4], y_test=y[::4])
-    (tmp_path / "data" / "raw" / "mnist" / "PROVENANCE.json").write_text(json.dumps({"dataset": "mnist", "files": [
-        {"name": "mnist", "sha256": "ab" * 32, "bytes": 1, "source": "mirror", "origin": "mnist",
-         "verified_by": "mirror-manifest"}]}))
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

@@ -2,8 +2,6 @@
 value is the one with the lowest score, a diverging value loses, trials train once, the chosen block read
 back into the configuration gives every run its value, and bad tunings stop with a message."""
 
-import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +13,8 @@ from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import load_paper_config, resolve_paper
 from fedrepro.experiments.tune import groups_of, load_tuning, run_tuning, score
 from fedrepro.results.store import read_record
+from project_dir import REPO, make_project
 
-REPO = Path(__file__).resolve().parents[2]
 TUNING = {"paper": "tdcd", "scale": "smoke", "figures": ["fig6"], "setting": "lr", "by": ["dataset", "N", "K", "Q"],
           "grid_by": "dataset", "grid": {"cifar10": [0.02, 1.0e4]}, "select": {"metric": "train_loss", "last": 3},
           "trial": {"seeds": 1, "iterations": 12}}
@@ -25,17 +23,7 @@ TUNING = {"paper": "tdcd", "scale": "smoke", "figures": ["fig6"], "setting": "lr
 @pytest.fixture
 def project(tmp_path, monkeypatch) -> Path:
     """A project directory with the repository's configs and a tiny prepared CIFAR-10 view (3x16x16)."""
-    shutil.copytree(REPO / "config", tmp_path / "config")
-    (tmp_path / "data" / "prepared").mkdir(parents=True)
-    (tmp_path / "data" / "raw" / "cifar10").mkdir(parents=True)
-    rng = np.random.default_rng(0)
-    y = np.repeat(np.arange(10), 30)
-    x = (rng.normal(size=(300, 3, 16, 16)) + y[:, None, None, None] / 5).astype(np.float32)
-    np.savez(tmp_path / "data" / "prepared" / "cifar10-tdcd_pool2.npz", x_train=x, y_train=y, x_test=x[::3],
-             y_test=y[::3], mean=np.zeros(3), std=np.ones(3))
-    (tmp_path / "data" / "raw" / "cifar10" / "PROVENANCE.json").write_text(json.dumps({"dataset": "cifar10", "files": [
-        {"name": "cifar10", "sha256": "ab" * 32, "bytes": 1, "source": "mirror", "origin": "cifar10",
-         "verified_by": "mirror-manifest"}]}))
+    make_project(tmp_path, "cifar10", "cifar10-tdcd_pool2", (3, 16, 16), 30)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
