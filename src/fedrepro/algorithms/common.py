@@ -231,19 +231,20 @@ def sgd_steps_numpy(
     d = x.shape[-1]
     new = functools.partial(torch.empty, dtype=x.dtype)
     y_t, u, coef, grad = new(S, d), new(S, B, 1), new(S, 1, B), new(S, 1, d)
-    y, coef_np, grad_np = y_t.numpy(), coef.numpy().reshape(S, B, 1), grad.numpy().reshape(S, d)
+    y, coef_np, grad_np, u_np = y_t.numpy(), coef.numpy().reshape(S, B, 1), grad.numpy().reshape(S, d), u.numpy()
     corr = None if correction is None else correction.numpy()
     y_k = x.numpy()  # y_0 = x on every client
+    point, y_col = x.expand(S, -1).unsqueeze(-1), y_t.unsqueeze(-1)  # the matmul's operand: x, then y_t
     for k in range(K):
         if k:
             A, b = rows(k)
-        torch.bmm(A, (x.expand(S, -1) if k == 0 else y_t).unsqueeze(-1), out=u)
-        np.multiply(problem.dloss_np(u.numpy(), b.numpy()[..., None]), 1.0 / B, out=coef_np)
+        torch.bmm(A, point, out=u)
+        np.multiply(problem.dloss_np(u_np, b.numpy()[..., None]), 1.0 / B, out=coef_np)
         torch.bmm(coef, A, out=grad)
         r = problem.reg_grad_np(y_k)
         g = grad_np if r is None else grad_np + r
         if corr is not None:
             g = g + corr
         np.subtract(y_k, eta_l * g, out=y)
-        y_k = y
+        y_k, point = y, y_col
     return y_t
