@@ -56,6 +56,20 @@ def test_minibatch_steps_are_the_gathered_minibatches(problem, monkeypatch, per_
         assert len(storages) == 1  # one buffer for all steps
 
 
+def test_single_client_shards_are_aligned_and_equal(problem):
+    """One client's shard is problem.A[[c]], 64-byte aligned (a view, or a copy kept for the next time)."""
+    rows = ShardRows(problem)
+    unaligned = 0
+    for c in range(problem.n_clients):
+        clients = torch.tensor([c])
+        A, b = rows.shards(clients)
+        assert torch.equal(A, problem.A[clients]) and torch.equal(b, problem.b[clients]) and A.is_contiguous()
+        assert A.data_ptr() % 64 == 0
+        unaligned += A.data_ptr() != problem.A[c].data_ptr()
+        assert rows.shards(clients)[0].data_ptr() == A.data_ptr()  # the copy is made once
+    assert unaligned > 0  # the test data has shards at unaligned offsets: the copy path ran
+
+
 def test_evaluate_matches_full_grad_and_value(problem):
     x = torch.linspace(-1, 1, problem.dim, dtype=torch.float64)
     grad_norm, loss = problem.evaluate(x)
