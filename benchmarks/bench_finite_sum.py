@@ -94,10 +94,13 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(1)
     _, table = load_and_validate({"scale": "paper"}, Path("config"))
+    weights: dict[str, tuple[int, int]] = {}  # classes: name -> (runs in the class, seeds x rounds per run)
     if not args.cases:
         cases = [(name, find_spec(table, *where)) for name, *where in CASES]
     elif args.cases == ["classes"]:
-        cases = [(name, spec) for name, spec, _ in run_classes(table)]
+        classes = run_classes(table)
+        cases = [(name, spec) for name, spec, _ in classes]
+        weights = {name: (n, spec["seeds"] * spec["rounds"]) for name, spec, n in classes}
     else:
         cases = [(name, find_spec(table, *where)) for name, *where in CASES + EXTRA
                  if args.cases == ["all"] or name in args.cases]
@@ -107,8 +110,8 @@ def main() -> None:
     log.propagate = False
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-    print(f"{'run':30s} {'setup s':>8s} {'s/seed/1000 rounds':>19s}")
-    total = 0.0
+    print(f"{'run':40s} {'setup s':>8s} {'s/seed/1000 rounds':>19s}" + (f" {'paper CPU s':>11s}" if weights else ""))
+    total = weighted = 0.0
     for name, spec in cases:
         times = []
         for rounds, seeds in ((0, 1), (args.rounds, args.seeds)):  # setup + one evaluation, then the run
@@ -122,10 +125,18 @@ def main() -> None:
                 times.append(time.process_time() - t0)
         setup_time, dt = times
         total += dt
-        print(f"{name:30s} {setup_time:8.3f} {(dt - setup_time) / args.seeds * 1000 / args.rounds:19.3f}", flush=True)
+        per_1000 = (dt - setup_time) / args.seeds * 1000 / args.rounds
+        line = f"{name:40s} {setup_time:8.3f} {per_1000:19.3f}"
+        if name in weights:  # the class's runs at paper scale: n runs x (setup + seeds x rounds)
+            n, seed_rounds = weights[name]
+            paper = n * (setup_time + per_1000 * seed_rounds / 1000)
+            weighted += paper
+            line += f" {paper:11.1f}"
+        print(line, flush=True)
         if args.out:
             write_metrics(args.out / f"{name}.csv", rows, setup.columns)
-    print(f"{'total':30s} {total:8.3f} CPU s")
+    print(f"{'total':40s} {total:8.3f} CPU s" + (f"; paper scale, weighted by class size: {weighted:.0f} CPU s"
+                                                 if weights else ""))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,43 @@ def test_shard_rows_match_gathered_minibatches(problem, size):
         assert all(torch.equal(w, g) and w.stride() == g.stride() for w, g in zip(want, got))
 
 
+@pytest.mark.parametrize("per_step", [False, True])
+def test_minibatch_steps_are_the_gathered_minibatches(problem, monkeypatch, per_step):
+    """Step by step (rows gathered when asked for, into one reused buffer) or all at once: the same
+    draws and the same rows, layout and 64-byte alignment as `minibatches`."""
+    from fedrepro.algorithms import common
+
+    monkeypatch.setattr(common, "STEP_GATHER_BYTES", 0 if per_step else 1 << 40)
+    size = min(3, problem.samples_per_client - 1)
+    rows = ShardRows(problem)
+    for seed in range(3):
+        clients = torch.randperm(problem.n_clients, generator=torch.Generator().manual_seed(seed))[:4]
+        A, b = rows.minibatches(torch.Generator().manual_seed(seed), clients, 5, size, slot="want")
+        step = rows.minibatch_steps(torch.Generator().manual_seed(seed), clients, 5, size)
+        storages = set()
+        for k in range(5):
+            A_k, b_k = step(k)
+            assert torch.equal(A_k, A[k]) and torch.equal(b_k, b[k]) and A_k.stride() == A[k].stride()
+            assert (A_k.data_ptr() % 64, b_k.data_ptr() % 64) == (A[k].data_ptr() % 64, b[k].data_ptr() % 64)
+            storages.add(A_k.untyped_storage().data_ptr())
+        assert storages.isdisjoint({A.untyped_storage().data_ptr()})
+        assert len(storages) == 1  # one buffer for all steps
+
+
+def test_single_client_shards_are_aligned_and_equal(problem):
+    """One client's shard is problem.A[[c]], 64-byte aligned (a view, or a copy kept for the next time)."""
+    rows = ShardRows(problem)
+    unaligned = 0
+    for c in range(problem.n_clients):
+        clients = torch.tensor([c])
+        A, b = rows.shards(clients)
+        assert torch.equal(A, problem.A[clients]) and torch.equal(b, problem.b[clients]) and A.is_contiguous()
+        assert A.data_ptr() % 64 == 0
+        unaligned += A.data_ptr() != problem.A[c].data_ptr()
+        assert rows.shards(clients)[0].data_ptr() == A.data_ptr()  # the copy is made once
+    assert unaligned > 0  # the test data has shards at unaligned offsets: the copy path ran
+
+
 def test_evaluate_matches_full_grad_and_value(problem):
     x = torch.linspace(-1, 1, problem.dim, dtype=torch.float64)
     grad_norm, loss = problem.evaluate(x)
@@ -55,6 +92,7 @@ def test_numpy_local_steps_give_the_torch_loops_floats(problem, batch):
     x = torch.randn(problem.dim, generator=gen, dtype=torch.float64)
     correction = torch.randn(4, problem.dim, generator=gen, dtype=torch.float64)
     for c in (None, correction):
-        assert torch.equal(sgd_steps_numpy(problem, x, A, b, 0.3, c), sgd_steps_torch(problem, x, A, b, 0.3, c))
+        numpy_steps = sgd_steps_numpy(problem, x, lambda k: (A[k], b[k]), len(A), 0.3, c)
+        assert torch.equal(numpy_steps, sgd_steps_torch(problem, x, A, b, 0.3, c))
     g_loc = torch.randn(4, problem.dim, generator=gen, dtype=torch.float64)
     assert torch.equal(page_steps_numpy(problem, x, g_loc, A, b, 0.3), page_steps_torch(problem, x, g_loc, A, b, 0.3))

@@ -118,23 +118,27 @@ def page_steps_numpy(prob: FiniteSumProblem, x: Tensor, g_loc: Tensor, A: Tensor
     x_np = x.numpy()
     g_sum_t = g_loc.clone()
     g_sum, g = g_sum_t.numpy(), g_loc.numpy()
-    y = points[0].numpy()
+    points_np = tuple(p.numpy() for p in points)
+    u_np, b_np = u.numpy(), b_np[..., None]
+    y = points_np[0]
     np.subtract(x_np, eta_l * g, out=y[..., 0])  # line 18
     y[..., 1] = x_np
     r_prev = prob.reg_grad_np(x_np)
     steps = len(A)
     for k in range(steps):
-        torch.bmm(A[k], points[k % 2], out=u)
-        c = prob.dloss_np(u.numpy(), b_np[k][..., None])
+        A_k = A[k]
+        torch.bmm(A_k, points[k % 2], out=u)
+        c = prob.dloss_np(u_np, b_np[k])
         np.multiply(c[..., 0] - c[..., 1], 1.0 / B, out=coef_np)
-        torch.bmm(coef, A[k], out=grad)
-        r = prob.reg_grad_np(y[..., 0])
+        torch.bmm(coef, A_k, out=grad)
+        y_k = y[..., 0]
+        r = prob.reg_grad_np(y_k)
         diff = grad_np if r is None else grad_np + (r - r_prev)
         g = diff + g
         np.add(g_sum, g, out=g_sum)
         if k + 1 < steps:
-            y_next = points[(k + 1) % 2].numpy()
-            np.subtract(y[..., 0], eta_l * g, out=y_next[..., 0])
-            y_next[..., 1] = y[..., 0]
-            y, r_prev = y_next, r
+            y = points_np[(k + 1) % 2]
+            np.subtract(y_k, eta_l * g, out=y[..., 0])
+            y[..., 1] = y_k
+            r_prev = r
     return g_sum_t

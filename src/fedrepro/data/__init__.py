@@ -1,7 +1,8 @@
 """Datasets: where they come from (registry), fetching and verifying them (download),
 safe archive extraction (extract), and decoding them once into arrays (prepare)."""
 
-from fedrepro.data.download import MIRROR_ENV, fetch_dataset, resolve_mirror
+from typing import Any
+
 from fedrepro.errors import DataError
 from fedrepro.data.extract import extract_tar
 from fedrepro.data.prepare import load_prepared, prepare_dataset
@@ -21,3 +22,15 @@ __all__ = [
     "prepare_dataset",
     "resolve_mirror",
 ]
+
+# Fetching is loaded on first use: pooch and requests cost ~0.1 s of start-up in every training job,
+# which reads prepared data only.
+_DOWNLOAD_NAMES = ("MIRROR_ENV", "fetch_dataset", "resolve_mirror")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DOWNLOAD_NAMES:
+        from fedrepro.data import download
+
+        return getattr(download, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
