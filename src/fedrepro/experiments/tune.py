@@ -4,11 +4,10 @@ learning rate with the lowest training loss"), reproducible and frozen into the 
 config/tuning/<name>.yaml names a paper, a scale, the `setting` to tune, the settings that identify a
 tuned group of runs (`by`, e.g. dataset, N, K, Q), a grid of values per value of `grid_by` (e.g. per
 dataset), what selects (`select`: the metric, lowest wins, smoothed over the last evaluations), the
-settings of every trial (`trial`, e.g. one seed) and optionally the `figures` whose runs it tunes (default:
-all). Every run of the scale is resolved by the run table;
-each group's run is trained once per grid value (trials stored by run id under
-results/tuning/<name>/runs, so a rerun trains only what is missing); the value with the lowest score
-wins. The result (results/tuning/<name>.{csv,md}) gives the `per_run` entries to freeze in the paper's
+settings of every trial (`trial`, e.g. one seed) and optionally the `figures` whose runs it tunes
+(default: all). Every run of the scale is resolved by the run table; each group's run is trained once per
+grid value (trials stored by run id under results/tuning/<name>/runs, so a rerun trains only what is
+missing); the value with the lowest score wins. The result (results/tuning/<name>.{csv,md}) gives the `per_run` entries to freeze in the paper's
 configuration and says where the configuration differs from them: the pipeline never reads a tuning
 result, only the configuration.
 """
@@ -24,8 +23,8 @@ import yaml
 
 from fedrepro.engines import ENGINES
 from fedrepro.errors import ConfigError
+from fedrepro.experiments.batch import train_missing
 from fedrepro.experiments.runtable import RunTable, load_paper_config, resolve_paper, run_id_of
-from fedrepro.experiments.study import train_missing
 from fedrepro.results.store import read_verified_record, run_files
 from fedrepro.utils import atomic
 from fedrepro.validate import check

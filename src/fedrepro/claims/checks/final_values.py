@@ -110,8 +110,8 @@ def time_to_target(data: ClaimData, *, a: Selector, b: Selector, per: Columns, m
                    seeds: Literal["mean", "median"] = "mean", factor: Positive = 1.0, require: Require = "all",
                    fraction: Fraction | None = None) -> Result:
     """A reaches `target` of `metric` (>= when `higher` is better, else <=) in less x than B, in each cell
-    (each curve of A there): T(a) < T(b) * factor. T is the first x of the seed-mean curve (seeds: mean) or the median of the
-    seeds' own first x (seeds: median), results.summaries.time_to_target; a curve that never reaches
+    (each curve of A there): T(a) < T(b) * factor. T is the first x of the seed-mean curve (seeds: mean) or
+    the median of the seeds' own first x (seeds: median), results.summaries.time_to_target; a curve that never reaches
     the target has T = inf. A cell where neither reaches it is undecided: listed, not counted. `target`
     is one value, one per panel, or the column holding each run's (e.g. target_accuracy). Margin: decades
     by which T(a) lies below T(b) * factor."""
