@@ -125,9 +125,8 @@ def run_tuning(name: str, config_dir: Path = Path("config"), out_dir: Path = Pat
         scores.append(score(pd.read_csv(files.metrics), metric, last))
     result = trials.drop(columns="spec").assign(score=scores)
     by = tuning["by"]
-    best = result.groupby(by, sort=False)["score"].transform("min")
-    result["chosen"] = (result["score"] == best) & np.isfinite(result["score"])
-    result["chosen"] &= ~result.duplicated(by + ["chosen"]) | ~result["chosen"]  # a tie: the first grid value
+    finite = result[np.isfinite(result["score"])]
+    result["chosen"] = result.index.isin(finite.groupby(by, sort=False)["score"].idxmin())  # a tie: the first value
     configured = {tuple(spec[k] for k in by): spec[tuning["setting"]] for spec in runs.values()}
     result["configured"] = [configured[tuple(row[k] for k in by)] for _, row in result.iterrows()]
     atomic.write_text(out_dir / f"{name}.csv", result.to_csv(index=False))
@@ -153,11 +152,13 @@ def markdown(result: pd.DataFrame, tuning: dict[str, Any], name: str) -> str:
         key = key if isinstance(key, tuple) else (key,)
         cells = ", ".join((f"**{v:g}: {s:.4g}**" if c else f"{v:g}: {s:.4g}")
                           for v, s, c in zip(group["value"], group["score"], group["chosen"]))
-        pick = group[group["chosen"]]["value"]
-        edge = len(pick) and pick.iloc[0] in (group["value"].min(), group["value"].max())
-        pick = (f"{pick.iloc[0]:g}" + (" (grid edge)" if edge else "")) if len(pick) else "none (all diverged)"
-        configured = group["configured"].iloc[0]
-        disagree += pick.split()[0] != f"{configured:g}"
+        picked, configured = group.loc[group["chosen"], "value"], group["configured"].iloc[0]
+        disagree += picked.empty or picked.iloc[0] != configured
+        if picked.empty:
+            pick = "none (all diverged)"
+        else:
+            edge = picked.iloc[0] in (group["value"].min(), group["value"].max())
+            pick = f"{picked.iloc[0]:g}" + (" (grid edge)" if edge else "")
         lines.append("| " + " | ".join(str(k) for k in key) + f" | {cells} | {pick} | {configured:g} |")
     lines += ["", f"The configuration differs from the chosen value in {disagree} of "
               f"{result.groupby(by, sort=False).ngroups} groups.", "",
