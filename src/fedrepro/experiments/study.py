@@ -5,7 +5,8 @@ figure overrides: kept panels, grid), the claims to judge and the variants: sett
 scale's defaults. Optional `defaults` (settings of every variant) and `panels` (settings of named panels)
 pin what the study holds fixed, so later changes to the scale itself do not change the study's runs.
 Each variant is the paper's configuration with those settings, resolved by the run table like any scale,
-so its runs, figure tables and claims are the pipeline's own (execute_run, figure_table, evaluate_claims). Runs are stored by run id under results/studies/<name>/runs, so variants
+so its runs, figure tables and claims are the pipeline's own (execute_run, figure_table,
+evaluate_claims). Runs are stored by run id under results/studies/<name>/runs, so variants
 that share a run train it once and a rerun of the study trains only what is missing; each variant's
 figure tables are in results/studies/<name>/tables/<variant>/.
 """
