@@ -51,7 +51,8 @@ def silo_rates(spec: dict, device: str, repeats: int) -> dict[str, float]:
     shape, B = SHAPES[spec["dataset"]], spec["B"]
     rng = np.random.default_rng(0)
     n = max(B, 256)
-    labels = (lambda m: rng.integers(0, 2, m)) if spec["out_dim"] == 1 else (lambda m: rng.integers(0, spec["out_dim"], m))
+    classes = 2 if spec["out_dim"] == 1 else spec["out_dim"]  # one output: binary labels
+    labels = lambda m: rng.integers(0, classes, m)  # noqa: E731
     arrays = {"x_train": rng.standard_normal((n, *shape), dtype=np.float32), "y_train": labels(n),
               "x_test": rng.standard_normal((256, *shape), dtype=np.float32), "y_test": labels(256)}
     run = {**spec, "train_subset": None, "test_subset": None, "time_pool": 1}
