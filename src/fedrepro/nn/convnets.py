@@ -46,7 +46,7 @@ def grouped_convnet(module: nn.Module) -> bool:
 def grouped_forward(module: nn.Sequential, params: dict[str, Tensor], x: Tensor) -> Tensor:
     """Outputs (D, B, K) of D clients with parameters params[name] (D, *shape) on inputs x (D, B, C, H, W)."""
     D, B = x.shape[:2]
-    h = x.permute(1, 3, 4, 0, 2).reshape(B, *x.shape[3:], -1).permute(0, 3, 1, 2)  # channels_last (B, D*C, H, W)
+    h = stacked_channels_last(x)
     for i, m in enumerate(module):
         if isinstance(m, nn.Conv2d):
             weight, bias = params[f"{i}.weight"], params[f"{i}.bias"]
@@ -60,6 +60,17 @@ def grouped_forward(module: nn.Sequential, params: dict[str, Tensor], x: Tensor)
         else:  # ReLU, MaxPool2d: per channel
             h = m(h)
     return h
+
+
+def stacked_channels_last(x: Tensor) -> Tensor:
+    """x (D, B, C, H, W) as one (B, D*C, H, W) batch in channels_last memory: channel d*C + c holds x[d, :, c].
+    With C = 1 the permute and reshape alone leave a view in (D, B, H, W) memory, which the convolutions then
+    keep (their output follows the input's layout): every layer ran in the slow NCHW kernels on 1-channel
+    inputs (max-pooling forward ~20x slower, its backward and the convolutions ~1.3-3x). The copy makes the
+    layout the same for every C."""
+    B = x.shape[1]
+    h = x.permute(1, 3, 4, 0, 2).reshape(B, *x.shape[3:], -1).permute(0, 3, 1, 2)
+    return h.contiguous(memory_format=torch.channels_last)  # no copy where h already is (C > 1)
 
 
 def replicated_forward(module: nn.Sequential, params: dict[str, Tensor], x: Tensor, copies: int = 8) -> Tensor:
