@@ -18,9 +18,8 @@ The last column is max |vectorized - loop| over the final parameters of the warm
 Workloads: quick (spec fedcluster §6.2: CIFAR-10 at 14x14, MLP 588-64-10), cnn_tiny (the same inputs,
 E and B with `cnn_tiny`, the small AlexNet with 8/16 channels and 64/32 hidden units: issue 12's
 FedCluster quick scale, 10 clients per cycle at 1,000 devices), cnn_tiny_gray (the same on 1x14x14, its MNIST
-figures), paper (§3.0: small AlexNet on 3x28x28,
-a few of its 20 local steps), and w1 (100 devices x 320 MNIST-shaped samples, MLP 784-200-200-10, 10
-steps of batch 32, lr 0.05).
+figures), paper (§3.0: small AlexNet on 3x28x28, a few of its 20 local steps), and w1 (100 devices x 320
+MNIST-shaped samples, MLP 784-200-200-10, 10 steps of batch 32, lr 0.05).
 
     .venv/bin/python benchmarks/bench_clients.py                        # quick, cnn_tiny(_gray) and w1, CPU, 1 thread
     .venv/bin/python benchmarks/bench_clients.py --workload cnn_tiny --clients 10 50
@@ -65,6 +64,7 @@ WORKLOADS = {
     "paper": Workload("alexnet", (3, 28, 28), 30, 2, 0.01, None, 100, (10,)),  # E = 20 in the paper
     "w1": Workload("mlp2", (1, 28, 28), 32, 10, 0.05, 100, 320, (10, 50, 100)),
 }
+ALL = ("quick", "cnn_tiny", "cnn_tiny_gray", "w1")  # --workload all (paper is for a GPU)
 
 
 def sync(device: str) -> None:
@@ -127,7 +127,7 @@ def bench(w: Workload, D: int, args) -> tuple[dict[str, tuple[float, float]], fl
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--workload", choices=[*WORKLOADS, "all"], default="all", help="all: quick, cnn_tiny, cnn_tiny_gray and w1")
+    p.add_argument("--workload", choices=[*WORKLOADS, "all"], default="all", help=f"all: {', '.join(ALL)}")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1, help="1: a busy 2-core CPU makes threaded tiny ops stall")
     p.add_argument("--repeats", type=int, default=7)
@@ -140,7 +140,7 @@ def main() -> None:
           f"median of {args.repeats} interleaved repeats, cuda graphs {not args.eager}\n"
           "per contender: client-steps/s (spread); ratios are time ratios, e.g. vectorized/ceiling = "
           "time(vectorized) / time(ceiling), lower is better", flush=True)
-    for name in ("quick", "cnn_tiny", "cnn_tiny_gray", "w1") if args.workload == "all" else (args.workload,):
+    for name in ALL if args.workload == "all" else (args.workload,):
         w = WORKLOADS[name]
         for D in args.clients or w.clients:
             r, max_diff = bench(w, D, args)
