@@ -8,7 +8,10 @@ import textwrap
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
+from fedrepro.errors import DataError
+from fedrepro.experiments import execute
 from fedrepro.experiments.execute import execute_run
 from fedrepro.results.store import RunFiles
 
@@ -102,3 +105,16 @@ def test_a_killed_run_resumes_and_ends_with_the_same_metrics(tmp_path, synthetic
     assert "resuming from checkpoint: seed 1, round 20" in (tmp_path / "resumed.log").read_text()
     assert files.metrics.read_bytes() == reference.metrics.read_bytes()
     assert not files.checkpoint.exists()
+
+
+def test_a_missing_provenance_record_stops_the_run_before_it_trains(tmp_path, synthetic_inputs, spec_and_id,
+                                                                     monkeypatch):
+    def trains(*args, **kwargs):
+        raise AssertionError("the run trained before its data's provenance was read")
+
+    monkeypatch.setattr(execute, "run_seeds", trains)
+    spec, rid = spec_and_id()
+    missing = {**synthetic_inputs, "data_provenance": [tmp_path / "absent" / "PROVENANCE.json"]}
+    with pytest.raises(DataError, match="PROVENANCE.json: the data's provenance record cannot be read"):
+        _run(tmp_path, "noprov", spec, rid, missing)
+    assert not (tmp_path / "noprov" / rid / "metrics.csv").exists()

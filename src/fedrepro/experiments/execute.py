@@ -56,6 +56,7 @@ def execute_run(
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     log.info("run %s on %s: %s", run_id, device, spec)
+    data_files = provenance.data_files(data_provenance)  # before training: a missing record fails in seconds
 
     data = {name: load_input(path) for name, path in prepared.items()}
     ctx = RunContext(run_id, spec, device, files.checkpoint, log)
@@ -70,7 +71,7 @@ def execute_run(
         "packages": provenance.package_versions(),
         "device": provenance.device_info(device),
         "seeds": list(range(spec["seeds"])),
-        "data_files": provenance.data_files(data_provenance),
+        "data_files": data_files,
         "started": started.isoformat(),
         "ended": datetime.now(timezone.utc).isoformat(),
         "wall_seconds": round(time.perf_counter() - t0, 3),

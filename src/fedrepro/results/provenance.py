@@ -9,6 +9,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from fedrepro.errors import DataError
+
 PACKAGES = ("fedrepro", "torch", "numpy", "scipy", "pandas", "snakemake", "dvc")
 
 
@@ -50,10 +52,15 @@ def device_info(device: str) -> dict[str, Any]:
 
 
 def data_files(provenance_files: list[Path]) -> list[dict[str, Any]]:
-    """Per data file: name, sha256 and whether it came from the canonical host or a mirror."""
+    """Per data file: name, sha256 and whether it came from the canonical host or a mirror. Read before a
+    run trains (execute.execute_run), so a missing or unreadable record stops it at once."""
     files = []
     for path in provenance_files:
-        record = json.loads(Path(path).read_text())
+        try:
+            record = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            raise DataError(f"{path}: the data's provenance record cannot be read ({error}); prepare the "
+                            f"dataset again (snakemake re-runs its download step when the file is missing)") from None
         for entry in record["files"]:
             files.append({"dataset": record["dataset"], **entry})
     return files
