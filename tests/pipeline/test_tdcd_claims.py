@@ -75,3 +75,16 @@ def test_the_ledger_notes_the_stand_ins_of_a_claims_figures(tmp_path):
     notes = with_data_notes(ledger, tables)["note"].tolist()
     assert notes[1] == f"ruling. Data: {label}."
     assert notes[0] == "" and pd.isna(notes[2])  # real CIFAR-10; a claim without figures
+
+
+def test_time_win_ratio_reads_a_censored_run_as_a_bound_on_the_ratio():
+    # Q = 1 reaches 0.5 at iteration 40; Q = 10 not by its last iteration 60: n_10 / n_1 > 1.5, which says
+    # nothing against the threshold 7.75 (t_comm 10): the pair is open, not failed
+    table = _table({1: [0, 0, 0, 0, 0.6], 10: [0] * 7})
+    result = _ratio(table, a={"Q": 10})
+    assert result.status == "INCONCLUSIVE"
+    assert "n/n_1 = >60/40 > 1.5 vs thresholds 7.75 (t_comm 10)" in result.measured and "does not decide" in result.measured
+    # Q = 1 reaches it at iteration 10 and Q = 10 not by 90: n_10 / n_1 > 9 >= 7.75, a sure FAIL
+    assert _ratio(_table({1: [0, 0.6], 10: [0] * 10}), a={"Q": 10}).status == "FAIL"
+    # Q = 10 reaches it at 20 and Q = 1 not by 40: n_10 / n_1 < 0.5, a sure PASS
+    assert _ratio(_table({1: [0] * 5, 10: [0, 0, 0.6]}), a={"Q": 10}).status == "PASS"

@@ -73,7 +73,7 @@ def test_time_to_target_check_pass_fail_and_undecided():
 def test_time_to_target_per_panel_targets_and_a_diverged_seed():
     table = pd.concat([_table(panel="easy"), _table(panel="hard")], ignore_index=True)
     status, measured, *_ = _check(table, target={"easy": 0.7, "hard": 0.9})
-    assert status == "PASS" and "[easy] fast 4 vs slow 6" in measured and "[hard] fast 9 vs slow inf" in measured
+    assert status == "PASS" and "[easy] fast 4 vs slow 6" in measured and "[hard] fast 9 vs slow >12" in measured
     wild = {**RUNS, "fast": {**RUNS["fast"], 1: ([0, 2.0, 5.0, 9.0], [0.1, 0.6, float("nan"), float("nan")])}}
     assert _check(_table(wild), target=0.7)[0] == "FAIL"  # the mean curve ends at the divergence
 
@@ -151,6 +151,11 @@ def test_time_ratio_by_group_compares_mean_speed_ups():
     assert check(flipped).status == "FAIL"
     never = pd.concat(cell(10, 5, 10) + cell(40, math.inf, math.inf), ignore_index=True)
     assert check(never).status == "INCONCLUSIVE"  # the only large-n cell is undecided
+    # B censored at 100 at n = 40: its ratio is > 100/10 = 10, above the small-n mean 3 whatever T(b) is ...
+    assert check(pd.concat(cell(10, 5, 10) + cell(20, 5, 20) + cell(40, 10, math.inf))).status == "FAIL"
+    # ... but > 100/50 = 2 may lie either side of 3: open
+    result = check(pd.concat(cell(10, 5, 10) + cell(20, 5, 20) + cell(40, 50, math.inf)))
+    assert result.status == "INCONCLUSIVE" and "in [2, inf] (censored times)" in result.measured
 
 
 def test_oscillation_falls_with_n():
@@ -192,3 +197,42 @@ def test_time_to_target_pairs_each_curve_of_a_with_the_one_of_b():
     late = time_to_target(ClaimData(table, LABELS), a={"method": ["fast", "slow"]}, b={"method": "mid"},
                           per=["panel"], metric="test_accuracy", higher=True, x="virtual_time", target=0.7)
     assert late.status == "FAIL" and late.measured.startswith("1/2")  # slow (6) is not before mid (5)
+
+
+def test_a_censored_time_is_a_lower_bound_that_decides_only_when_it_settles_the_comparison():
+    def short(end: float) -> dict:  # a run that stops at x = `end` without reaching 0.7 (censored there)
+        return {s: ([0, end / 2, end], [0.1, 0.3, 0.5]) for s in (0, 1)}
+
+    times = t2t_summary(_table({**RUNS, "short": short(5.0)}), LABELS, "test_accuracy", 0.7, True, "virtual_time")
+    short_row = times.set_index("method").loc["short"]
+    assert math.isinf(short_row["t_target"]) and short_row["t_lower"] == 5.0
+    assert times.set_index("method").loc["slow", "t_lower"] == 6.0  # reached: the bound is the time itself
+    # not reached by 5 against slow's 6: T > 5 may still be < 6, so the data cannot decide
+    status, measured, *_ = _check(_table({**RUNS, "short": short(5.0)}), a="short", target=0.7)
+    assert status == "INCONCLUSIVE" and "short >5 vs slow 6" in measured and "open" in measured
+    # not reached by 8: T > 8 >= 6, a sure FAIL; and slow (6) beats a run censored at 8 for sure
+    assert _check(_table({**RUNS, "short": short(8.0)}), a="short", target=0.7).status == "FAIL"
+    assert _check(_table({**RUNS, "short": short(8.0)}), a="slow", b="short", target=0.7).status == "PASS"
+    # a diverged curve never reaches the target: its time is inf, not a bound
+    wild = {**RUNS, "slow": {s: ([0, 3.0, 6.0], [0.1, 0.4, float("nan")]) for s in (0, 1)}}
+    diverged = t2t_summary(_table(wild), LABELS, "test_accuracy", 0.9, True, "virtual_time").set_index("method")
+    assert math.isinf(diverged.loc["slow", "t_lower"])
+    assert _check(_table(wild), target=0.9).status == "PASS"  # fast reaches 0.9 at 9 < never
+
+
+def test_censored_times_leave_a_trend_or_a_ratio_open_unless_their_bounds_decide():
+    def censored(n: int, end: float) -> pd.DataFrame:  # run n stops at x = end below the target
+        return pd.DataFrame([{"figure": "t", "panel": "p", "curve": f"n={n}", "method": "m", "run_id": f"r{n}",
+                              "seed": 0, "n": n, "virtual_time": x, "test_accuracy": 0.0, "diverged": False}
+                             for x in (0.0, end)])
+
+    base = _reaching({10: 5.0, 20: 9.0, 40: 20.0})
+    # n = 80 not reached by 30: T > 30 >= 20, the rising trend holds for sure
+    assert _trend(pd.concat([base, censored(80, 30.0)], ignore_index=True)).status == "PASS"
+    # not reached by 15: T > 15 may be below 20, the last step is open and the trend undecided
+    result = _trend(pd.concat([base, censored(80, 15.0)], ignore_index=True))
+    assert result.status == "INCONCLUSIVE" and "1 step(s) open" in result.measured
+    # ... unless an inversion is allowed anyway, or another step already breaks it
+    assert _trend(pd.concat([base, censored(80, 15.0)], ignore_index=True), inversions=1).status == "PASS"
+    bumpy = _reaching({10: 5.0, 20: 3.0, 40: 20.0})
+    assert _trend(pd.concat([bumpy, censored(80, 15.0)], ignore_index=True)).status == "FAIL"

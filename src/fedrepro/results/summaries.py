@@ -16,6 +16,7 @@ time integral: for rounds logged at a fixed cadence the two readings agree.
 
 from __future__ import annotations
 
+import math
 from typing import Iterable, Literal
 
 import numpy as np
@@ -50,7 +51,8 @@ def _is_diverged(run: pd.DataFrame, values: np.ndarray) -> bool:
 
 def seed_summaries(table: pd.DataFrame, metric: str, window: float, eps: Iterable[float],
                    x: str = "round") -> pd.DataFrame:
-    """One row per (run_id, seed) with final, auc, g0, T_<eps>, diverged, last_x."""
+    """One row per (run_id, seed) with final, auc, g0, T_<eps>, T_<eps>_lower (what the data say of T_<eps>:
+    itself when reached, the last x when censored there, inf when diverged), diverged, last_x."""
     rows = []
     for (run_id, seed), run in table.groupby(["run_id", "seed"], sort=False):
         run = run.sort_values(x)
@@ -59,8 +61,8 @@ def seed_summaries(table: pd.DataFrame, metric: str, window: float, eps: Iterabl
         diverged = _is_diverged(run, values)
         g0 = values[0]
         row = {"run_id": run_id, "seed": seed, "g0": g0, "diverged": diverged, "last_x": xs[-1]}
-        if diverged:
-            row.update(final=np.inf, auc=np.inf, **{f"T_{e:g}": np.inf for e in eps})
+        if diverged:  # never reaches any eps: T_<eps> and its lower bound inf
+            row.update(final=np.inf, auc=np.inf, **{f"T_{e:g}{end}": np.inf for e in eps for end in ("", "_lower")})
         else:
             tail = values[xs >= xs[0] + (xs[-1] - xs[0]) * (1 - window)]
             row["final"] = float(np.exp(np.mean(np.log(np.maximum(tail, 1e-300)))))
@@ -68,6 +70,7 @@ def seed_summaries(table: pd.DataFrame, metric: str, window: float, eps: Iterabl
             for e in eps:
                 hit = np.nonzero(values <= e * g0)[0]
                 row[f"T_{e:g}"] = float(xs[hit[0]]) if len(hit) else np.inf
+                row[f"T_{e:g}_lower"] = row[f"T_{e:g}"] if len(hit) else float(xs[-1])  # censored at the last x
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -209,12 +212,15 @@ def _target_of(run: pd.DataFrame, target: float | dict[str, float] | str) -> flo
 
 def time_to_target(table: pd.DataFrame, labels: list[str], metric: str, target: float | dict[str, float] | str,
                    higher: bool, x: str = "round", seeds: Literal["mean", "median"] = "mean") -> pd.DataFrame:
-    """One row per run: t_target, the x at which its curve first reaches `target` (inf if never),
-    and seeds, joined with the run's labels. `target` may be one value or one per panel.
+    """One row per run: t_target, the x at which its curve first reaches `target` (inf if never), t_lower,
+    what the data say of it (= t_target when reached; a target not reached within the curve's last x H is
+    censored there: the time is > H, t_lower = H; inf for a diverged curve, which never reaches it), and
+    seeds, joined with the run's labels. `target` may be one value or one per panel.
 
     seeds: mean   -> the first x of the seed-mean curve (mean_curve), as DeFedAvg's Table I reads
                      "time to target from the seed-averaged curve"
-           median -> the median over seeds of each seed's own first x (inf counts as the largest)
+           median -> the median over seeds of each seed's own first x (inf counts as the largest); t_lower
+                     the median of the seeds' own lower bounds, a lower bound of the median
     A diverged seed's non-finite values never reach the target.
     """
     if seeds not in ("mean", "median"):
@@ -222,15 +228,25 @@ def time_to_target(table: pd.DataFrame, labels: list[str], metric: str, target: 
     rows = []
     for run_id, run in table.groupby("run_id", sort=False):
         goal = _target_of(run, target)
+        diverged = bool(run["diverged"].any()) if "diverged" in run else False
         run = run[[x, "seed", metric]].astype({metric: float})
         if seeds == "mean":
-            t = first_reach(*mean_curve(run, metric, x), goal, higher)
+            xs, values = mean_curve(run, metric, x)
+            t, low = _reach(xs, values, goal, higher, diverged or not np.isfinite(run[metric]).all())
         else:
-            per_seed = [first_reach(s[x].to_numpy(), s[metric].to_numpy(), goal, higher)
+            per_seed = [_reach(s[x].to_numpy(), s[metric].to_numpy(), goal, higher, not np.isfinite(s[metric]).all())
                         for _, s in run.sort_values(x).groupby("seed")]
-            t = float(np.median(per_seed))
-        rows.append({"run_id": run_id, "t_target": t, "seeds": run["seed"].nunique()})
+            t, low = (float(np.median(v)) for v in zip(*per_seed))
+        rows.append({"run_id": run_id, "t_target": t, "t_lower": low, "seeds": run["seed"].nunique()})
     return _with_labels(pd.DataFrame(rows), table, labels)
+
+
+def _reach(xs: np.ndarray, values: np.ndarray, goal: float, higher: bool, diverged: bool) -> tuple[float, float]:
+    """(first x reaching `goal`, its lower bound): (t, t), (inf, last x) when censored, (inf, inf) when diverged."""
+    t = first_reach(xs, values, goal, higher)
+    if math.isfinite(t):
+        return t, t
+    return t, (math.inf if diverged or not len(xs) else float(xs[-1]))
 
 
 def final_mean(table: pd.DataFrame, labels: list[str], metric: str, x: str = "round", window: float = 0.1) -> pd.DataFrame:

@@ -96,23 +96,23 @@ def pair_rows(curves: pd.DataFrame, a: dict, b: dict, per: list[str], each_a: bo
             yield (f"{name}, {ra['curve']}" if len(sa) > 1 else name), ra, sb.iloc[0]
 
 
-def stat_pairs(curves: pd.DataFrame, a: dict, b: dict, per: list[str], stat: str, each_a: bool = False):
-    """(cell name, stat of a, stat of b) for every pair of pair_rows."""
-    for name, ra, rb in pair_rows(curves, a, b, per, each_a):
-        yield name, float(ra[stat]), float(rb[stat])
-
-
 def compare_stat(frame: pd.DataFrame, a: dict, b: dict, per: list[str], stat: str, factor: float = 1.0,
                  require: str = "all", fraction: float | None = None) -> Result:
-    """Holds in a cell when stat(a) < stat(b) * factor (factor < 1: a wins by a margin; > 1: a tolerance)."""
-    """Margin: decades by which stat(a) lies below stat(b) * factor; for `auc` (already a mean log10) the
-    difference, also in decades."""
-    pairs = list(stat_pairs(frame, a, b, per, stat)) if len(frame) else []
-    holds = [va < vb * factor for _, va, vb in pairs]
-    margins = [room(va, vb * factor, log=stat != "auc") for _, va, vb in pairs]
-    name_a, name_b = selector_name(a), selector_name(b)
-    detail = "; ".join(f"[{n}] {name_a} {fmt(va)} vs {name_b} {fmt(vb)}" for n, va, vb in pairs)
-    measured = f"{sum(holds)}/{len(holds)} cells hold: {detail}" if pairs else "no cell has both curves"
+    """Holds in a cell when stat(a) < stat(b) * factor (factor < 1: a wins by a margin; > 1: a tolerance).
+    A time T_<eps> not reached by the last x is censored there (its column T_<eps>_lower): the cell is
+    decided only when the bound settles it (below), else open. Margin: decades by which stat(a) lies below
+    stat(b) * factor (of the bounds, when censored); for `auc` (already a mean log10) the difference, also
+    in decades."""
+    lower = f"{stat}_lower" if f"{stat}_lower" in frame else stat
+    holds, margins, shown = [], [], []
+    for name, ra, rb in pair_rows(frame, a, b, per) if len(frame) else []:
+        sa, sb = (float(ra[lower]), float(ra[stat])), (float(rb[lower]), float(rb[stat]))
+        ok = below(sa, sb, factor)
+        holds.append(ok)
+        margins.append(room(sa[1], sb[0] * factor, log=stat != "auc") if ok else
+                       room(sa[0], sb[1] * factor, log=stat != "auc"))
+        shown.append(f"[{name}] {selector_name(a)} {fmt_span(sa)} vs {selector_name(b)} {fmt_span(sb)}")
+    measured = f"{tally(holds)}: " + "; ".join(shown) if holds else "no cell has both curves"
     return judged(holds, margins, measured, require, fraction)
 
 
@@ -120,10 +120,28 @@ def _needed(require: str, fraction: float | None) -> float:
     return {"all": 1.0, "most": 0.5 + 1e-9}.get(require, fraction if fraction is not None else 1.0)
 
 
-def verdict(holds: list[bool], require: str, fraction: float | None) -> str:
+# A cell's outcome: True (holds), False (does not) or None (open: its data cannot decide, e.g. a time
+# censored at the horizon, two curves inside the seed spread, or both sides below the metric's chance level).
+Holds = bool | None
+
+
+def verdict(holds: list[Holds], require: str, fraction: float | None) -> str:
+    """PASS or FAIL only when every way the open cells could fall gives that verdict; else INCONCLUSIVE."""
     if not holds:
         return INCONCLUSIVE
-    return PASS if sum(holds) / len(holds) >= _needed(require, fraction) else FAIL
+    need, n = _needed(require, fraction), len(holds)
+    sure = sum(1 for h in holds if h is not None and h)
+    possible = sum(1 for h in holds if h is None or h)
+    if sure / n >= need:
+        return PASS
+    return FAIL if possible / n < need else INCONCLUSIVE
+
+
+def tally(holds: list[Holds], what: str = "cells") -> str:
+    """"2/4 cells hold" (", 1 open" when some cannot be decided)."""
+    open_ = sum(h is None for h in holds)
+    return (f"{sum(1 for h in holds if h is not None and h)}/{len(holds)} {what} hold"
+            + (f" ({open_} open: undecidable on these data)" if open_ else ""))
 
 
 def deciding_margin(margins: list[float], require: str = "all", fraction: float | None = None) -> float:
@@ -136,10 +154,26 @@ def deciding_margin(margins: list[float], require: str = "all", fraction: float 
     return ranked[min(required, len(ranked)) - 1]
 
 
-def judged(holds: list[bool], margins: list[float], measured: str, require: str = "all",
+def judged(holds: list[Holds], margins: list[float], measured: str, require: str = "all",
            fraction: float | None = None, note: str = "") -> Result:
-    """The Result of a check that judged cells: verdict from `holds`, margin of the deciding cell."""
-    return Result(verdict(holds, require, fraction), measured, note, deciding_margin(margins, require, fraction))
+    """The Result of a check that judged cells: verdict from `holds`, margin of the deciding cell. An open
+    cell counts against a PASS and for a FAIL (the verdict must hold either way); an undecided verdict has
+    no margin."""
+    status = verdict(holds, require, fraction)
+    if status == INCONCLUSIVE and holds:
+        return Result(status, measured, note)
+    margins = [(math.inf if status == FAIL else -math.inf) if h is None else m for h, m in zip(holds, margins)]
+    return Result(status, measured, note, deciding_margin(margins, require, fraction))
+
+
+def below(a: tuple[float, float], b: tuple[float, float], factor: float = 1.0) -> Holds:
+    """a < b * factor for two values known as intervals (low, high): a time not reached within its horizon
+    H is (H, inf), a reached one (t, t). True or False when the intervals decide it, None when they do not."""
+    if a[1] < b[0] * factor:
+        return True
+    if a[0] >= b[1] * factor:
+        return False
+    return None
 
 
 def room(value: float, bound: float, log: bool = True) -> float:
@@ -153,6 +187,44 @@ def room(value: float, bound: float, log: bool = True) -> float:
         return math.log10(bound / value) if math.isfinite(value) and math.isfinite(bound) else (
             math.inf if math.isinf(bound) else -math.inf)
     return bound - value
+
+
+def span(row) -> tuple[float, float]:
+    """A run's time to target as the interval the data allow (t_lower, t_target of
+    results.summaries.time_to_target): (t, t) when reached, (H, inf) when censored at its last x H, (inf, inf)
+    when it diverged."""
+    return float(row["t_lower"]), float(row["t_target"])
+
+
+def fmt_span(span: tuple[float, float]) -> str:
+    """9, >12 (not reached by x = 12) or inf (diverged: never)."""
+    low, high = span
+    return fmt(high) if low == high or math.isinf(low) else f">{fmt(low)}"
+
+
+def never(*spans: tuple[float, float]) -> bool:
+    """None of the times is reached within its run."""
+    return all(math.isinf(high) for _, high in spans)
+
+
+def ratio_span(num: tuple[float, float], den: tuple[float, float]) -> tuple[float, float]:
+    """num / den for two times known as intervals (span): the interval of the ratio (x / 0 = inf, x / inf = 0)."""
+    def div(a: float, b: float) -> float:
+        return math.inf if b == 0 else 0.0 if math.isinf(b) else a / b
+    return div(num[0], den[1]), div(num[1], den[0])
+
+
+def never_falls(spans: list[tuple[float, float]], inversions: int = 0) -> tuple[Holds, float, int]:
+    """Whether a sequence of times (span) never falls from one to the next, `inversions` steps excepted:
+    (outcome, margin, open steps). A step a censored bound leaves open may fall either way, so the sequence
+    is decided only when its open steps cannot change the outcome. Margin: decades, the smallest step after the
+    `inversions` worst are forgiven, of the bounds (the least they guarantee, or for a FAIL the most they allow)."""
+    pairs = list(zip(spans[:-1], spans[1:]))
+    outcomes = [below(later, earlier) for earlier, later in pairs]  # True: the step surely falls
+    against, open_ = sum(o is True for o in outcomes), sum(o is None for o in outcomes)
+    ok = True if against + open_ <= inversions else False if against > inversions else None
+    steps = sorted(room(earlier[1], later[0]) if ok else room(earlier[0], later[1]) for earlier, later in pairs)
+    return ok, steps[min(inversions, len(steps) - 1)], open_
 
 
 def selector_name(selector: dict) -> str:

@@ -25,15 +25,21 @@ from fedrepro.claims.checks.common import (
     Require,
     Result,
     Selector,
+    below,
     cells_of,
     compare_stat,
     fmt,
+    fmt_span,
     judged,
+    never,
+    never_falls,
     pair_rows,
+    ratio_span,
     room,
     rows_matching,
     selector_name,
-    stat_pairs,
+    span,
+    tally,
     values_of,
 )
 from fedrepro.claims.data import ClaimData
@@ -84,7 +90,8 @@ def log_ratio_within(data: ClaimData, *, a: Selector, b: Selector, per: Columns,
 def monotone_time_to_target(data: ClaimData, *, per: Columns, along: Column, eps: list[float], metric: str,
                             x: str = "round", decreasing: bool = True) -> Result:
     """T_eps never improves when `along` shrinks (larger step converges faster), among runs
-    that did not diverge; an eps that no run of the cell reaches is skipped. Margin: decades, the smallest
+    that did not diverge; an eps that no run of the cell reaches is skipped, and a T_eps not reached by the
+    last round is censored there (common.never_falls decides with its bound). Margin: decades, the smallest
     log10 T(next step) / T(this step) (>= 0 holds)."""
     curves = data.medians(metric, x, 0.1, eps)  # (the window does not enter T_eps)
     holds, parts, margins = [], [], []
@@ -93,15 +100,16 @@ def monotone_time_to_target(data: ClaimData, *, per: Columns, along: Column, eps
         if len(cell) < 2:
             continue
         for e in eps:
-            times = cell[f"T_{e:g}"].to_numpy()
-            if np.isinf(times).all():
+            spans = [(float(lo), float(hi)) for lo, hi in zip(cell[f"T_{e:g}_lower"], cell[f"T_{e:g}"])]
+            if never(*spans):
                 continue
-            ok = bool(np.all(np.diff(times) >= 0))
+            ok, margin, open_ = never_falls(spans)
             holds.append(ok)
-            margins.append(min(-room(t_next, t) for t, t_next in zip(times[:-1], times[1:])))
-            steps = ", ".join(f"{s:g}: {fmt(t)}" for s, t in zip(cell[along], times))
-            parts.append(f"[{name}, eps={e:g}] {'ok' if ok else 'not monotone'} ({steps})")
-    measured = f"{sum(holds)}/{len(holds)} hold: " + "; ".join(parts) if parts else "no comparable cells"
+            margins.append(margin)
+            steps = ", ".join(f"{s:g}: {fmt_span(t)}" for s, t in zip(cell[along], spans))
+            outcome = {True: "ok", False: "not monotone", None: f"{open_} step(s) open: censored"}[ok]
+            parts.append(f"[{name}, eps={e:g}] {outcome} ({steps})")
+    measured = f"{tally(holds, 'series')}: " + "; ".join(parts) if parts else "no comparable cells"
     return judged(holds, margins, measured)
 
 
@@ -111,29 +119,43 @@ def time_to_target(data: ClaimData, *, a: Selector, b: Selector, per: Columns, m
                    fraction: Fraction | None = None) -> Result:
     """A reaches `target` of `metric` (>= when `higher` is better, else <=) in less x than B, in each cell
     (each curve of A there): T(a) < T(b) * factor. T is the first x of the seed-mean curve (seeds: mean) or
-    the median of the seeds' own first x (seeds: median), results.summaries.time_to_target; a curve that never reaches
-    the target has T = inf. A cell where neither reaches it is undecided: listed, not counted. `target`
-    is one value, one per panel, or the column holding each run's (e.g. target_accuracy). Margin: decades
-    by which T(a) lies below T(b) * factor."""
+    the median of the seeds' own first x (seeds: median), results.summaries.time_to_target. A curve that does
+    not reach the target within its last logged x H is censored: T > H, a bound that decides the cell only
+    when it settles the comparison (A never reaching it by x = 12 loses to B at 9; against B at 15 the cell is
+    open, and an open cell makes the claim INCONCLUSIVE unless the others decide it). A diverged curve never
+    reaches it (T = inf). A cell where neither reaches it is undecided: listed, not counted. `target` is one
+    value, one per panel, or the column holding each run's (e.g. target_accuracy). Margin: decades by which
+    T(a) lies below T(b) * factor (of the bounds, when censored: the least the data guarantee)."""
     times = data.times_to_target(metric, target, higher, x, seeds)
-    pairs = list(stat_pairs(times, a, b, per, "t_target", each_a=True)) if len(times) else []
-    decided = [(n, ta, tb) for n, ta, tb in pairs if not (math.isinf(ta) and math.isinf(tb))]
-    holds = [ta < tb * factor for _, ta, tb in decided]
-    margins = [room(ta, tb * factor) for _, ta, tb in decided]
+    pairs = list(pair_rows(times, a, b, per, each_a=True)) if len(times) else []
+    holds, margins, parts = [], [], []
     name_a, name_b = selector_name(a), selector_name(b)
     if any(isinstance(v, list) for v in a.values()):  # several curves of A: each pair's name holds A's curve
         name_a = "T"
-    detail = "; ".join(f"[{n}] {name_a} {fmt(ta)} vs {name_b} {fmt(tb)}"
-                       + (" (neither reaches the target: undecided)" if math.isinf(ta) and math.isinf(tb) else "")
-                       for n, ta, tb in pairs)
-    measured = f"{sum(holds)}/{len(holds)} decided cells hold: {detail}" if pairs else "no cell has both curves"
+    for n, ra, rb in pairs:
+        sa, sb = span(ra), span(rb)
+        shown = f"[{n}] {name_a} {fmt_span(sa)} vs {name_b} {fmt_span(sb)}"
+        if never(sa, sb):
+            parts.append(shown + " (neither reaches the target: undecided)")
+            continue
+        ok = below(sa, sb, factor)
+        holds.append(ok)
+        margins.append(room(sa[1], sb[0] * factor) if ok else room(sa[0], sb[1] * factor))
+        parts.append(shown + (" (censored: the bound does not decide)" if ok is None else ""))
+    measured = f"{tally(holds)}: " + "; ".join(parts) if pairs else "no cell has both curves"
     return judged(holds, margins, measured, require, fraction)
 
 
-def _times_in_order(cell: pd.DataFrame, along: str, order: list) -> np.ndarray:
-    """T of the run at each value of `along`, in `order` (nan where absent; one run per value)."""
-    return np.array([float(cell.loc[cell[along] == v, "t_target"].iloc[0]) if (cell[along] == v).sum() == 1
-                     else np.nan for v in order])
+def _spans_in_order(cell: pd.DataFrame, along: str, order: list) -> list[tuple[float, float]] | None:
+    """The time to target (an interval, common.span) of the run at each value of `along`, in `order`; None
+    when a value has no run or several."""
+    spans = []
+    for v in order:
+        rows = cell[cell[along] == v]
+        if len(rows) != 1:
+            return None
+        spans.append(span(rows.iloc[0]))
+    return spans
 
 
 def time_to_target_trend(data: ClaimData, *, select: Selector, per: Columns, along: Column, order: values_of("along"),
@@ -142,27 +164,29 @@ def time_to_target_trend(data: ClaimData, *, select: Selector, per: Columns, alo
                          fraction: Fraction | None = None) -> Result:
     """The time to target of the selected runs moves one way along `order` of the values of `along`: never
     falls (increasing) or never rises, with at most `inversions` adjacent pairs against it (e.g. Fig. 6's
-    rounds to target non-increasing in n, one inversion allowed). T as in time_to_target; two curves that
-    never reach the target are equal (inf), a cell where none does is undecided: listed, not counted.
-    Spearman's rho of the value and T is reported beside it. Margin: decades, the smallest step along the
-    expected direction, after the `inversions` worst steps are forgiven."""
+    rounds to target non-increasing in n, one inversion allowed). T as in time_to_target: a step between
+    two censored times, or one that a censored bound leaves open, is open, and a cell is decided only when
+    its open steps cannot change its outcome; two diverged curves are equal (inf). A cell where none
+    reaches the target is undecided: listed, not counted. Spearman's rho of the value and T is reported
+    beside it. Margin: decades, the smallest step along the expected direction after the `inversions`
+    worst are forgiven (of the bounds: the least the data guarantee, or the most they allow)."""
     times = data.times_to_target(metric, target, higher, x, seeds)
     holds, parts, margins = [], [], []
     for name, cell in cells_of(rows_matching(times, select), per) if len(times) else []:
-        t = _times_in_order(cell, along, order)
-        if np.isnan(t).any():
+        spans = _spans_in_order(cell, along, order)
+        if spans is None:
             continue
-        steps = sorted(room(a, b) if increasing else room(b, a) for a, b in zip(t[:-1], t[1:]))  # >= 0: as expected
-        rho = spearman(order, t)
-        series = ", ".join(f"{along}={v}: {fmt(x)}" for v, x in zip(order, t))
-        if np.isinf(t).all():
+        series = ", ".join(f"{along}={v}: {fmt_span(t)}" for v, t in zip(order, spans))
+        if never(*spans):
             parts.append(f"[{name}] {series} (none reaches the target: undecided)")
             continue
-        margin = steps[min(inversions, len(steps) - 1)]
-        holds.append(margin >= 0)
+        ok, margin, open_ = never_falls(spans if increasing else spans[::-1], inversions)
+        holds.append(ok)
         margins.append(margin)
-        parts.append(f"[{name}] {series} (Spearman {rho:+.2f})")
-    measured = f"{sum(holds)}/{len(holds)} decided cells hold: " + "; ".join(parts) if parts else "no cell has every value"
+        rho = spearman(order, [t[1] for t in spans])
+        parts.append(f"[{name}] {series} (Spearman {rho:+.2f}" + (f"; {open_} step(s) open: censored" if open_ else "")
+                     + ")")
+    measured = f"{tally(holds)}: " + "; ".join(parts) if parts else "no cell has every value"
     return judged(holds, margins, measured, require, fraction)
 
 
@@ -172,25 +196,33 @@ def time_ratio_by_group(data: ClaimData, *, a: Selector, b: Selector, per: Colum
                         seeds: Literal["mean", "median"] = "mean") -> Result:
     """The mean over cells of T(b) / T(a) (how many times faster A is) is larger where `group` takes a value
     in `greater` than where it takes one in `than` (DeFedAvg claim 4b: FedBuff's edge over FedAvg shrinks as
-    n grows). A cell where neither reaches the target is left out; one where only A does has ratio inf.
-    Margin: decades, log10(mean ratio of `greater` / mean ratio of `than`)."""
+    n grows). A cell where neither reaches the target is left out. A censored time (time_to_target) makes its
+    ratio an interval, and the means intervals: the check decides only when they do not overlap.
+    Margin: decades, log10(mean ratio of `greater` / mean ratio of `than`) (of the bounds, when censored)."""
     times = data.times_to_target(metric, target, higher, x, seeds)
-    ratios: dict[str, list[float]] = {"greater": [], "than": []}
+    ratios: dict[str, list[tuple[float, float]]] = {"greater": [], "than": []}
     parts = []
     for name, ra, rb in pair_rows(times, a, b, per) if len(times) else []:
-        ta, tb, value = float(ra["t_target"]), float(rb["t_target"]), ra[group]
+        sa, sb, value = span(ra), span(rb), ra[group]
         side = "greater" if value in greater else "than" if value in than else None
-        if side is None or (math.isinf(ta) and math.isinf(tb)):
+        if side is None or never(sa, sb):
             continue
-        ratios[side].append(tb / ta if ta > 0 else math.inf)
-        parts.append(f"[{name}] {fmt(tb)} / {fmt(ta)} = {fmt(ratios[side][-1])}")
+        ratios[side].append(ratio_span(sb, sa))
+        low, high = ratios[side][-1]
+        shown = fmt(low) if low == high else f"[{fmt(low)}, {fmt(high)}]"
+        parts.append(f"[{name}] {fmt_span(sb)} / {fmt_span(sa)} = {shown}")
     if not (ratios["greater"] and ratios["than"]):
         return Result(INCONCLUSIVE, f"decided cells: {len(ratios['greater'])} with {group} in {greater}, "
                                     f"{len(ratios['than'])} with {group} in {than}")
-    mg, mt = float(np.mean(ratios["greater"])), float(np.mean(ratios["than"]))
-    measured = (f"mean T(b)/T(a) {fmt(mg)} at {group} in {greater} ({len(ratios['greater'])} cells) vs {fmt(mt)} at "
-                f"{group} in {than} ({len(ratios['than'])} cells): " + "; ".join(parts))
-    return judged([mg > mt], [room(mt, mg)], measured)
+    (g_low, g_high), (t_low, t_high) = (tuple(float(np.mean(v)) for v in zip(*ratios[k])) for k in ("greater", "than"))
+    ok = True if g_low > t_high else False if g_high <= t_low else None
+
+    def shown(low: float, high: float) -> str:
+        return fmt(low) if low == high else f"in [{fmt(low)}, {fmt(high)}] (censored times)"
+
+    measured = (f"mean T(b)/T(a) {shown(g_low, g_high)} at {group} in {greater} ({len(ratios['greater'])} cells) vs "
+                f"{shown(t_low, t_high)} at {group} in {than} ({len(ratios['than'])} cells): " + "; ".join(parts))
+    return judged([ok], [room(t_high, g_low) if ok else room(t_low, g_high)], measured)
 
 
 def rate_within(data: ClaimData, *, select: Selector, rate: str, target: str, rel_tol: float, x: str = "round") -> Result:

@@ -19,9 +19,14 @@ from fedrepro.claims.checks.common import (
     Selector,
     cells_of,
     fmt,
+    fmt_span,
     judged,
+    never,
+    ratio_span,
     room,
     rows_matching,
+    span,
+    tally,
 )
 from fedrepro.claims.checks.final_values import Target
 from fedrepro.claims.data import ClaimData
@@ -33,32 +38,40 @@ def time_win_ratio(data: ClaimData, *, a: Selector, b: Selector, per: Columns, m
                    seeds: Literal["mean", "median"] = "mean") -> Result:
     """In each cell, each run of `a` (local iterations per round in column `q`) against the one run of `b`
     (Q = 1): n_a / n_b, the iterations (x) to `target` of `metric`, below time_win_threshold(Q, c) for every c
-    in `t_comm`, so that A wins in time at each latency. A pair where neither reaches the target is
-    undecided (listed, not counted), as one where both start at it; where only A reaches it, n_a / n_b = 0.
-    Margin: decades by which the ratio
-    lies below the smallest threshold."""
+    in `t_comm`, so that A wins in time at each latency. A run that does not reach the target by its last
+    iteration H is censored (n > H; final_values.time_to_target), so the ratio is known only as an interval:
+    the pair is decided when the whole interval lies on one side of the smallest threshold, and open
+    otherwise ("n/n_1 > 1.5; threshold 7.75"). A pair where neither reaches the target is undecided (listed,
+    not counted), as one where both start at it. Margin: decades by which the ratio lies below the smallest
+    threshold (of its bounds: the least the data guarantee, or the most they allow)."""
     times = data.times_to_target(metric, target, higher, x, seeds)
     holds, margins, parts = [], [], []
     for name, cell in cells_of(times, per) if len(times) else []:
         rb = rows_matching(cell, b)
         if len(rb) != 1:
             continue
-        nb = float(rb["t_target"].iloc[0])
+        sb = span(rb.iloc[0])
         for _, ra in rows_matching(cell, a).iterrows():
-            na, Q = float(ra["t_target"]), int(ra[q])
+            sa, Q = span(ra), int(ra[q])
             thresholds = {c: time_win_threshold(Q, c, t_comp) for c in t_comm}
             shown = ", ".join(f"{fmt(v)} (t_comm {c:g})" for c, v in thresholds.items())
-            if (math.isinf(na) and math.isinf(nb)) or na == nb == 0:
-                why = "neither reaches the target" if math.isinf(na) else "both start at the target"
+            if never(sa, sb) or sa[1] == sb[1] == 0:
+                why = "neither reaches the target" if math.isinf(sa[1]) else "both start at the target"
                 parts.append(f"[{name}, {q}={Q}] {why}: undecided; thresholds {shown}")
                 continue
-            ratio = na / nb if nb > 0 else math.inf
+            low, high = ratio_span(sa, sb)  # n_a / n_b
             bound = min(thresholds.values())
-            holds.append(ratio < bound)
-            margins.append(room(ratio, bound) if ratio > 0 else math.inf)
-            speedups = ", ".join(f"S(t_comm {c:g}) = {fmt(v / ratio) if ratio > 0 else 'inf'}"
-                                 for c, v in thresholds.items())
-            parts.append(f"[{name}, {q}={Q}] n/n_1 = {fmt(na)}/{fmt(nb)} = {fmt(ratio)} vs thresholds {shown}; "
-                         f"{speedups}")
-    measured = f"{sum(holds)}/{len(holds)} decided pairs hold: " + "; ".join(parts) if parts else "no cell has both curves"
+            ok = True if high < bound else False if low >= bound else None
+            holds.append(ok)
+            margins.append(room(high, bound) if ok else room(low, bound))
+            ratio = f"n/n_1 = {fmt_span(sa)}/{fmt_span(sb)} " + (
+                f"= {fmt(high)}" if low == high else f"> {fmt(low)}" if math.isinf(high) else f"< {fmt(high)}")
+            if ok is None:
+                why = "censored: the bound does not decide"
+            elif low == high:
+                why = ", ".join(f"S(t_comm {c:g}) = {fmt(v / high) if high > 0 else 'inf'}" for c, v in thresholds.items())
+            else:
+                why = "decided by the censored bound"
+            parts.append(f"[{name}, {q}={Q}] {ratio} vs thresholds {shown}; {why}")
+    measured = f"{tally(holds, 'pairs')}: " + "; ".join(parts) if parts else "no cell has both curves"
     return judged(holds, margins, measured)
