@@ -90,10 +90,10 @@ def test_ordered_and_slight():
         return _table(_curve("FedAvg", "fedavg", 1.0, rho_cluster=float("nan")),
                       *(_curve(f"rc={rc}", "fedcluster", r, rho_cluster=rc) for rc, r in zip((0.1, 0.5, 0.9), rates)))
     kw = dict(select=FC, per=["panel"], along="rho_cluster", order=[0.9, 0.5, 0.1])
-    assert ordered(_data(fig6((2.2, 2.1, 2.0))), **kw, strict=False)[0] == "PASS"
-    assert ordered(_data(fig6((2.0, 2.1, 2.2))), **kw, strict=False)[0] == "FAIL"
-    assert ordered(_data(fig6((2.0, 2.0, 2.0))), **kw, strict=False)[0] == "PASS"
-    assert ordered(_data(fig6((2.0, 2.0, 2.0))), **kw, strict=True)[0] == "FAIL"
+    assert ordered(_data(fig6((2.2, 2.1, 2.0))), **kw)[0] == "PASS"
+    assert ordered(_data(fig6((2.0, 2.1, 2.2))), **kw)[0] == "FAIL"
+    result = ordered(_data(fig6((2.0, 2.0, 2.0))), **kw)  # equal curves: not ordered either way
+    assert result.status == "INCONCLUSIVE" and "open: 0.9->0.5 within 0" in result.measured
     assert ordered(_data(fig6((2.2, 2.1, 2.0))), **{**kw, "order": [0.9, 0.7]})[0] == "INCONCLUSIVE"
     # "slightly": the spread over rho_cluster is small next to the gap to FedAvg
     assert slight(_data(fig6((2.2, 2.1, 2.0))), **kw, b=AVG)[0] == "PASS"
@@ -127,3 +127,43 @@ def test_the_fedcluster_ledger_runs_on_a_figure_table():
     assert ledger.loc["C1", "status"] == "PASS" and ledger.loc["C2", "status"] == "PASS"
     assert ledger.loc["C3", "status"] == "INCONCLUSIVE"  # fig3 not produced
     assert set(ledger["status"]) <= {"PASS", "FAIL", "INCONCLUSIVE"}
+
+
+def _spread(rates, offsets, **settings):
+    """Fig. 6-like curves along rho_cluster whose seeds differ by `offsets` (the across-seed spread)."""
+    return _table(*(_curve(f"rc={rc}", "fedcluster", r, rho_cluster=rc, offsets=offsets, **settings)
+                    for rc, r in zip((0.9, 0.5, 0.1), rates)))
+
+
+def test_ordered_leaves_curves_inside_the_seed_spread_open():
+    kw = dict(select=FC, per=["panel"], along="rho_cluster", order=[0.9, 0.5, 0.1])
+    rates = (2.0, 2.05, 2.1)  # each step lowers the mean AUC by ~0.007
+    assert ordered(_data(_spread(rates, (0.0, 0.0, 0.0))), **kw).status == "PASS"  # no spread: ordered
+    spread = _data(_spread(rates, (-0.05, 0.0, 0.05)))  # seeds 0.05 apart: s.e. of a step 0.041
+    result = ordered(spread, **kw)
+    assert result.status == "INCONCLUSIVE" and "open: 0.9->0.5 within" in result.measured
+    # a step against the order, larger than the spread, still decides: FAIL
+    assert ordered(_data(_spread((2.0, 4.0, 0.5), (-0.01, 0.0, 0.01))), **kw).status == "FAIL"
+    # a stated relative tolerance replaces the spread: 5% of ~0.43 is wider than the 0.007 steps, 1% is not
+    assert ordered(_data(_spread(rates, (0.0, 0.0, 0.0))), **kw, rel_tol=0.05).status == "INCONCLUSIVE"
+    assert ordered(_data(_spread(rates, (0.0, 0.0, 0.0))), **kw, rel_tol=0.01).status == "PASS"
+
+
+def test_ordered_reads_the_final_value_and_a_floor_of_a_metric_at_chance():
+    kw = dict(select=FC, per=["panel"], along="rho_cluster", order=[0.9, 0.5, 0.1])
+    # loss exp(-r t / 30) ends at exp(-r): the final values order as the AUCs here
+    assert ordered(_data(_spread((1.0, 2.0, 3.0), (0.0, 0.0, 0.0))), **kw, value="final").status == "PASS"
+    # accuracy 1 - loss / 2 ends at 0.98 / 0.93 / 0.82 (rates 3, 2, 1): every curve below a floor of 0.99
+    accuracy = dict(kw, metric="test_accuracy", higher=True, value="final")
+    assert ordered(_data(_spread((3.0, 2.0, 1.0), (0.0, 0.0, 0.0))), **accuracy).status == "FAIL"
+    result = ordered(_data(_spread((3.0, 2.0, 1.0), (0.0, 0.0, 0.0))), **accuracy, floor=0.99)
+    assert result.status == "INCONCLUSIVE" and "below the floor" in result.measured
+
+
+def test_faster_leaves_a_cell_open_while_both_curves_sit_below_the_metric_floor():
+    table = _table(_curve("M=10", "fedcluster", 3.0, M=10), _curve("FedAvg", "fedavg", 1.0))
+    kw = dict(a=FC, b=AVG, per=["panel"], metric="test_accuracy", higher=True)
+    assert faster(_data(table), **kw).status == "PASS"  # final accuracies 0.98 vs 0.82
+    result = faster(_data(table), **kw, floor=0.99)  # both below the trivial level: nothing learned yet
+    assert result.status == "INCONCLUSIVE" and "not learned yet" in result.measured
+    assert faster(_data(table), **kw, floor=0.9).status == "PASS"  # one side above it: decided

@@ -166,6 +166,15 @@ def judged(holds: list[Holds], margins: list[float], measured: str, require: str
     return Result(status, measured, note, deciding_margin(margins, require, fraction))
 
 
+def not_learned(floor: float | None, higher: bool, *values: float) -> bool:
+    """Every value sits at the trivial level `floor` of its metric or on the wrong side of it (chance
+    accuracy, the F1 of predicting every sample positive; a loss at or above chance): no comparison of them
+    means anything yet. False without a floor."""
+    if floor is None:
+        return False
+    return all(v <= floor if higher else v >= floor for v in values)
+
+
 def below(a: tuple[float, float], b: tuple[float, float], factor: float = 1.0) -> Holds:
     """a < b * factor for two values known as intervals (low, high): a time not reached within its horizon
     H is (H, inf), a reached one (t, t). True or False when the intervals decide it, None when they do not."""

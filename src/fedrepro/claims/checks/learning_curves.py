@@ -15,13 +15,17 @@ from fedrepro.claims.checks.common import (
     Column,
     Columns,
     Fraction,
+    Holds,
+    Positive,
     Require,
     Result,
     Selector,
     cells_of,
     fmt,
     judged,
+    not_learned,
     rows_matching,
+    tally,
     values_of,
 )
 from fedrepro.claims.data import ClaimData
@@ -68,14 +72,16 @@ def _seed_pairs(data: ClaimData, a: dict, b: dict, per: list[str], metric: str, 
 def faster(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str = "train_loss", x: str = "round",
            higher: bool = False, min_gain: float = 0.0, fin_rel_tol: float | None = None,
            fin_abs_tol: float | None = None, seed_share: float = 2 / 3, require: Require = "all",
-           fraction: Fraction | None = None, auc: Literal["mean", "trapezoid"] = "mean") -> Result:
+           fraction: Fraction | None = None, auc: Literal["mean", "trapezoid"] = "mean",
+           floor: float | None = None) -> Result:
     """A converges faster than B in a cell (spec §4 pass rule) when, on means over the paired seeds,
     G(A over B) > 0 and >= min_gain ("significantly": 0.05), FIN(A) is no worse than FIN(B) within
     fin_rel_tol (relative) or fin_abs_tol (absolute), and, with 3 or more seeds, G > 0 in at least
     `seed_share` of them. AUC: the mean over the logged points, or (`auc: trapezoid`) the area over the
-    x range divided by it (results.summaries.auc_fin_per_seed). Margin: the smallest of its conditions'
-    margins, each a fraction: G - min_gain, the FIN tolerance left (relative, or absolute in the metric's
-    units), the share of winning seeds - seed_share."""
+    x range divided by it (results.summaries.auc_fin_per_seed). A cell where both mean FINs sit at or
+    below `floor`, the metric's trivial level (common.not_learned), is open: neither curve has learned.
+    Margin: the smallest of its conditions' margins, each a fraction: G - min_gain, the FIN tolerance left
+    (relative, or absolute in the metric's units), the share of winning seeds - seed_share."""
     holds, parts, margins = [], [], []
     for name, _, sa, sb in _seed_pairs(data, a, b, per, metric, higher, x, auc):
         g_seeds = _gain(sa["auc"].to_numpy(), sb["auc"].to_numpy(), higher)
@@ -95,11 +101,13 @@ def faster(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: s
         if len(g_seeds) >= 3:
             ok &= wins >= seed_share * len(g_seeds)
             room.append(wins / len(g_seeds) - seed_share)
-        holds.append(bool(ok))
+        chance = not_learned(floor, higher, fa, fb)
+        holds.append(None if chance else bool(ok))
         margins.append(min((r for r in room if not np.isnan(r)), default=np.nan))  # nan: an undefined ratio (inf/inf)
         parts.append(f"[{name}] G {g:+.3f} (seeds {_pm(g_seeds)}, > 0 in {wins}/{len(g_seeds)}); "
-                     f"AUC {_pm(sa['auc'])} vs {_pm(sb['auc'])}; FIN {_pm(sa['fin'])} vs {_pm(sb['fin'])}")
-    measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has both curves"
+                     f"AUC {_pm(sa['auc'])} vs {_pm(sb['auc'])}; FIN {_pm(sa['fin'])} vs {_pm(sb['fin'])}"
+                     + (f" (both FIN at or below the floor {fmt(floor)}: not learned yet, open)" if chance else ""))
+    measured = f"{tally(holds)}: " + "; ".join(parts) if parts else "no cell has both curves"
     return judged(holds, margins, measured, require, fraction)
 
 
@@ -128,22 +136,64 @@ def _series(cell: pd.DataFrame, along: str, order: list) -> list[float]:
     return [float(cell[cell[along] == v]["auc"].mean()) if (cell[along] == v).any() else np.nan for v in order]
 
 
+def _seed_stats(cell: pd.DataFrame, along: str, order: list, column: str) -> list[tuple[float, float, int]]:
+    """(mean, variance, seeds) over the seeds of `column` for the run at each value of `along`, in `order`
+    (nan where absent; the variance nan with one seed)."""
+    stats = []
+    for v in order:
+        values = cell.loc[cell[along] == v, column].to_numpy(dtype=float)
+        with np.errstate(invalid="ignore"):
+            var = float(np.var(values, ddof=1)) if len(values) > 1 else np.nan
+        stats.append((float(values.mean()) if len(values) else np.nan, var, len(values)))
+    return stats
+
+
+def step_outcome(better_by: float, tolerance: float, both_below_floor: bool) -> Holds:
+    """One comparison of two curves: True when one is better by more than `tolerance`, False when worse by
+    more, None (open) when the difference is inside it or both sit below the metric's floor (not learned)."""
+    if both_below_floor or not abs(better_by) > tolerance:
+        return None
+    return better_by > 0
+
+
 def ordered(data: ClaimData, *, select: Selector, per: Columns, along: Column, order: values_of("along"),
-            metric: str = "train_loss", x: str = "round", higher: bool = False, strict: bool = True) -> Result:
-    """The mean AUC of the selected curves gets better at every step along `order` of the values of
-    `along` (strictly, or not worse): e.g. along M, order [5, 10, 20], a loss falls 5 -> 10 -> 20.
-    Margin: the smallest step's improvement of the mean AUC, in the metric's units."""
+            metric: str = "train_loss", x: str = "round", higher: bool = False,
+            value: Literal["auc", "final"] = "auc", rel_tol: Positive | None = None,
+            floor: float | None = None) -> Result:
+    """The selected curves get better at every step along `order` of the values of `along`: e.g. along M,
+    order [5, 10, 20], a loss falls 5 -> 10 -> 20. Each curve is read as the mean over its seeds of its AUC
+    (convergence speed) or, with `value: final`, of its final value (FIN: the mean over the last tenth of
+    the x range), for a claim about where the curves end. A step whose difference lies inside the tolerance
+    cannot be told apart and is open, as is one where both curves sit at or below `floor`, the trivial level
+    of an accuracy or F1 (chance; predicting every sample positive): the data decide the cell only when its
+    open steps cannot change it (common.not_learned). Tolerance: by default from the data, one standard error of the difference
+    of the two seed means (sqrt(s1^2/n1 + s2^2/n2); none with one seed); `rel_tol`: that fraction of the
+    larger |mean| instead, where a paper states one. Margin: the smallest step's improvement of the mean,
+    in the metric's units."""
     frame = data.auc_fin(metric, higher, x)
+    column = {"auc": "auc", "final": "fin"}[value]
     holds, parts, margins = [], [], []
     for name, cell in cells_of(rows_matching(frame, select), per, named=True) if len(frame) else []:
-        auc = np.array(_series(cell, along, order))
-        if np.isnan(auc).any():
+        stats = _seed_stats(cell, along, order, column)
+        means = np.array([m for m, _, _ in stats])
+        if np.isnan(means).any():
             continue
-        steps = np.diff(auc) if higher else -np.diff(auc)  # > 0: better
-        holds.append(bool(np.all(steps > 0) if strict else np.all(steps >= 0)))
-        margins.append(float(np.nan_to_num(steps.min(), nan=-np.inf)))
-        parts.append(f"[{name}] " + ", ".join(f"{along}={v}: {fmt(x)}" for v, x in zip(order, auc)))
-    measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has every value"
+        steps = []
+        for (m1, v1, n1), (m2, v2, n2) in zip(stats[:-1], stats[1:]):
+            better_by = (m2 - m1) if higher else (m1 - m2)
+            tolerance = (rel_tol * max(abs(m1), abs(m2)) if rel_tol is not None
+                         else float(np.nan_to_num(np.sqrt(v1 / n1 + v2 / n2), nan=0.0)))
+            below_floor = not_learned(floor, higher, m1, m2)
+            steps.append((step_outcome(better_by, tolerance, below_floor), better_by, tolerance, below_floor))
+        outcomes = [o for o, *_ in steps]
+        holds.append(False if False in outcomes else True if all(outcomes) else None)
+        margins.append(float(np.nan_to_num(min(b for _, b, _, _ in steps), nan=-np.inf)))
+        series = ", ".join(f"{along}={v}: {fmt(m)}" for v, m in zip(order, means))
+        open_ = [f"{order[i]}->{order[i + 1]}" + (" below the floor" if low else f" within {fmt(tol)}")
+                 for i, (o, _, tol, low) in enumerate(steps) if o is None]
+        parts.append(f"[{name}] {series}" + (f" (open: {', '.join(open_)})" if open_ else ""))
+    what = "mean AUC" if value == "auc" else "mean final value"
+    measured = (f"{what}; {tally(holds)}: " + "; ".join(parts)) if parts else "no cell has every value"
     return judged(holds, margins, measured)
 
 
