@@ -112,3 +112,23 @@ def test_a_time_panel_ends_where_its_shortest_curve_does():
     cut = common_x(pd.DataFrame(rows), "time")
     assert cut[cut.panel == "a"].time.max() == 100 and cut[cut.panel == "b"].time.max() == 50
     assert len(cut[(cut.panel == "a") & (cut.run_id == "q30")]) == 5
+
+
+def test_real_data_has_its_own_stated_rates_and_every_caption_lists_the_rates_that_ran(tmp_path):
+    runs, figures = _resolve("quick", tmp_path)  # the stand-ins, tuned apart
+    assert "lr as run: Q = 1 0.5; Q = 10 0.05; Q = 20 0.05; Q = 30 0.05." in figures["fig4"].caption
+    assert "0.01 otherwise" not in figures["fig4"].caption
+    (tmp_path / "mimic3_ihm").mkdir()  # the user's data: present is what decides (checked when prepared)
+    (tmp_path / "mimic3_ihm" / "ihm.npz").write_bytes(b"")
+    (tmp_path / "modelnet40_12view" / "classes").mkdir(parents=True)
+    real_runs, real_figures = _resolve("quick", tmp_path)
+    mimic = {(s["N"], s["Q"]): s["lr"] for s in (real_runs[r] for r in real_figures["fig7"].run_ids + real_figures["fig9"].run_ids)}
+    assert {s["dataset"] for s in (real_runs[r] for r in real_figures["fig7"].run_ids)} == {"mimic3_ihm"}
+    # the authors' scripts' rates (0.1 for Q = 1 and N = 16, else 0.01) x 5, the quick grid's factor for MIMIC
+    assert mimic == {(4, 1): 0.5, (4, 10): 0.05, (4, 20): 0.05, (4, 30): 0.05, (1, 10): 0.05, (16, 10): 0.5}
+    assert "lr as run: Q = 1 0.5; Q = 10 0.05" in real_figures["fig4"].caption
+    assert "lr as run: N = 1 0.05; N = 4 0.05; N = 16 0.5." in real_figures["fig9"].caption
+    modelnet = [real_runs[r] for r in real_figures["fig8"].run_ids]
+    assert {s["dataset"] for s in modelnet} == {"modelnet40_12view"} and {s["lr"] for s in modelnet} == {0.005}
+    paper_runs, paper_figures = _resolve("paper", tmp_path)  # the scripts' own rates
+    assert "lr as run: Q = 1 0.1; Q = 10 0.01; Q = 20 0.01; Q = 30 0.01." in paper_figures["fig4"].caption

@@ -262,6 +262,21 @@ def _title(template: str, specs: list[dict[str, Any]], where: str) -> str:
     return template.format_map(values)
 
 
+def _as_run(keys: list[str], curves: list[Curve], runs: dict[str, dict]) -> str:
+    """What the figure's curves ran with for the settings `keys` (a figure's `caption_settings`), read from
+    the resolved runs, so that a caption never states a value another scale, a per_run entry or the data
+    read replaced: "lr as run: Q = 1 0.5; Q = 10 0.05, 0.01." (a label's values over its panels, in order)."""
+    parts = []
+    for key in keys:
+        by_label: dict[str, dict[Any, None]] = {}
+        for curve in curves:
+            by_label.setdefault(curve.label, {})[runs[curve.run_id].get(key)] = None
+        shown = "; ".join(f"{label} " + ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
+                          for label, values in by_label.items())
+        parts.append(f"{key} as run: {shown}.")
+    return " ".join(parts)
+
+
 def _deviations(paper_cfg: dict[str, Any], scale: str) -> list[str]:
     """Plain-text list of how this scale departs from the paper scale (for captions)."""
     if scale == "paper":
@@ -380,6 +395,8 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("
                     figure.curves.append(Curve(panel["name"], label, curve["method"], rid, point, analysis))
         if stand_ins:
             figure.caption = (figure.caption.rstrip() + " Data: " + "; ".join(stand_ins) + ".").strip()
+        if fig.get("caption_settings"):
+            figure.caption = (figure.caption.rstrip() + " " + _as_run(fig["caption_settings"], figure.curves, runs)).strip()
         figure.title = _title(fig["title"], [runs[c.run_id] for c in figure.curves], f"{where}: figures.{name}")
         figure.setting_keys = setting_keys([runs[rid] for rid in figure.run_ids]) + sorted(
             {k for c in figure.curves for k in c.analysis})
