@@ -51,6 +51,14 @@ def _pm(values) -> str:
     return f"{fmt(float(np.mean(values)))} ± {fmt(spread)}"
 
 
+def _standard_error(values) -> float:
+    """The standard error of the mean of `values` (over seeds); 0 with one value or a non-finite one."""
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2 or not np.isfinite(values).all():
+        return 0.0
+    return float(np.std(values, ddof=1) / np.sqrt(len(values)))
+
+
 def _seed_pairs(data: ClaimData, a: dict, b: dict, per: list[str], metric: str, higher: bool, x: str,
                 auc: str = "mean"):
     """(name, cell name, per-seed summaries of A, of B, seeds aligned) for every cell holding one run of
@@ -73,13 +81,16 @@ def faster(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: s
            higher: bool = False, min_gain: float = 0.0, fin_rel_tol: float | None = None,
            fin_abs_tol: float | None = None, seed_share: float = 2 / 3, require: Require = "all",
            fraction: Fraction | None = None, auc: Literal["mean", "trapezoid"] = "mean",
-           floor: float | None = None) -> Result:
+           floor: float | None = None, gain_tol: float | None = None) -> Result:
     """A converges faster than B in a cell (spec §4 pass rule) when, on means over the paired seeds,
     G(A over B) > 0 and >= min_gain ("significantly": 0.05), FIN(A) is no worse than FIN(B) within
     fin_rel_tol (relative) or fin_abs_tol (absolute), and, with 3 or more seeds, G > 0 in at least
     `seed_share` of them. AUC: the mean over the logged points, or (`auc: trapezoid`) the area over the
-    x range divided by it (results.summaries.auc_fin_per_seed). A cell where both mean FINs sit at or
-    below `floor`, the metric's trivial level (common.not_learned), is open: neither curve has learned.
+    x range divided by it (results.summaries.auc_fin_per_seed). The cell is open when G lies within
+    `gain_tol` of its threshold max(min_gain, 0) (by default from the data: one standard error of the
+    paired per-seed gains, none with one seed; G and the seeds' signs are then noise) and the FIN condition
+    holds, or when both mean FINs sit at or below `floor`, the metric's trivial level (common.not_learned):
+    neither curve has learned.
     Margin: the smallest of its conditions' margins, each a fraction: G - min_gain, the FIN tolerance left
     (relative, or absolute in the metric's units), the share of winning seeds - seed_share."""
     holds, parts, margins = [], [], []
@@ -87,26 +98,31 @@ def faster(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: s
         g_seeds = _gain(sa["auc"].to_numpy(), sb["auc"].to_numpy(), higher)
         g = float(_gain(sa["auc"].mean(), sb["auc"].mean(), higher))
         fa, fb = sa["fin"].mean(), sb["fin"].mean()
-        ok = g > 0 and g >= min_gain
+        tol = gain_tol if gain_tol is not None else _standard_error(g_seeds)
+        gain_open = abs(g - max(min_gain, 0.0)) <= tol  # G and its per-seed signs: noise at this distance
+        gain_ok = g > 0 and g >= min_gain
+        fin_ok = True
         room = [g - max(min_gain, 0.0)]
         sign = 1 if higher else -1  # > 0: A's FIN better than B's
         if fin_rel_tol is not None:
-            ok &= fa >= fb * (1 - fin_rel_tol) if higher else fa <= fb * (1 + fin_rel_tol)
+            fin_ok &= fa >= fb * (1 - fin_rel_tol) if higher else fa <= fb * (1 + fin_rel_tol)
             with np.errstate(invalid="ignore"):  # two diverged FINs: inf / inf, no margin
                 room.append(sign * (fa - fb) / abs(fb) + fin_rel_tol)
         if fin_abs_tol is not None:
-            ok &= fa >= fb - fin_abs_tol if higher else fa <= fb + fin_abs_tol
+            fin_ok &= fa >= fb - fin_abs_tol if higher else fa <= fb + fin_abs_tol
             room.append(sign * (fa - fb) + fin_abs_tol)
         wins = int(np.sum(g_seeds > 0))
         if len(g_seeds) >= 3:
-            ok &= wins >= seed_share * len(g_seeds)
+            gain_ok &= wins >= seed_share * len(g_seeds)
             room.append(wins / len(g_seeds) - seed_share)
         chance = not_learned(floor, higher, fa, fb)
-        holds.append(None if chance else bool(ok))
+        holds.append(None if chance else False if not fin_ok else None if gain_open else bool(gain_ok))
         margins.append(min((r for r in room if not np.isnan(r)), default=np.nan))  # nan: an undefined ratio (inf/inf)
         parts.append(f"[{name}] G {g:+.3f} (seeds {_pm(g_seeds)}, > 0 in {wins}/{len(g_seeds)}); "
                      f"AUC {_pm(sa['auc'])} vs {_pm(sb['auc'])}; FIN {_pm(sa['fin'])} vs {_pm(sb['fin'])}"
-                     + (f" (both FIN at or below the floor {fmt(floor)}: not learned yet, open)" if chance else ""))
+                     + (f" (both FIN at or below the floor {fmt(floor)}: not learned yet, open)" if chance else
+                        f" (G within {fmt(tol)} of its threshold {fmt(max(min_gain, 0.0))}: open)"
+                        if fin_ok and gain_open else ""))
     measured = f"{tally(holds)}: " + "; ".join(parts) if parts else "no cell has both curves"
     return judged(holds, margins, measured, require, fraction)
 
