@@ -60,15 +60,14 @@ def test_the_paper_scale_is_the_spec_settings(tmp_path):
 
 def test_the_quick_scale_is_the_reduced_profile(tmp_path):
     runs, figures = _resolve("quick", tmp_path)
-    # MIMIC: 4x the reduced profile's 600 iterations (its claims need the horizon), evaluated half as often
-    expected = {"fig6": (5000, 1000, 200, {5, 10}, 600, 10), "fig7": (3000, 1000, 200, {2, 5}, 2400, 20),
-                "fig8": (2000, 500, 64, {2, 4}, 450, 10)}
-    for name, (M, M_test, B, Ks, T, every) in expected.items():
+    expected = {"fig6": (5000, 1000, 200, {5, 10}, 600), "fig7": (3000, 1000, 200, {2, 5}, 600),
+                "fig8": (2000, 500, 64, {2, 4}, 450)}
+    for name, (M, M_test, B, Ks, T) in expected.items():
         specs = _by_dataset(runs, figures[name])
         assert {(s["train_subset"], s["test_subset"], s["B"], s["iterations"]) for s in specs} == {(M, M_test, B, T)}
         assert {s["K"] for s in specs} == Ks
         assert {(s["eval_every"], s["eval_dense_every"], s["eval_dense_until"], s["train_eval_subsample"])
-                for s in specs} == {(every, 2, 40, 1000)}
+                for s in specs} == {(10, 2, 40, 1000)}
     # the paper's protocol: a rate per (dataset, N, K, Q), chosen by `fedrepro tune tdcd_quick` and frozen as
     # exactly one per_run entry for every run
     entries = yaml.safe_load(CONFIG.read_text())["scales"]["quick"]["per_run"]
@@ -117,7 +116,7 @@ def test_a_time_panel_ends_where_its_shortest_curve_does():
 
 def test_real_data_has_its_own_stated_rates_and_every_caption_lists_the_rates_that_ran(tmp_path):
     runs, figures = _resolve("quick", tmp_path)  # the stand-ins, tuned apart
-    assert "lr as run: Q = 1 0.5; Q = 10 0.05; Q = 20 0.05, 0.025; Q = 30 0.025." in figures["fig4"].caption
+    assert "lr as run: Q = 1 0.5; Q = 10 0.05; Q = 20 0.05; Q = 30 0.05." in figures["fig4"].caption
     assert "0.01 otherwise" not in figures["fig4"].caption
     (tmp_path / "mimic3_ihm").mkdir()  # the user's data: present is what decides (checked when prepared)
     (tmp_path / "mimic3_ihm" / "ihm.npz").write_bytes(b"")
