@@ -1,4 +1,4 @@
-"""The README's commands run as written: every `snakemake` command in its code blocks and inline code
+"""The commands of the README and docs/ run as written: every `snakemake` command in its code blocks and inline code
 as a dry run (`-n`) on a copy of the repository, every `fedrepro` command's subcommand with `--help`.
 So the README cannot drift from the code (e.g. `--config` swallowing the target after it)."""
 
@@ -35,7 +35,8 @@ def readme_commands(text: str) -> list[list[str]]:
     return list({tuple(c): c for c in commands}.values())  # each once, in order
 
 
-COMMANDS = readme_commands((REPO / "README.md").read_text())
+# the README and the docs it points to: a command moved into docs/ is still run
+COMMANDS = readme_commands("\n".join(p.read_text() for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]))
 SNAKEMAKE = [c[1:] for c in COMMANDS if c[0] == "snakemake"]
 FEDREPRO = [c[1:] for c in COMMANDS if c[0] == "fedrepro"]
 
