@@ -396,7 +396,8 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("
         if stand_ins:
             figure.caption = (figure.caption.rstrip() + " Data: " + "; ".join(stand_ins) + ".").strip()
         if fig.get("caption_settings"):
-            figure.caption = (figure.caption.rstrip() + " " + _as_run(fig["caption_settings"], figure.curves, runs)).strip()
+            as_run = _as_run(fig["caption_settings"], figure.curves, runs)
+            figure.caption = (figure.caption.rstrip() + " " + as_run).strip()
         figure.title = _title(fig["title"], [runs[c.run_id] for c in figure.curves], f"{where}: figures.{name}")
         figure.setting_keys = setting_keys([runs[rid] for rid in figure.run_ids]) + sorted(
             {k for c in figure.curves for k in c.analysis})

@@ -228,14 +228,13 @@ def time_to_target(table: pd.DataFrame, labels: list[str], metric: str, target: 
     rows = []
     for run_id, run in table.groupby("run_id", sort=False):
         goal = _target_of(run, target)
-        diverged = bool(run["diverged"].any()) if "diverged" in run else False
-        run = run[[x, "seed", metric]].astype({metric: float})
+        run = run[[x, "seed", metric, "diverged"]].astype({metric: float})
         if seeds == "mean":
             xs, values = mean_curve(run, metric, x)
-            t, low = _reach(xs, values, goal, higher, diverged or not np.isfinite(run[metric]).all())
+            t, low = _reach(xs, values, goal, higher, _is_diverged(run, run[metric].to_numpy()))
         else:
-            per_seed = [_reach(s[x].to_numpy(), s[metric].to_numpy(), goal, higher, not np.isfinite(s[metric]).all())
-                        for _, s in run.sort_values(x).groupby("seed")]
+            per_seed = [_reach(s[x].to_numpy(), values, goal, higher, _is_diverged(s, values))
+                        for _, s in run.sort_values(x).groupby("seed") for values in [s[metric].to_numpy()]]
             t, low = (float(np.median(v)) for v in zip(*per_seed))
         rows.append({"run_id": run_id, "t_target": t, "t_lower": low, "seeds": run["seed"].nunique()})
     return _with_labels(pd.DataFrame(rows), table, labels)

@@ -147,11 +147,6 @@ def comparable(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metri
     return judged(holds, margins, measured)
 
 
-def _series(cell: pd.DataFrame, along: str, order: list) -> list[float]:
-    """Mean AUC over seeds of the run at each value of `along`, in `order` (nan where absent)."""
-    return [float(cell[cell[along] == v]["auc"].mean()) if (cell[along] == v).any() else np.nan for v in order]
-
-
 def _seed_stats(cell: pd.DataFrame, along: str, order: list, column: str) -> list[tuple[float, float, int]]:
     """(mean, variance, seeds) over the seeds of `column` for the run at each value of `along`, in `order`
     (nan where absent; the variance nan with one seed)."""
@@ -164,7 +159,12 @@ def _seed_stats(cell: pd.DataFrame, along: str, order: list, column: str) -> lis
     return stats
 
 
-def step_outcome(better_by: float, tolerance: float, both_below_floor: bool) -> Holds:
+def _series(cell: pd.DataFrame, along: str, order: list) -> list[float]:
+    """Mean AUC over seeds of the run at each value of `along`, in `order` (nan where absent)."""
+    return [mean for mean, _, _ in _seed_stats(cell, along, order, "auc")]
+
+
+def _step_outcome(better_by: float, tolerance: float, both_below_floor: bool) -> Holds:
     """One comparison of two curves: True when one is better by more than `tolerance`, False when worse by
     more, None (open) when the difference is inside it or both sit below the metric's floor (not learned)."""
     if both_below_floor or not abs(better_by) > tolerance:
@@ -181,9 +181,9 @@ def ordered(data: ClaimData, *, select: Selector, per: Columns, along: Column, o
     (convergence speed) or, with `value: final`, of its final value (FIN: the mean over the last tenth of
     the x range), for a claim about where the curves end. A step whose difference lies inside the tolerance
     cannot be told apart and is open, as is one where both curves sit at or below `floor`, the trivial level
-    of an accuracy or F1 (chance; predicting every sample positive): the data decide the cell only when its
-    open steps cannot change it (common.not_learned). Tolerance: by default from the data, one standard error of the difference
-    of the two seed means (sqrt(s1^2/n1 + s2^2/n2); none with one seed); `rel_tol`: that fraction of the
+    of an accuracy or F1 (chance; predicting every sample positive; common.not_learned): the data decide the
+    cell only when its open steps cannot change it. Tolerance: by default from the data, one standard error
+    of the difference of the two seed means (sqrt(s1^2/n1 + s2^2/n2); none with one seed); `rel_tol`: that fraction of the
     larger |mean| instead, where a paper states one. Margin: the smallest step's improvement of the mean,
     in the metric's units."""
     frame = data.auc_fin(metric, higher, x)
@@ -200,7 +200,7 @@ def ordered(data: ClaimData, *, select: Selector, per: Columns, along: Column, o
             tolerance = (rel_tol * max(abs(m1), abs(m2)) if rel_tol is not None
                          else float(np.nan_to_num(np.sqrt(v1 / n1 + v2 / n2), nan=0.0)))
             below_floor = not_learned(floor, higher, m1, m2)
-            steps.append((step_outcome(better_by, tolerance, below_floor), better_by, tolerance, below_floor))
+            steps.append((_step_outcome(better_by, tolerance, below_floor), better_by, tolerance, below_floor))
         outcomes = [o for o, *_ in steps]
         holds.append(False if False in outcomes else True if all(outcomes) else None)
         margins.append(float(np.nan_to_num(min(b for _, b, _, _ in steps), nan=-np.inf)))

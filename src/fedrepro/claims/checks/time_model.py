@@ -69,7 +69,8 @@ def time_win_ratio(data: ClaimData, *, a: Selector, b: Selector, per: Columns, m
             if ok is None:
                 why = "censored: the bound does not decide"
             elif low == high:
-                why = ", ".join(f"S(t_comm {c:g}) = {fmt(v / high) if high > 0 else 'inf'}" for c, v in thresholds.items())
+                why = ", ".join(f"S(t_comm {c:g}) = {fmt(v / high) if high > 0 else 'inf'}"
+                                for c, v in thresholds.items())
             else:
                 why = "decided by the censored bound"
             parts.append(f"[{name}, {q}={Q}] {ratio} vs thresholds {shown}; {why}")
