@@ -15,11 +15,12 @@ better: 1.0 = as fast as the ceiling; vectorized/loop < 1 = faster than the loop
 
 The last column is max |vectorized - loop| over the final parameters of the warm-up run (float32).
 
-Workloads: quick (spec fedcluster §6.2: CIFAR-10 at 14x14, MLP 588-64-10), cnn_tiny (the same inputs,
-E and B with `cnn_tiny`, the small AlexNet with 8/16 channels and 64/32 hidden units: issue 12's
-FedCluster quick scale, 10 clients per cycle at 1,000 devices), cnn_tiny_gray (the same on 1x14x14, its MNIST
-figures), paper (§3.0: small AlexNet on 3x28x28, a few of its 20 local steps), and w1 (100 devices x 320
-MNIST-shaped samples, MLP 784-200-200-10, 10 steps of batch 32, lr 0.05).
+Workloads: quick (FedCluster's first reduced profile, docs/scales.md: CIFAR-10 at 14x14, MLP 588-64-10),
+cnn_tiny (the same inputs, E and B with `cnn_tiny`, the small AlexNet with 8/16 channels and 64/32 hidden
+units: issue 12's FedCluster quick scale, 10 clients per cycle at 1,000 devices), cnn_tiny_gray (the same on
+1x14x14, its MNIST figures), paper (docs/papers/fedcluster.md R1: small AlexNet on 3x28x28, a few of its 20
+local steps), and w1 (100 devices x 320 MNIST-shaped samples, MLP 784-200-200-10, 10 steps of batch 32, lr
+0.05).
 
     .venv/bin/python benchmarks/bench_clients.py                        # quick, cnn_tiny(_gray) and w1, CPU, 1 thread
     .venv/bin/python benchmarks/bench_clients.py --workload cnn_tiny --clients 10 50

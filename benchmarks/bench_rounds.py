@@ -1,6 +1,7 @@
-"""Wall time of one round of FedCluster, FedAvg and centralized SGD, and of one evaluation, at the
-quick or the paper scale of the FedCluster spec, on synthetic data of the real shapes (the cost does
-not depend on pixel values). For planning the quick budget and the GPU hours of the paper scale.
+"""Wall time of one round of FedCluster, FedAvg and centralized SGD, and of one evaluation, at
+FedCluster's first reduced profile ("quick": an MLP at 400 devices, docs/scales.md) or its paper scale,
+on synthetic data of the real shapes (the cost does not depend on pixel values). For planning the quick
+budget and the GPU hours of the paper scale.
 
     .venv/bin/python benchmarks/bench_rounds.py --scale quick
     .venv/bin/python benchmarks/bench_rounds.py --scale paper --warmup 0 --rounds 1 --methods fedcluster
@@ -19,7 +20,8 @@ from fedrepro.nn import DeviceData, LocalOptimizer, LocalTrainer, evaluate, pool
 from fedrepro.seeding import torch_generator
 from fedrepro.models import build_model
 
-# spec §3.0 (paper, CIFAR-10) and §6.2 (quick): devices, samples/device, E, B, model, input, M, csgd steps
+# paper §IV-A (paper, CIFAR-10) and the first reduced profile (quick): devices, samples/device, E, B, model,
+# input, M, csgd steps
 SCALES = {
     "quick": dict(n_devices=400, per_device=100, E=12, B=10, model="mlp", shape=(3, 14, 14), M=10, csgd_steps=240),
     "paper": dict(

@@ -59,7 +59,7 @@ def test_same_streams_same_run_different_seed_different_run(method, problem):
 
 @pytest.mark.parametrize("method", ["scaffold", "fedavg"])
 def test_baseline_counters(method, problem):
-    """b*K sample gradients per participating client: 40 for b = 4, K = 10 (spec C11)."""
+    """b*K sample gradients per participating client: 40 for b = 4, K = 10 (paper §6.2; claim C11)."""
     hp = HP[method] | {"S": 20, "K": 10, "b": 4}
     alg = build_algorithm(method, problem, hp, streams(method))
     assert alg.round(0) == {"clients": 20, "sample_grads": 20 * 40, "full": False}

@@ -1,4 +1,5 @@
-"""FedPAGE (Algorithm 1) against the paper's pseudocode and the identities of spec §2.1/§2.2."""
+"""FedPAGE (Algorithm 1) against the paper's pseudocode and the identities that follow from it
+(paper §3; K = 1 is PAGE)."""
 
 from __future__ import annotations
 
@@ -64,7 +65,8 @@ def test_eta_l_equal_eta_g_over_K_is_model_averaging(problem):
 
 
 def test_full_local_batches_give_the_telescoped_recursion(problem):
-    """With b2 = b3 = M: g_{i,k} = grad f_i(y_{i,k}) - grad f_i(x^{r-1}) + g^{r-1} (spec §2.6)."""
+    """With b2 = b3 = M: g_{i,k} = grad f_i(y_{i,k}) - grad f_i(x^{r-1}) + g^{r-1} (Algorithm 1 lines 17, 21
+    with full batches, App. A.2's -Full)."""
     K, eta_l = 4, 0.05
     alg = fedpage(problem, K=K, b2=M, b3=M, eta_l=eta_l)
     run(alg, range(2))

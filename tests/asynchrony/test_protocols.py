@@ -137,7 +137,8 @@ def test_asysg_is_first_arrivals_with_one_step():
 
 
 def test_fedbuff_favours_fast_clients_niid_does_not():
-    """Spec claim 8's mechanism: first-n participation follows speed, uniform sampling does not."""
+    """Claim C8's mechanism (paper §4.2.1, FedBuff "relies on fast clients"): first-n participation follows
+    speed, uniform sampling does not."""
     kw = dict(N=100, n=10, K=50, rounds=3000, rng_parts=("spearman", 0))
     buff, niid = _run("fedbuff", **kw), _run("defedavg_niid", **kw)
     speed = 1 / buff.iteration_time

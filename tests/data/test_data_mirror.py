@@ -59,7 +59,7 @@ def test_w8a(real_mirror, tmp_path):
     a = _fetch_prepare_load("w8a", real_mirror, tmp_path)
     _assert_arrays(a, {"X": ((49749, 300), np.dtype(np.uint8)), "y": ((49749,), np.dtype(np.int8))})
     assert int((a["y"] == 1).sum()) == 1479
-    assert int((a["X"][:48000].sum(axis=1) == 0).sum()) == 4108  # all-zero rows (fedpage spec)
+    assert int((a["X"][:48000].sum(axis=1) == 0).sum()) == 4108  # all-zero rows (docs/papers/fedpage.md R2)
 
 
 def test_insurance(real_mirror, tmp_path):

@@ -110,7 +110,8 @@ def test_major_fraction_is_rho_rounded_half_up_and_minors_share_the_rest(s):
 @PROPS
 @given(device_setups())
 def test_class_totals_balance(s):
-    """Spec §3.0: every class totals n*m/C draws for every rho (exact with the balanced design)."""
+    """Paper IV-A's counts: every class totals n*m/C draws for every rho (exact with the balanced design,
+    docs/papers/fedcluster.md R4)."""
     idx, majors = _partition(s, return_majors=True)
     C, G, m = s["C"], s["G"], s["m"]
     totals = partition_summary(idx, s["labels"], n_classes=C)["class_totals"]
@@ -158,7 +159,8 @@ def cluster_setups(draw):
 @PROPS
 @given(cluster_setups())
 def test_rho_cluster_composition(setup):
-    """§3.6: cluster m holds round(rho_c * S) devices of major class m, the rest spread evenly."""
+    """Paper IV-E (docs/papers/fedcluster.md R19): cluster m holds round(rho_c * S) devices of major class m, the
+    rest spread evenly."""
     C, G, rho_c, seed = setup
     rng = np.random.default_rng(seed)
     majors = np.repeat(np.arange(C), G)
@@ -299,8 +301,9 @@ def test_save_load_round_trip(tmp_path):
 
 # --- real MNIST labels ----------------------------------------------------------------------
 
-# Spec §3.0 table: per-device (major; sorted minor counts) at 500 samples.
-SPEC_TABLE = {
+# Per-device counts (major; sorted minor counts) at 500 samples: paper IV-A's shares with largest-remainder
+# rounding (docs/papers/fedcluster.md R4).
+COUNT_TABLE = {
     0.1: (50, [50] * 9),
     0.4: (200, [34] * 3 + [33] * 6),
     0.5: (250, [28] * 7 + [27] * 2),
@@ -319,8 +322,8 @@ def mnist_labels(real_mirror: Path) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint8, offset=8).astype(np.int64)
 
 
-@pytest.mark.parametrize("rho", sorted(SPEC_TABLE))
-def test_mnist_paper_scale_matches_the_spec_table(mnist_labels, rho):
+@pytest.mark.parametrize("rho", sorted(COUNT_TABLE))
+def test_mnist_paper_scale_matches_the_count_table(mnist_labels, rho):
     t0 = time.perf_counter()
     idx, majors = device_partition(mnist_labels, rho_device=rho, rng=np.random.default_rng(2020), return_majors=True)
     elapsed = time.perf_counter() - t0
@@ -328,8 +331,8 @@ def test_mnist_paper_scale_matches_the_spec_table(mnist_labels, rho):
     assert idx.shape == (1000, 500)
     s = partition_summary(idx, mnist_labels, majors=majors)
     assert np.array_equal(np.bincount(majors), [100] * 10)
-    assert np.all(s["class_totals"] == 50_000)  # spec: 50,000 draws per class for every rho
-    major, minors = SPEC_TABLE[rho]
+    assert np.all(s["class_totals"] == 50_000)  # paper IV-A: 50,000 draws per class for every rho
+    major, minors = COUNT_TABLE[rho]
     counts = s["device_class_counts"]
     rows = np.arange(1000)
     assert np.all(counts[rows, majors] == major)

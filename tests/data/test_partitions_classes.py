@@ -1,4 +1,5 @@
-"""DeFedAvg partitions (spec §4.0): IID equal split, k distinct classes per client with exact balance."""
+"""DeFedAvg partitions (docs/papers/defedavg.md R9): IID equal split, k distinct classes per client with exact
+balance."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from fedrepro.errors import DataError
 
 
 @pytest.mark.parametrize("D, N, expected", [
-    (76, 16, [5] * 12 + [4] * 4),  # spec §3: the first D mod N silos get one column more
+    (76, 16, [5] * 12 + [4] * 4),  # docs/papers/tdcd.md R15: the first D mod N silos get one column more
     (76, 4, [19] * 4),
     (76, 1, [76]),
     (32, 2, [16, 16]),

@@ -62,7 +62,7 @@ def test_insurance_default_preprocessing(insurance_columns):
     row_50 = [float(insurance_columns["sex"][50]), float(insurance_columns["smoker"][50])]
     assert problem.Q[1, 0, [1, 4]].tolist() == row_50
     assert 0.008 <= problem.f_star <= 0.012  # paper: "optimal cost (the value is 0.01)"
-    assert problem.f_star == pytest.approx(0.0091986, abs=1e-6)  # spec §3 table
+    assert problem.f_star == pytest.approx(0.0091986, abs=1e-6)  # docs/papers/fedvr.md R3
     theta0 = torch.full((5,), 0.5, dtype=torch.float64)
     assert float(problem.cost(theta0)) == pytest.approx(0.616813, abs=1e-5)
     _assert_is_minimum(problem)

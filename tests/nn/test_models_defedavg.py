@@ -1,4 +1,5 @@
-"""DeFedAvg's models (spec §4.0, §7.2): the paper CNN's size and the reduced-scale MLP input view."""
+"""DeFedAvg's models (paper §4.1.1; docs/papers/defedavg.md R6, R28): the paper CNN's size and the reduced-scale
+MLP input view."""
 
 from __future__ import annotations
 

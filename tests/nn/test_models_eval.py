@@ -1,4 +1,4 @@
-"""Models of the spec and the evaluation helpers."""
+"""The papers' models and the evaluation helpers."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from nn_testdata import make_problem
 @pytest.mark.parametrize(
     "name, shape, n_params",
     [
-        ("alexnet", (3, 28, 28), 1_387_786),  # [42]'s count (spec §3.0)
+        ("alexnet", (3, 28, 28), 1_387_786),  # [42]'s count (docs/papers/fedcluster.md R1)
         ("alexnet", (1, 28, 28), 1_384_586),
         ("alexnet", (3, 32, 32), 1_756_426),  # uncropped CIFAR
         ("mlp", (1, 14, 14), 196 * 64 + 64 + 64 * 10 + 10),

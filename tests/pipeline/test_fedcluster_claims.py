@@ -40,7 +40,7 @@ def _data(table: pd.DataFrame) -> ClaimData:
 FC, AVG = {"method": "fedcluster"}, {"method": "fedavg"}
 
 
-def test_auc_and_fin_follow_the_spec_definitions():
+def test_auc_and_fin_follow_the_claim_rules():
     frame = auc_fin_per_seed(_table(_curve("FC", "fedcluster", 1.0, seeds=1)), LABELS, "train_loss")
     loss = np.exp(-ROUNDS / 30)
     assert frame["auc"].iloc[0] == np.mean(loss)
@@ -56,7 +56,7 @@ def test_faster_passes_fails_and_needs_a_seed_majority():
     status, measured, *_ = faster(_data(table), a=FC, b=AVG, per=["panel"], min_gain=0.9)
     assert status == "FAIL" and "> 0 in 3/3" in measured  # wins, but not by 90%
     assert faster(_data(table), a=FC, b={"method": "absent"}, per=["panel"])[0] == "INCONCLUSIVE"
-    # the mean wins but only 1 of 3 paired seeds does: not "faster" (spec §4) ...
+    # the mean wins but only 1 of 3 paired seeds does: not "faster" (docs/papers/fedcluster.md R21) ...
     noisy = _table(_curve("FC", "fedcluster", 1.0, offsets=(-0.3, 0.02, 0.02)), _curve("FedAvg", "fedavg", 1.0))
     assert float(faster(_data(noisy), a=FC, b=AVG, per=["panel"])[1].split("G ")[1].split()[0]) > 0
     assert faster(_data(noisy), a=FC, b=AVG, per=["panel"], gain_tol=0)[0] == "FAIL"

@@ -25,7 +25,7 @@ def _runs(table, figure: str) -> list[dict]:
 
 def test_the_paper_scale_is_the_papers_setup(tables):
     runs = [r for r in tables["paper"].runs.values() if r["paper"] == "fedcluster"]
-    assert len(runs) == 60  # spec §3.7's 33 a dataset, centralized SGD once a dataset instead of per rho (§6.2)
+    assert len(runs) == 60  # 30 a dataset: centralized SGD once, not per rho (docs/papers/fedcluster.md R15)
     for run in runs:
         devices = (run["n_devices"], run["samples_per_device"], run["E"], run["B"], run["frac"])
         assert devices == (1000, 500, 20, 30, 0.1)
@@ -48,8 +48,8 @@ def test_figures_share_runs_where_the_paper_does(tables):
         fig5_ids = {c.run_id for c in table.figure("fedcluster", "fig5").curves}
         fig6_ids = {c.run_id for c in table.figure("fedcluster", "fig6").curves}
         fig2_ids = {c.run_id for c in table.figure("fedcluster", "fig2").curves}
-        assert len(fig5_ids & fig2_ids) == 2  # FedAvg and FedCluster M = 10 at rho_device = 0.1 (spec §3.5)
-        assert len(fig5_ids & fig6_ids) == 2  # FedAvg at rho_device = 0.5, both datasets (spec §3.6)
+        assert len(fig5_ids & fig2_ids) == 2  # FedAvg and FedCluster M = 10 at rho_device = 0.1 (paper §IV-D)
+        assert len(fig5_ids & fig6_ids) == 2  # FedAvg at rho_device = 0.5, both datasets (paper §IV-E)
         assert ("fedcluster", 20, 0.5, "mnist") in fig5 and ("fedcluster", 0.9) in fig2
     quick = [r for r in tables["quick"].runs.values() if r["paper"] == "fedcluster"]
     assert len(quick) == 60 and {r["model"] for r in quick} == {"cnn_tiny"}

@@ -67,7 +67,8 @@ def test_the_engine_writes_the_expected_table(tmp_path, image_inputs):
 
 def test_methods_of_one_seed_share_devices_and_W0(tmp_path, image_inputs):
     """FedAvg, FedCluster (random or rho_cluster clusters, any optimizer) and centralized SGD of one seed
-    train on the same device partition from the same W0 (spec §3.7, I6); seeds differ."""
+    train on the same device partition from the same W0 (paper §IV-A;
+    docs/papers/fedcluster.md R3); seeds differ."""
     specs = {
         "fedcluster": nn_spec(),
         "fedavg": nn_spec(method="fedavg", algorithm="fedavg"),

@@ -206,7 +206,7 @@ def test_the_schema_takes_the_table_i_options_and_refuses_bad_ones():
             check(_paper(bad), "paper.schema.yaml", "p.yaml")
 
 
-# DeFedAvg Table I as config/papers/defedavg.yaml would give it (spec §4.6): the paper's values as reference.
+# DeFedAvg Table I as config/papers/defedavg.yaml would give it (paper Table I): the paper's values as reference.
 # Labels with a comma must be quoted inside {...} (YAML splits flow mappings at commas; the schema says so)
 TABLE_I = """
 kind: table
@@ -240,7 +240,7 @@ reference:
 
 def test_table_i_with_the_papers_own_times_reproduces_its_speedups(tmp_path):
     """Runs that reach the targets exactly at the paper's times: every ratio is 1 (– where both are >H) and
-    the speed-ups are the spec's derived table (§4.6)."""
+    the speed-ups are those Table I's own times give (best baseline / DeFedAvg)."""
     import yaml
 
     options = yaml.safe_load(TABLE_I)

@@ -1,6 +1,6 @@
-"""The TDCD configuration: one run per (dataset, K, Q) shared by the time and iteration figures, the spec's
-settings at the paper and quick scales, and data the user provides or its stand-in named in the runs and
-captions."""
+"""The TDCD configuration: one run per (dataset, K, Q) shared by the time and iteration figures, the
+settings of docs/papers/tdcd.md at the paper and quick scales, and data the user provides or its stand-in named
+in the runs and captions."""
 
 from pathlib import Path
 
@@ -28,7 +28,7 @@ def _by_dataset(runs, figure):
 def test_time_and_iteration_figures_share_their_runs(tmp_path):
     for scale in ("smoke", "quick", "paper"):
         runs, figures = _resolve(scale, tmp_path)
-        assert len(runs) == 26  # 3 datasets x 2 K x 4 Q + Fig. 9's N = 1 and 16 (spec §4 run matrix)
+        assert len(runs) == 26  # 3 datasets x 2 K x 4 Q + Fig. 9's N = 1 and 16 (docs/papers/tdcd.md R4)
         for time_fig, iter_fig in PAIRS.items():
             assert figures[time_fig].run_ids == figures[iter_fig].run_ids and len(figures[time_fig].run_ids) == 8
             # each run twice in the time figure: its t_comm = 10 and 100 panels read different time columns
@@ -40,7 +40,7 @@ def test_time_and_iteration_figures_share_their_runs(tmp_path):
         assert all("x_source" not in spec and "target_accuracy" not in spec for spec in runs.values())
 
 
-def test_the_paper_scale_is_the_spec_settings(tmp_path):
+def test_the_paper_scale_is_the_papers_settings(tmp_path):
     runs, figures = _resolve("paper", tmp_path)
     expected = {"fig6": ("cifar10", "resnet18_cifar", 2000, {50, 100}, 35000),
                 "fig7": ("synthetic_ihm", "lstm", 2000, {20, 50}, 24000),

@@ -9,7 +9,7 @@ import pytest
 @pytest.fixture
 def images(write_run_inputs) -> dict:
     """A prepared 'view': 120 images 3x8x8 whose class needs both halves (left half by c // 2, right half
-    by c % 5, as the spec's split-pair CIFAR), 40 test images."""
+    by c % 5, as the split-pair CIFAR stand-in, docs/papers/tdcd.md R20), 40 test images."""
     rng = np.random.default_rng(0)
     left, right = rng.normal(size=(5, 3, 8, 4)), rng.normal(size=(5, 3, 8, 4))
     y = rng.integers(0, 10, size=160)

@@ -1,4 +1,4 @@
-"""TDCD (algorithms/tdcd.py over nn/silos.py) against what it must reduce to (spec tdcd.md §2.2, §5):
+"""TDCD (algorithms/tdcd.py over nn/silos.py) against what it must reduce to (paper §3, Remarks 3-4):
 one centralized SGD step (Q = 1, equal per-client counts), FedAvg (N = 1), single-tier vertical FL with
 local steps (K = 1), stale other-silo embeddings within a round, and the loop backend (the reference)."""
 

@@ -1,4 +1,4 @@
-"""TDCD's time model (spec tdcd.md §2.3, claim C1'), the feature split and the silo models."""
+"""TDCD's time model (paper §5.2; claim C1', docs/papers/tdcd.md R21), the feature split and the silo models."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from fedrepro.engines.vertical_time import (event_time, iteration_time, round_ti
 from fedrepro.errors import DataError
 from fedrepro.models import build_model, seeded_model
 
-# spec §2.3: per-iteration time at t_comp = 1 for t_comm = 10 and 100
+# paper §5.2's t_Q / Q: per-iteration time at t_comp = 1 for t_comm = 10 and 100
 TABLE = {1: (31.0, 301.0), 10: (4.0, 31.0), 20: (2.5, 16.0), 30: (2.0, 11.0)}
 
 
 @pytest.mark.parametrize("Q", sorted(TABLE))
-def test_per_iteration_time_reproduces_the_spec_table(Q):
+def test_per_iteration_time_reproduces_the_time_table(Q):
     for t_comm, expected in zip((10, 100), TABLE[Q]):
         assert iteration_time(Q, t_comm) == pytest.approx(expected)
         assert time_at(600, Q, t_comm) == pytest.approx(600 * expected)
@@ -27,7 +27,7 @@ def test_per_iteration_time_reproduces_the_spec_table(Q):
 
 def test_c1_prime_thresholds():
     for (Q, t_comm), expected in {(10, 10): 7.75, (10, 100): 9.71, (30, 10): 15.5, (30, 100): 27.4}.items():
-        assert float(f"{time_win_threshold(Q, t_comm):.3g}") == expected  # the spec gives 3 significant digits
+        assert float(f"{time_win_threshold(Q, t_comm):.3g}") == expected  # 3 digits, as the claims
     assert time_win_threshold(1, 10) == 1.0
 
 
@@ -61,14 +61,14 @@ def test_the_written_out_lstm_computes_what_nn_lstm_computes():
 
 
 def test_silo_model_shapes():
-    assert build_model("cnn_s2", (3, 16, 8), 10)[-1].in_features == 128  # spec §7.2
+    assert build_model("cnn_s2", (3, 16, 8), 10)[-1].in_features == 128  # docs/papers/tdcd.md R23
     assert build_model("cnn_s2", (1, 16, 16), 40)[-1].in_features == 256
     cifar = build_model("resnet18_cifar", (3, 32, 16), 10)
     assert cifar.linear.in_features == 1024
-    assert sum(p.numel() for p in cifar.parameters()) == pytest.approx(11.18e6, rel=0.01)  # spec §3.1
+    assert sum(p.numel() for p in cifar.parameters()) == pytest.approx(11.18e6, rel=0.01)  # docs/papers/tdcd.md R7
     assert cifar(torch.randn(2, 3, 32, 16)).shape == (2, 10)
     imagenet = build_model("resnet18_imagenet", (3, 64, 64), 1000)
     assert imagenet(torch.randn(2, 3, 64, 64)).shape == (2, 1000)
     assert sum(p.numel() for p in imagenet.parameters()) == 11_689_512  # torchvision's resnet18
     lstm = build_model("lstm", (48, 19), 1, hidden=16)
-    assert sum(p.numel() for p in lstm.parameters()) == 2385  # spec §3.2, N = 4
+    assert sum(p.numel() for p in lstm.parameters()) == 2385  # docs/papers/tdcd.md R7, N = 4

@@ -18,7 +18,7 @@ def build_algorithm(method: str, problem: FiniteSumProblem, hp: dict, streams: S
 
 
 def hyperparameters(method: str, eta_tilde: float, *, K: int, c_l: float, **rest) -> dict:
-    """Step sizes from the paper's effective step size eta_tilde (paper Sec 6, spec §2.5/§2.7).
+    """Step sizes from the paper's effective step size eta_tilde (paper Sec 6; docs/papers/fedpage.md R6, R9).
 
     FedPAGE: eta_g = eta_tilde and eta_l = c_l * eta_g / K, where c_l (unstated in the paper) is the
     local trajectory length relative to the global step. SCAFFOLD/FedAvg: eta_tilde = K eta_g eta_l,

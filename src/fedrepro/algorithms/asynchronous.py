@@ -1,4 +1,4 @@
-"""Asynchronous FL algorithms as server rules over client results (DeFedAvg spec §2).
+"""Asynchronous FL algorithms as server rules over client results (DeFedAvg paper §2, §4.1).
 
 An algorithm is a timing protocol (asynchrony/: who trains from which server version, which round
 consumes which training, with what weight) and a server update over the consumed results. Every
@@ -11,7 +11,7 @@ and differs in its protocol, its weights (multiplicity/n, FedBuff's s(tau)/n, 1/
   have a global rate eta (Table II);
 - favano averages (eta = 1: Table II gives it no global rate);
 - asysg sends one minibatch gradient (K = 1 step at local rate 1, so Delta is the gradient) and
-  the server steps by eta times their mean (spec §2.6).
+  the server steps by eta times their mean (docs/papers/defedavg.md R18).
 A new asynchronous method is one more protocol in asynchrony/simulate.py and one entry here (with its
 own `server_step` if its server does something else, e.g. momentum or a mixing weight).
 """

@@ -27,7 +27,7 @@ STEP_GATHER_BYTES = 1 << 20
 
 
 class Algorithm:
-    """x: server model (d,), float64, starting at x0 = 0 (spec §6). Subclasses list their
+    """x: server model (d,), float64, starting at x0 = 0 (docs/papers/fedpage.md R3). Subclasses list their
     hyperparameter names in HP and the attributes needed to resume bit-exactly in STATE."""
 
     HP: tuple[str, ...] = ()

@@ -1,4 +1,4 @@
-"""FedAvg: local minibatch SGD with a server step (FedPAGE spec §2.4)."""
+"""FedAvg: local minibatch SGD with a server step (the FedPAGE paper's baseline; docs/papers/fedpage.md R9)."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ Sampling = Literal["with_replacement", "epochs"]
 
 
 def activation_probabilities(spec: Mapping, n_agents: int, rounds: int, streams: Streams) -> torch.Tensor:
-    """p_n^k as a (rounds, N) float64 tensor. The paper never gives them (spec §6.1).
+    """p_n^k as a (rounds, N) float64 tensor. The paper never gives them (docs/papers/fedvr.md R4).
 
     kinds: "linspace" (low..high over agents, fixed; default 0.1..0.9), "explicit" (`p`, one
     per agent), "uniform_once" (U(low, high) per agent, drawn once), "uniform_per_round"

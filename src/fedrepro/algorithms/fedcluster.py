@@ -1,4 +1,5 @@
-"""FedCluster (Algorithm 1), FedAvg and centralized SGD for neural networks (FedCluster spec §2).
+"""FedCluster (Algorithm 1), FedAvg and centralized SGD for neural networks (FedCluster paper §II-III,
+§IV-A; docs/papers/fedcluster.md R6-R15).
 
 Each method is an update rule over the server state, the flat parameter vector W (P,):
 `round(W, rnd) -> (W', info)` is a pure function of (W, rnd): all randomness comes from named
@@ -21,7 +22,7 @@ CLUSTER_ORDERS = ("reshuffle", "fixed")
 
 def fedcluster_lr(lr_fedavg: float, M: int, rule: str = "div_M") -> float:
     """The paper's FedCluster rate: FedAvg's over M, "as in each cycle only one of the [M] clusters is
-    involved" (spec §2.1 e, §5 #20); `fixed` keeps FedAvg's rate."""
+    involved" (paper §IV-A; docs/papers/fedcluster.md R14); `fixed` keeps FedAvg's rate."""
     if rule not in ("div_M", "fixed"):
         raise ValueError(f"unknown fc_lr_rule {rule!r}; expected div_M or fixed")
     return lr_fedavg / M if rule == "div_M" else lr_fedavg
@@ -32,7 +33,7 @@ class FedCluster:
     the analysis; `fixed` = 0..M-1 as drawn in Fig. 1). In each cycle round(frac * cluster size)
     devices of the cluster, drawn without replacement, train locally from W, and W becomes their
     mean: with equal data sizes that is Algorithm 1's aggregation normalised over the active devices
-    (spec §2.1 a). So each device is active at most once per round and W is updated M times."""
+    (docs/papers/fedcluster.md R7). So each device is active at most once per round and W is updated M times."""
 
     def __init__(
         self,
@@ -82,9 +83,9 @@ class FedAvg(FedCluster):
 
 
 class CentralizedSGD:
-    """`steps` SGD steps per round on minibatches of `batch` slots of the pooled device data (spec
-    §2.3: 1000 x 60 = the federated methods' samples per round). It is local training of a single
-    client that holds the whole pool. Slots come from a random permutation of the pool, a fresh one
+    """`steps` SGD steps per round on minibatches of `batch` slots of the pooled device data (paper
+    §IV-A: 1000 x 60 = the federated methods' samples per round; docs/papers/fedcluster.md R15). It is local
+    training of a single client that holds the whole pool. Slots come from a random permutation of the pool, a fresh one
     whenever a permutation is used up, so a minibatch never repeats a slot."""
 
     def __init__(self, trainer: LocalTrainer, streams: Streams, steps: int, batch: int) -> None:

@@ -1,4 +1,4 @@
-"""FedPAGE (paper Algorithm 1; spec §2.1). With K = 1 it is exactly PAGE.
+"""FedPAGE (paper Algorithm 1; docs/papers/fedpage.md R4-R7). With K = 1 it is exactly PAGE.
 
 With probability p (always in round 0, p_0 = 1) all N clients send a minibatch gradient at x^r;
 otherwise S sampled clients run K local steps of the recursive PAGE/SARAH estimator, started from
@@ -66,7 +66,7 @@ class FedPAGE(Algorithm):
         gen = self.streams("batches", r)
         A2, b2 = self._rows.minibatches(gen, clients, 1, self.b2, slot="b2")
         A3, b3 = self._rows.minibatches(gen, clients, K - 1, self.b3, slot="b3")
-        # Each difference uses the same minibatch at both points (spec §2.0).
+        # Each difference uses the same minibatch at both points (Algorithm 1 lines 17, 21).
         g_loc = prob.rows_grad_diff(x, x_prev, A2[0], b2[0]) + self.g_prev  # line 17
         g_sum = local_page_steps(prob, x, g_loc, A3, b3, eta_l) if K > 1 else g_loc  # lines 18-23
         # Line 26: (1/(K eta_l S)) sum_i (x - y_{i,K}) equals the mean of the K*S local estimators.

@@ -31,7 +31,7 @@ from fedrepro.objectives.least_squares import LeastSquaresProblem
 
 METHODS = ("fedavg_svrg", "fedavg_prob", "fedavg_uniform")
 
-# Spec §4/§6.1 defaults; the paper's case 1 is (S, M) = (5, 2), case 2 is (10, 5).
+# Defaults (docs/papers/fedvr.md R4-R8); the paper's case 1 is (S, M) = (5, 2), case 2 is (10, 5).
 DEFAULT_HP: dict[str, Any] = {
     "activation": {"kind": "linspace", "low": 0.1, "high": 0.9},  # not given by the paper
     "S": 5,  # snapshots per round

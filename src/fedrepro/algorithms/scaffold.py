@@ -1,4 +1,4 @@
-"""SCAFFOLD with Option II control variates, zero-initialized (FedPAGE spec §2.3).
+"""SCAFFOLD with Option II control variates, zero-initialized (docs/papers/fedpage.md R8).
 
 Option II reuses the local trajectory (c_i+ = c_i - c + (x - y_K)/(K eta_l)) and so costs no extra
 gradient pass; the paper's computation-parity arithmetic (b*K per client-round) counts none.

@@ -1,4 +1,4 @@
-"""TDCD, Tiered Decentralized Coordinate Descent (Das et al., spec tdcd.md §2.2, Algorithm 1), one local
+"""TDCD, Tiered Decentralized Coordinate Descent (Das et al., paper §3, Algorithm 1), one local
 iteration at a time.
 
 Round r covers local iterations t = rQ .. rQ + Q - 1. At its first iteration every hub sends its block
@@ -66,7 +66,7 @@ class TDCD:
 
     def model(self) -> list[Tensor]:
         """Each silo's block of the model to evaluate: the hub's state between rounds, within a round the
-        virtual average of its clients (spec §2.2 Evaluation)."""
+        virtual average of its clients (docs/papers/tdcd.md R9)."""
         return [silo.average() for silo in self.silos] if self.in_round else list(self.hubs)
 
     def state_dict(self) -> dict[str, Any]:

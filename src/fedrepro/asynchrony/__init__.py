@@ -1,5 +1,5 @@
-"""Timing phase of asynchronous FL simulation (DeFedAvg spec §3): a discrete-event simulation of who
-trains, uploads and is aggregated when, independent of model values. The learning phase replays the
+"""Timing phase of asynchronous FL simulation (DeFedAvg paper §4.1.3; docs/engines.md): a discrete-event
+simulation of who trains, uploads and is aggregated when, independent of model values. The learning phase replays the
 resulting Trace; see trace.py for what a record means."""
 
 from fedrepro.asynchrony.simulate import PROTOCOLS, TIMING_ENVIRONMENT_KEYS, simulate, timing_rng_parts

@@ -1,11 +1,11 @@
-"""The event queue and the version clock shared by the event-driven protocols (spec §3.4)."""
+"""The event queue and the version clock shared by the event-driven protocols (docs/engines.md)."""
 
 from __future__ import annotations
 
 import bisect
 import heapq
 
-# Priorities on equal times (spec §6 #25): an upload that closes a round is counted before a training
+# Priorities on equal times (docs/papers/defedavg.md R23): an upload that closes a round is counted before a training
 # that finishes at the same instant fills a send buffer, and both before the next round samples.
 UPLOAD_ARRIVAL, TRAIN_DONE, ROUND_START = 0, 1, 2
 
@@ -37,7 +37,7 @@ class EventQueue:
 
 
 class VersionClock:
-    """Which global model a client holds at a time when downloads do not block (spec §3.2).
+    """Which global model a client holds at a time when downloads do not block (docs/papers/defedavg.md R11).
 
     Version v is broadcast at b_v (b_0 = 0) and lands in every receive buffer at b_v + T_down; a
     training that starts at s uses u(s) = max{v : b_v + T_down <= s}. Protocols ask only after the

@@ -1,4 +1,4 @@
-"""FAVANO on the simulated clock, as the spec reads it (spec §2.5, §3.3; low confidence, §6 #17).
+"""FAVANO on the simulated clock, as we read [33] (low confidence: docs/papers/defedavg.md R17).
 
 The server runs on its own period: round r starts at s_r = T_down + r * (T_up + T_down + P_wait)
 (``favano_period_wait_s`` = P_wait, 0 by default, so communication alone sets the pace). It picks
@@ -8,7 +8,7 @@ reached K steps idles), the server aggregates at s_r + T_up, and the new model r
 clients at s_r + T_up + T_down, when they restart (blocking download). Clients not picked keep
 training from their last model. Weight 1/n (``favano_reweight="none"``), or K/q_i/n
 (``"k_over_q"``: progress scaled to a K-step equivalent; a client with q_i = 0 then adds nothing).
-Round 0 starts when w^0 lands, so its clients have made no progress yet (q = 0): the spec's formula.
+Round 0 starts when w^0 lands, so its clients have made no progress yet (q = 0): R17's formula.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""Synchronous FedAvg on the simulated clock (spec §2.1, §3.3).
+"""Synchronous FedAvg on the simulated clock (paper Eqs (2)-(3); docs/papers/defedavg.md R11-R12).
 
 Round t: the server draws n clients with replacement, the distinct ones download w^t (blocking),
 train K steps from it and upload; the round lasts T_down + max_i K*T_iter,i + T_up and everyone
 else idles. A client drawn twice trains once and its Delta weighs multiplicity/n (the proof's
-multiset semantics, spec §6 #12); ``fedavg_duplicates="independent"`` gives every draw its own
+multiset semantics, docs/papers/defedavg.md R12); ``fedavg_duplicates="independent"`` gives every draw its own
 training (weight 1/n) on the same timing.
 """
 

@@ -1,10 +1,11 @@
-"""First-n-arrivals protocols: DeFedAvg-IID (Alg. 2), FedBuff with C = N, AsySG (spec §2.3-2.6, §3.3).
+"""First-n-arrivals protocols: DeFedAvg-IID (Alg. 2), FedBuff with C = N, AsySG (docs/papers/defedavg.md
+R15, R16, R18).
 
 Every client cycles without waiting for the server: train K steps from the newest model in its
-receive buffer, upload (it cannot compute meanwhile, spec §6 #10), start again when the upload has
+receive buffer, upload (it cannot compute meanwhile, docs/papers/defedavg.md R10), start again when the upload has
 arrived. The server closes round t at the n-th arrival since the last close and broadcasts at that
 instant; the (n+1)-th arrival belongs to round t+1, and a fast client may appear twice in a round
-(spec §6 #15). AsySG is this protocol with K = 1 (one gradient per upload). FedBuff is the same
+(docs/papers/defedavg.md R15). AsySG is this protocol with K = 1 (one gradient per upload). FedBuff is the same
 schedule weighting each Delta by s(tau)/n, tau = t - start version (``fedbuff_staleness``).
 """
 
@@ -33,7 +34,7 @@ def simulate_first_arrivals(ctx: SimContext, *, staleness_weight: str = "none") 
     T, up = ctx.training_time, ctx.upload_time
     clock = VersionClock(ctx.download_time)
     queue = EventQueue()
-    start = [ctx.download_time] * ctx.n_clients  # w^0 lands at T_down (spec §6 #24)
+    start = [ctx.download_time] * ctx.n_clients  # w^0 lands at T_down (docs/papers/defedavg.md R22)
     trainings = [0] * ctx.n_clients
     for i in range(ctx.n_clients):
         queue.push(start[i] + T[i] + up, UPLOAD_ARRIVAL, i)

@@ -1,5 +1,5 @@
 """DeFedAvg-nIID (Alg. 1): uniform sampling with replacement from clients that train continuously
-into a one-slot send buffer (spec §2.2, §3.3).
+into a one-slot send buffer (paper §2.1, §2.3; docs/papers/defedavg.md R13).
 
 Round t starts when round t-1 closes. The server draws n clients with replacement; each distinct
 client uploads what its send buffer holds at once, or, when the buffer is empty, the training it has
@@ -15,7 +15,7 @@ Choices (config):
 - ``niid_upload_pauses_training=True`` (default): a client is one sequential resource, so an
   upload from the buffer delays the training under way by T_up; False lets them overlap.
 - A client the server waits for uploads at the end of its training and starts the next one when
-  the upload has arrived (spec §3.3).
+  the upload has arrived (docs/papers/defedavg.md R10).
 """
 
 from __future__ import annotations

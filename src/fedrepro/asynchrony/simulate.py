@@ -3,7 +3,7 @@
 Each protocol is one function over a SimContext plus its own keyword options; PROTOCOLS lists them
 with their options' defaults and allowed values, so a new asynchronous method is one more entry.
 
-Random streams (spec §6 #26): client speeds and server sampling come from two streams named by
+Random streams (docs/papers/defedavg.md R24): client speeds and server sampling come from two streams named by
 ``rng_parts`` plus a purpose. The engine builds rng_parts with ``timing_rng_parts(spec, seed)`` from
 the keys that define the simulated fleet only, so learning rates, the model or the data setting
 never change a trace, and every algorithm of a seed sees the same speeds (common random numbers).

@@ -1,10 +1,10 @@
-"""The simulated hardware: how long a local step and a model transfer take (DeFedAvg spec §3.1-3.2).
+"""The simulated hardware: how long a local step and a model transfer take (DeFedAvg paper §4.1.3).
 
 Paper Sec. 4.1.3: T_iter = N_MAC / C_MAC for the fastest client (C_MAC = 10 GFLOPS), client speeds
 "uniform over [1, 5]" with the slowest five times slower, 400 Mbps up and down, payload = model size.
 The simulator charges these constants whatever model the learning phase trains, so a reduced-scale
-run keeps the paper's compute/communication ratio (spec §7.2: ``compute_time_scale`` makes K=10
-steps cost what the paper's K=50 cost).
+run keeps the paper's compute/communication ratio (docs/papers/defedavg.md R28: ``compute_time_scale``
+makes K=10 steps cost what the paper's K=50 cost).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 from fedrepro.errors import ConfigError
 
 # The paper's per-dataset constants (Sec. 4.1.3); config may override any of them. MB = 1e6 bytes
-# (spec §6 #9: 44.0 / 70.6 ms per transfer; MiB would add 5%).
+# (docs/papers/defedavg.md R8: 44.0 / 70.6 ms per transfer; MiB would add 5%).
 PAPER_SYSTEMS: dict[str, dict[str, float]] = {
     "fashion_mnist": {"flops_per_iteration": 17.0e6, "model_bytes": 2.2e6},
     "cifar10": {"flops_per_iteration": 31.4e6, "model_bytes": 3.53e6},
@@ -32,7 +32,7 @@ class SystemModel:
     """Constants of the wall-clock model; every one is a config value.
 
     ``speed_model``: ``literal`` draws a speed v ~ U[lo, hi] per client and slows it down by
-    m = hi / v (spec default; mean m = 2.01 for [1, 5]); ``time_uniform`` draws m ~ U[1, hi/lo]
+    m = hi / v (default, docs/papers/defedavg.md R7; mean m = 2.01 for [1, 5]); ``time_uniform`` draws m ~ U[1, hi/lo]
     directly (mean 3). Both make the slowest client hi/lo times slower than the fastest.
     """
 
@@ -65,7 +65,7 @@ class SystemModel:
             raise ConfigError(f"system.speed_range must be [lo, hi] with 0 < lo <= hi, got {self.speed_range!r}")
         object.__setattr__(self, "speed_range", (float(lo), float(hi)))
         if self.jitter is not None:
-            # The paper's times are averages; deterministic times reproduce its magnitudes (spec §3.1).
+            # The paper's times are averages; deterministic times reproduce its magnitudes (docs/papers/defedavg.md R7).
             raise ConfigError(
                 f"system.jitter={self.jitter!r}: random compute-time jitter is not implemented; leave it unset "
                 "(compute times are deterministic per client)"

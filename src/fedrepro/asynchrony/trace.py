@@ -1,6 +1,6 @@
 """The output of the timing phase: which trainings the server consumes, when, and with what weight.
 
-One record per *consumed* training (spec §3.4): (client, training index j, start_version, n_steps,
+One record per *consumed* training (docs/engines.md): (client, training index j, start_version, n_steps,
 round, weight). The learning phase computes only these: record r is LocalSGD from w^{start_version}
 for n_steps steps on client ``client`` with its minibatch stream keyed by (client, training), and
 round t sets w^{t+1} = w^t - eta * sum over its records of weight * Delta. Trainings that were

@@ -1,6 +1,6 @@
 """MIMIC-III in-hospital mortality (IHM), as the user provides it, checked and decoded once.
 
-MIMIC-III needs PhysioNet credentialed access, so the project cannot ship it (spec tdcd.md §3.2).
+MIMIC-III needs PhysioNet credentialed access, so the project cannot ship it (docs/papers/tdcd.md R19).
 The user builds the Harutyunyan et al. benchmark arrays and puts them under data/raw/mimic3_ihm/ as
 either
   train_raw.pkl, test_raw.pkl (and optionally val_raw.pkl): each a pickled (X, y) tuple, X float
@@ -41,7 +41,7 @@ ONE_HOT_BLOCKS: tuple[tuple[int, int], ...] = (
 )
 CONTINUOUS_COLUMNS: tuple[int, ...] = (2, 3, *range(49, 59))  # normalised values, about N(0, 1)
 MASK_COLUMNS: tuple[int, ...] = tuple(range(59, 76))
-PAPER_ROWS = {"train": 14681, "test": 3236}  # the paper's counts (spec §3.2); other versions are accepted
+PAPER_ROWS = {"train": 14681, "test": 3236}  # the paper's counts (§5.1); other versions are accepted
 # The paper says 16% positives, the benchmark has about 13% in train and 11% in test; the band only
 # catches inverted, all-zero or otherwise mangled labels.
 POSITIVE_BAND = (0.05, 0.30)
@@ -170,8 +170,9 @@ def prepare_mimic3_ihm(
 
 
 def pool_time(x: np.ndarray, factor: int) -> np.ndarray:
-    """Mean over blocks of `factor` consecutive time steps: (n, T, D) -> (n, T / factor, D) (spec §7.2: the
-    reduced profile pools 48 -> 12). Masks become the fraction of observed hours in the block."""
+    """Mean over blocks of `factor` consecutive time steps: (n, T, D) -> (n, T / factor, D)
+    (docs/papers/tdcd.md R23: the quick scale pools 48 -> 12). Masks become the fraction of observed
+    hours in the block."""
     n, steps, d = x.shape
     if factor < 1 or steps % factor:
         raise DataError(f"cannot mean-pool {steps} time steps in blocks of {factor}")

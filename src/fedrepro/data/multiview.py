@@ -1,10 +1,10 @@
 """Multi-view image sets (ModelNet40 12-view, and its synthetic stand-in) as uint8 memory maps.
 
-The user provides the MVCNN-style renders (spec tdcd.md §3.3; not in the dataset mirror) as
+The user provides the MVCNN-style renders (docs/papers/tdcd.md R19; not in the dataset mirror) as
   data/raw/modelnet40_12view/classes/<class>/<train|test>/<object_id>/<12 PNG files>
 Class labels are the sorted class folder names' indices. View files are sorted in natural order
 (digits compared as numbers: `v2` before `v10`), so silo v is camera v for every object (the authors'
-os.listdir order is filesystem-dependent: spec §6 #11).
+os.listdir order is filesystem-dependent: docs/papers/tdcd.md R11).
 
 Prepared folder (the synthetic 12-view stand-in writes the same layout), e.g.
 data/prepared/modelnet40_12view_rgb224/:

@@ -2,8 +2,8 @@
 
 FedCluster partitions: device-level (rho_device) and cluster-level (rho_cluster) heterogeneity.
 
-Paper: FedCluster (Chen et al., arXiv:2009.10748), Section IV-A and IV-E; spec
-``fedcluster.md`` §3.0, §3.6 and §5 (#10, #11). Every random choice comes from the
+Paper: FedCluster (Chen et al., arXiv:2009.10748), Section IV-A and IV-E; our readings
+docs/papers/fedcluster.md R4, R5 and R19. Every random choice comes from the
 ``numpy.random.Generator`` the caller passes (callers derive it from a hash of the
 run/partition spec), so a partition is a pure function of (labels, arguments, seed).
 
@@ -16,36 +16,36 @@ class and (1 - rho_device)/(C - 1) from each other class. Integer counts:
   noise), so ``|n_major/m - rho_device| <= 1/(2m)`` and ``n_major/m == rho_device`` exactly
   whenever ``rho_device * m`` is an integer (all the paper's values at m = 500 or 100);
 * ``base, extra = divmod(m - n_major, C - 1)``: every minor class gets ``base`` samples and
-  exactly ``extra`` of the C - 1 minor classes get one more (largest remainder, spec §5 #10).
+  exactly ``extra`` of the C - 1 minor classes get one more (largest remainder, docs/papers/fedcluster.md R4).
   Which minors get the +1 (``remainder=``):
 
   - ``"balanced"`` (default): a random *balanced design*. Within each major group the +1s
     are spread over the minor classes as evenly as possible, with the same histogram (over
     offsets ``(c - major - 1) mod C``) in every group and random rows per device. This makes
     every class's total over all devices exactly ``n * m / C`` (50,000 for 1000 x 500) for
-    every rho_device, which is the balance the spec states (§3.0, "50,000 draws in total for
-    every rho"; it holds exactly only with such a design);
-  - ``"random"``: the spec pseudo-code literally: each device independently picks which
+    every rho_device, the balance that paper IV-A's counts imply (100 x 500 rho + 900 x 500 (1 - rho)/9
+    = 50,000 draws per class for every rho; it holds exactly only with such a design);
+  - ``"random"``: the plain reading: each device independently picks which
     ``extra`` minors get +1. Class totals are then 50,000 only in expectation.
 
 * Images are drawn without replacement *within* a device (uniformly among the class's
   images) and independently *across* devices, so images repeat across devices (500k draws
-  from 50k/60k images, spec §5 #11). Each device's row is shuffled at the end, so the order
+  from 50k/60k images, docs/papers/fedcluster.md R5). Each device's row is shuffled at the end, so the order
   of its indices carries no class information.
 
 Clusters:
 
 * ``random_clusters``: a uniformly random partition into M equal clusters (paper II,
   "random uniform clustering"); rows are sorted device ids.
-* ``rho_cluster_clusters`` / ``cluster_partition`` (paper IV-E, spec §3.6): M = C clusters,
+* ``rho_cluster_clusters`` / ``cluster_partition`` (paper IV-E; docs/papers/fedcluster.md R19): M = C clusters,
   cluster m is "assigned" major class m (row m of the result). It holds
   ``d = floor(rho_cluster * S + 1/2)`` devices whose major class is m (S = n/M devices per
   cluster) and ``base_c`` or ``base_c + 1`` devices of each other major class, with
   ``base_c, extra_c = divmod(S - d, M - 1)``; the ``extra_c`` +1 offsets are a random subset
   of ``1..M-1`` shared by all clusters (a circulant matrix), so every row and every column
   of the (cluster x device-major) count matrix sums to S = n/C: each device is used exactly
-  once. The spec pseudo-code gives the +1 to offsets ``1..extra_c``; a random subset is the
-  same construction without the arbitrary preference for the next classes.
+  once. Giving the +1 to the fixed offsets ``1..extra_c`` would prefer the next classes for no
+  reason; a random subset is the same construction without that preference.
 """
 
 from __future__ import annotations
@@ -416,7 +416,7 @@ def cluster_major_counts(clusters: np.ndarray, majors: np.ndarray, n_classes: in
     return out
 
 
-# --- IID and k classes per client (DeFedAvg spec §4.0, §6 #21) ---------------------------------
+# --- IID and k classes per client (DeFedAvg; docs/papers/defedavg.md R9) -------------------------
 
 
 def iid_partition(
@@ -442,7 +442,7 @@ def class_groups(
 ) -> np.ndarray:
     """(n_clients, k) int64: k distinct classes per client, each class on exactly k * n_clients / n_classes clients.
 
-    Construction (spec §4.0): shuffle [0..C-1] x (kN/C), cut it into consecutive groups of k, then
+    Construction (docs/papers/defedavg.md R9): shuffle [0..C-1] x (kN/C), cut it into consecutive groups of k, then
     repair every group that holds a class twice by swapping one of its repeated entries with a
     random entry of another group, keeping a swap only if neither group then repeats a class. Swaps
     keep every class's count, so the balance is exact; everything depends on ``rng`` only.

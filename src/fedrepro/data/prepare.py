@@ -39,7 +39,7 @@ _FASHION_MNIST_CLASSES = {"train": (6000,) * 10, "test": (1000,) * 10}
 _CIFAR10_CLASSES = {"train": (5000,) * 10, "test": (1000,) * 10}
 
 INSURANCE_ROWS = get_dataset("insurance").rows  # 1338
-INSURANCE_CHARGES_SUM = 17755824.9908  # of the full-precision copy (fedvr_prob spec)
+INSURANCE_CHARGES_SUM = 17755824.9908  # of the full-precision copy (docs/papers/fedvr.md R1)
 
 
 def prepare_dataset(key: str, raw_dir: Path, out_path: Path) -> Path:

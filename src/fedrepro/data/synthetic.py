@@ -1,4 +1,4 @@
-"""Synthetic stand-ins for the TDCD datasets (spec tdcd.md §3.1-3.3), generated from a seed.
+"""Synthetic stand-ins for the TDCD datasets (docs/papers/tdcd.md R20), generated from a seed.
 
 Each stand-in has its real dataset's layout, so the same views, loaders and engine read both:
   cifar10_splitpair  like data/prepared/cifar10.npz: x uint8 (n, 32, 32, 3) HWC, y int64 in 0..9
@@ -6,7 +6,7 @@ Each stand-in has its real dataset's layout, so the same views, loaders and engi
   synthetic_12view   like the ModelNet40 prepared folder (multiview.py), grey: uint8 (n, 12, 1, S, S)
 Random draws come from streams named by (stand-in, seed, purpose[, split]) (seeding.numpy_rng), so
 the test set does not depend on the size of the training set, and a seed always gives the same bytes.
-Default sizes are the paper's; the reduced profile takes a subset (spec §7.2).
+Default sizes are the paper's; the reduced profile takes a subset (docs/papers/tdcd.md R23).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def _upsample(noise: np.ndarray, factor: int) -> np.ndarray:
     return along(along(noise, -2), -1)
 
 
-# --- split-pair CIFAR (spec §3.1) ---------------------------------------------------------------------
+# --- split-pair CIFAR (docs/papers/tdcd.md R20) -------------------------------------------------------
 
 
 def splitpair_prototypes(seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
@@ -94,8 +94,8 @@ def _splitpair_split(n: int, seed: int, split: str, amplitude: float, noise: flo
 
 # Calibration (3x16x16 after the reduced profile's 2x2 pooling, 5000 train / 1000 test, multinomial logistic
 # regression to convergence, C = 0.1): amplitude 0.12, noise 1.0 give 44% / 47% test accuracy from the
-# left / right half alone (at most 50% by construction) and 92% from both; amplitude 0.5 (the spec's
-# prototype value) gives 100%. A small CNN within the reduced budget should land below the linear ceiling.
+# left / right half alone (at most 50% by construction) and 92% from both; amplitude 0.5 (a reference
+# prototype's value) gives 100%. A small CNN within the reduced budget should land below the linear ceiling.
 def split_pair_cifar(n_train: int = 50000, n_test: int = 10000, seed: int = SEED, *,
                      amplitude: float = 0.12, noise: float = 1.0, max_shift: int = 2) -> dict[str, np.ndarray]:
     """x_train uint8 (n, 32, 32, 3) HWC, y_train int64, x_test, y_test: x = concat(L[c//2], R[c%5]) *
@@ -108,7 +108,7 @@ def split_pair_cifar(n_train: int = 50000, n_test: int = 10000, seed: int = SEED
     return out
 
 
-# --- synthetic IHM (spec §3.2) ------------------------------------------------------------------------
+# --- synthetic IHM (docs/papers/tdcd.md R20) ----------------------------------------------------------
 
 # The benchmark's 17 channels in its (alphabetical) order: the value columns each one fills; channel k's
 # missingness mask is column 59 + k.
@@ -189,7 +189,7 @@ def synthetic_ihm(n_train: int = ihm.PAPER_ROWS["train"], n_test: int = ihm.PAPE
     return out
 
 
-# --- synthetic 12-view (spec §3.3) --------------------------------------------------------------------
+# --- synthetic 12-view (docs/papers/tdcd.md R20) ------------------------------------------------------
 
 TWELVE_VIEW_CLASSES = 40
 _SHARED_BLOBS = 24  # a pool of blobs that several classes draw from, so some views confuse class pairs

@@ -1,4 +1,4 @@
-"""The vertical (feature) split of TDCD: which columns each silo holds (spec tdcd.md §3).
+"""The vertical (feature) split of TDCD: which columns each silo holds (docs/papers/tdcd.md R15).
 
 Features are cut into contiguous chunks along one axis; when D is not divisible by N, the first
 D mod N silos get one column more (76 columns, N = 16: twelve silos of 5, then four of 4), as the

@@ -2,13 +2,13 @@
 
 A view turns the uint8 images of data/prepared/<dataset>.npz into float32 NCHW arrays:
 centre crop -> 2x2 average pooling (optional) -> per-channel standardisation with the training
-set's mean and std (FedCluster spec §3.0, §5 #6-7: [42] trains on CIFAR centre-cropped to 28x28;
-no augmentation). The quick scale's MLP reads 14x14 inputs (spec §6.2: MNIST 2x2 average pool;
-CIFAR crop 28 then pool). The result goes to data/prepared/<dataset>-<view>.npz *uncompressed*, so
+set's mean and std (docs/papers/fedcluster.md R2: [42] trains on CIFAR centre-cropped to 28x28;
+no augmentation). FedCluster's reduced scales read 14x14 inputs (docs/papers/fedcluster.md R22: MNIST
+2x2 average pool; CIFAR crop 28 then pool). The result goes to data/prepared/<dataset>-<view>.npz *uncompressed*, so
 each training job loads it in a fraction of a second instead of decompressing and transforming
 the raw arrays again (seconds for CIFAR-10, times every job).
 
-TDCD's views (spec tdcd.md §3.1, §7.2) standardise with CIFAR-10's published per-channel mean and std
+TDCD's views (docs/papers/tdcd.md R16, R23) standardise with CIFAR-10's published per-channel mean and std
 instead of the training set's, as the authors do; they apply to cifar10 and its split-pair stand-in.
 """
 
@@ -24,14 +24,14 @@ from fedrepro.utils import atomic
 
 # name -> (centre crop size or None, average-pool factor)
 VIEWS: dict[str, tuple[int | None, int]] = {
-    "native": (None, 1),  # MNIST 28x28, CIFAR-10 32x32 (spec §5 #6 option crop=false)
-    "crop28": (28, 1),  # the paper's AlexNet input (spec §3.0); a no-op on MNIST
-    "crop28_pool2": (28, 2),  # the quick scale's 14x14 MLP input (spec §6.2)
-    "pool2": (None, 2),  # DeFedAvg's reduced-scale MLP input: 14x14 Fashion-MNIST, 3x16x16 CIFAR-10 (its §7.2)
+    "native": (None, 1),  # MNIST 28x28, CIFAR-10 32x32 (docs/papers/fedcluster.md R2, no crop)
+    "crop28": (28, 1),  # the paper's AlexNet input (docs/papers/fedcluster.md R2); a no-op on MNIST
+    "crop28_pool2": (28, 2),  # FedCluster's reduced-scale 14x14 input (docs/papers/fedcluster.md R22)
+    "pool2": (None, 2),  # DeFedAvg's reduced scales: 14x14 FMNIST, 3x16x16 CIFAR-10 (docs/papers/defedavg.md R28)
     "tdcd": (None, 1),  # TDCD full scale: 3x32x32, halves 3x32x16
     "tdcd_pool2": (None, 2),  # TDCD reduced profile: 3x16x16, halves 3x16x8
 }
-# CIFAR-10's per-channel mean and std of x / 255 as the TDCD authors normalise (spec tdcd.md §3.1).
+# CIFAR-10's per-channel mean and std of x / 255 as the TDCD authors normalise (docs/papers/tdcd.md R16).
 CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR_STD = (0.247, 0.243, 0.261)
 # Views standardised with fixed statistics (of x / 255) rather than the training set's.

@@ -1,6 +1,6 @@
-"""Asynchronous FL on a simulated wall clock: engine `async` (DeFedAvg paper, spec defedavg.md §2-§4).
+"""Asynchronous FL on a simulated wall clock: engine `async` (DeFedAvg paper §2, §4.1; docs/papers/defedavg.md).
 
-A seed runs in two phases (spec §3.4):
+A seed runs in two phases (docs/engines.md):
 1. timing (asynchrony/): a discrete-event simulation of who trains from which server version, when each
    update arrives and which round consumes it with what weight. Timing never depends on model values.
 2. learning (here): the trace is replayed; round t sets w^{t+1} = server_step(w^t, round t's Deltas).
@@ -12,8 +12,8 @@ A seed runs in two phases (spec §3.4):
    independently (tests/asynchrony/test_engine.py).
 
 Within a seed every algorithm sees the same partition, client speeds, server sampling stream, W0 and
-minibatches (common random numbers, spec §4.0): those streams are keyed by the environment, never by the
-algorithm or its rates.
+minibatches (common random numbers, docs/papers/defedavg.md R24): those streams are keyed by the
+environment, never by the algorithm or its rates.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ CALL: int | None = None
 
 def system_model(spec: dict[str, Any]) -> SystemModel:
     """The run's simulated hardware. `compute_time_scale` makes a reduced scale's K-step training cost what
-    the paper's K = 50 cost; AsySG's single gradient is one real iteration at every scale (spec §7.2)."""
+    the paper's K = 50 cost; AsySG's single gradient is one real iteration at every scale
+    (docs/papers/defedavg.md R28)."""
     values = {k: spec[k] for k in SYSTEM_KEYS}
     values["speed_range"] = tuple(values["speed_range"])
     if async_algorithm(spec["algorithm"]).sends_gradient:
@@ -235,7 +236,7 @@ class Environment:
             self.test_index = torch.randperm(n_test, generator=gen, device=device)[:keep]
 
     def partition(self, seed: int) -> np.ndarray:
-        """(n_clients, samples_per_client) indices into the training images (spec §4.0)."""
+        """(n_clients, samples_per_client) indices into the training images (docs/papers/defedavg.md R9)."""
         spec = self.spec
         rng = numpy_rng("partition", self.key, seed)
         if spec["partition"] == "iid":

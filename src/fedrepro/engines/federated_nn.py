@@ -1,16 +1,16 @@
 """Neural-network federated learning on image partitions: FedCluster, FedAvg and centralized SGD
-(the `fedcluster` paper, spec fedcluster.md).
+(the `fedcluster` paper; docs/papers/fedcluster.md).
 
 A run is one configuration; its seeds train one after the other. Everything a seed needs is a pure
 function of (spec, seed), so a run resumes exactly from a checkpoint and results do not depend on
 job order:
 - the device partition (data/partitions.py) comes from a generator keyed by the partition settings
   (ENVIRONMENT_KEYS) and the seed only, so FedAvg, FedCluster (any M or clustering), centralized SGD
-  and every local optimizer of one seed train on the same devices (spec §3.7: "keep them identical
-  across methods so comparisons are paired"); run.json records a hash of each seed's partition;
+  and every local optimizer of one seed train on the same devices, so comparisons are paired (docs/papers/fedcluster.md
+  R3); run.json records a hash of each seed's partition;
 - the clusters from a generator keyed by the environment, the clustering and the seed;
 - W0 from the (dataset, view, model, seed) alone: "All experiments with a given model and dataset
-  are initialized at the same point" (spec I6), whatever rho_device;
+  are initialized at the same point" (paper §IV-A), whatever rho_device;
 - activations and minibatches from the framework's streams keyed by the environment too (as in
   engines/monte_carlo.py), so e.g. FedAvg with SGD and with Adam see the same devices and batches.
 The partition is built inside the job rather than by a separate rule: it is cheap (well under a
@@ -19,8 +19,8 @@ many small jobs and files for nothing a reviewer cannot get from the recorded ha
 
 Data are moved to the compute device once; the algorithms never copy between CPU and GPU per step.
 Every `eval_every` rounds (and at the last) the server model is evaluated: train loss/accuracy on
-the pooled device data (objective (P), spec §5 #3: each device slot counts once; optionally a fixed
-subsample of slots, `train_eval_subsample`) and test loss/accuracy on the full test set (§5 #4).
+the pooled device data (objective (P): each device slot counts once; optionally a fixed subsample of
+slots, `train_eval_subsample`) and test loss/accuracy on the full test set (docs/papers/fedcluster.md R16).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def resolve_backend(spec: dict[str, Any], device: str) -> str:
 
 
 def algorithm_lr(spec: dict[str, Any]) -> float:
-    """FedAvg: lr_fedavg; FedCluster: lr_fedavg / M (`fc_lr_rule: div_M`, spec §5 #20) or the same
+    """FedAvg: lr_fedavg; FedCluster: lr_fedavg / M (`fc_lr_rule: div_M`, docs/papers/fedcluster.md R14) or the same
     (`fixed`); centralized SGD: lr_csgd."""
     if spec["algorithm"] == "csgd":
         return float(spec["lr_csgd"])
@@ -71,7 +71,7 @@ def algorithm_lr(spec: dict[str, Any]) -> float:
 
 def csgd_steps(spec: dict[str, Any]) -> int:
     """Centralized SGD steps per round: the federated methods' samples per round (10% of the devices
-    x E x B) over its batch (spec §2.3: 100 x 20 x 30 / 60 = 1000), so every method uses as many
+    x E x B) over its batch (paper §IV-A: 100 x 20 x 30 / 60 = 1000), so every method uses as many
     samples per round (I1)."""
     samples = round(spec["frac"] * spec["n_devices"]) * spec["E"] * spec["B"]
     if samples % spec["csgd_batch"]:
@@ -203,7 +203,7 @@ class NetworkEngine(Engine):
     ms_per_round = 5000  # the paper scale's AlexNet on a GPU, ~3 s a round; the quick MLP takes ~0.1 s
 
     def limits(self, spec: dict[str, Any]) -> list[Limit]:
-        # a device's images are distinct, but devices may share images (spec §5 #11): no N x M bound
+        # a device's images are distinct, but devices may share images (docs/papers/fedcluster.md R5): no N x M bound
         rows = get_dataset(spec["dataset"]).rows
         return ([Limit("samples_per_device", spec["samples_per_device"], rows, f"the rows of {spec['dataset']}")]
                 + setting_limit(spec, "M", "n_devices") + setting_limit(spec, "B", "samples_per_device"))

@@ -25,7 +25,7 @@ PROBLEM_KEYS = ("n_agents", "samples_per_agent", "features", "target", "scaling"
                 "rows_seed", "intercept")
 # Spec keys that choose the algorithm, not the random environment. They are left out of the
 # stream key, so every method of one environment (data, activation probabilities) sees the
-# same activation draws in Monte Carlo run r: the comparisons are paired (spec §6.1 "seeds").
+# same activation draws in Monte Carlo run r: the comparisons are paired (docs/papers/fedvr.md R9).
 # `rounds` is left out too: a shorter run is then a prefix of a longer one.
 ALGORITHM_KEYS = ("method", "algorithm", "S", "M", "delta", "K", "eta_schedule", "eta", "local_steps",
                   "batch_size", "sampling", "agents_per_round", "rounds")

@@ -1,8 +1,8 @@
-"""Vertically and horizontally partitioned FL: engine `vertical`, TDCD (spec tdcd.md §2).
+"""Vertically and horizontally partitioned FL: engine `vertical`, TDCD (paper §3, Algorithm 1).
 
 N silos each hold a contiguous block of every sample's features (data/vertical.py, along `split_axis`
 of the data arrays); within silo j the training IDs are split over K_j clients (a seeded permutation cut
-by np.array_split, so every ID is owned, spec §6 #12). `client_assignment: shared` uses one permutation
+by np.array_split, so every ID is owned, docs/papers/tdcd.md R12). `client_assignment: shared` uses one permutation
 for every silo (the authors' code: client k of every silo holds the same IDs); `per_silo` draws one per
 silo, and embeddings are routed by sample ID either way. The algorithm is algorithms/tdcd.py over the
 silos' clients (nn/silos.py, backends loop and vectorized).
@@ -10,7 +10,7 @@ silos' clients (nn/silos.py, backends loop and vectorized).
 The driver's round is one local iteration (Engine.steps_key = `iterations`), not one TDCD round of Q:
 - evaluations fall anywhere, also within a TDCD round (the virtual average of the clients), so runs of
   every Q evaluate at the same iterations t and one run feeds both the per-iteration and the time
-  figures (time columns time_tc<c> = t (3c + Q t_comp) / Q for each c of `t_comm`, spec §2.3);
+  figures (time columns time_tc<c> = t (3c + Q t_comp) / Q for each c of `t_comm`, paper §5.2);
 - a checkpoint may fall within a round: the state then holds the clients' states, the round's batch
   and the other silos' embeddings (a few MB at the reduced scale), so a resumed run continues bit for
   bit; nothing is recomputed from a different starting point.
@@ -47,7 +47,7 @@ from fedrepro.utils.digest import array_digest
 
 METRICS = ("train_loss", "test_loss", "test_accuracy", "test_f1", "test_top5")
 TEST_METRIC = {"accuracy": "test_accuracy", "f1": "test_f1", "top5": "test_top5"}
-HIDDEN_MODELS = ("lstm", "mlp")  # their per-silo hidden width is hidden_total // N (spec §3.2: 64 // N)
+HIDDEN_MODELS = ("lstm", "mlp")  # their per-silo hidden width is hidden_total // N (docs/papers/tdcd.md R4: 64 // N)
 EVAL_BATCH = 1024
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -174,7 +174,7 @@ class Environment:
         return {"hidden": hidden}
 
     def blocks(self, seed: int) -> list[StateLayout]:
-        """Each silo's network, initialised independently per silo (spec §2.5) on the CPU, then moved."""
+        """Each silo's network, initialised independently per silo (docs/papers/tdcd.md R14) on the CPU, then moved."""
         spec, layouts = self.spec, []
         for j, shape in enumerate(self.shapes):
             module = seeded_model(spec["model"], shape, spec["out_dim"], "W0", spec["dataset"], spec.get("view"),
@@ -272,7 +272,7 @@ class VerticalSetup(Setup):
         self.columns = ["seed", "iteration", "round", *(time_column(c) for c in spec["t_comm"]), *metrics]
         self.summary = {"backend": self.backend, "silo_columns": self.env.sizes, "clients": self.env.K,
                         "silo_input_shapes": [list(s) for s in self.env.shapes],
-                        # spec §6 #8: the hub averages BatchNorm running statistics too (the code keeps client 0's)
+                        # the hub averages BatchNorm statistics too (the code keeps client 0's; docs/papers/tdcd.md R8)
                         "hub_average": "parameters and BatchNorm statistics" if has_buffers else "parameters"}
         ctx.log.info("backend %s, %d silos of inputs %s, clients %s, %d training IDs", self.backend, spec["N"],
                      self.env.shapes, self.env.K, self.env.n_train)
@@ -299,7 +299,8 @@ class VerticalEngine(Engine):
     watch = "train_loss"
     steps_key = "iterations"
     trains_networks = True
-    ms_per_round = 1500  # per local iteration: the paper scale's ResNet18 silos on a GPU (~0.5-1.4 s, spec §7.4)
+    # per local iteration: the paper scale's ResNet18 silos on a GPU (~0.5-1.4 s, docs/papers/tdcd.md R22)
+    ms_per_round = 1500
 
     def limits(self, spec: dict[str, Any]) -> list[Limit]:
         limits = []

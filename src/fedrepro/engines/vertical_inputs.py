@@ -1,4 +1,4 @@
-"""The arrays a vertical run trains on, made from its prepared input by run settings (spec tdcd.md §7.2).
+"""The arrays a vertical run trains on, made from its prepared input by run settings (docs/papers/tdcd.md R23).
 
 The reduced scales shrink the data by settings of the run, never by preparing other data, so every scale
 reads the same prepared file and the settings (and so the run_id) say what was taken:

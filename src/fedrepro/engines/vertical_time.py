@@ -1,8 +1,9 @@
-"""TDCD's simulated latency (spec tdcd.md §2.3) and the iteration form of its claim C1' (§5).
+"""TDCD's simulated latency (paper §5.2) and the iteration form of its claim C1' (docs/papers/tdcd.md R21).
 
 A round of Q local iterations costs t_Q = 3 t_comm + Q t_comp: two hub<->client round trips and one
 hub<->hub round trip, each of latency t_comm, plus Q local steps of t_comp each. The authors plot
-iteration t at time t t_Q / Q (one interval shifted in their plotting code; we use the real t, §6 #10).
+iteration t at time t t_Q / Q (one interval shifted in their plotting code; we use the real t,
+docs/papers/tdcd.md R10).
 """
 
 from __future__ import annotations

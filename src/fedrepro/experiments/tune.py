@@ -1,4 +1,4 @@
-"""A step-size grid search as a paper's protocol describes it (TDCD §5: "for each Q and K ... pick the
+"""A step-size grid search as a paper's protocol describes it (TDCD paper §5.2: "for each Q and K ... pick the
 learning rate with the lowest training loss"), reproducible and frozen into the configuration.
 
 config/tuning/<name>.yaml names a paper, a scale, the `setting` to tune, the settings that identify a
@@ -81,8 +81,8 @@ def trials_of(groups: dict[tuple, dict[str, Any]], tuning: dict[str, Any]) -> pd
 
 
 def score(metrics: pd.DataFrame, metric: str, last: int) -> float:
-    """The mean over seeds of the mean of a run's last `last` evaluations of `metric` (spec §5's
-    smoothing); inf when any value is not finite (a diverged trial loses)."""
+    """The mean over seeds of the mean of a run's last `last` evaluations of `metric` (the smoothing of
+    docs/papers/tdcd.md R21); inf when any value is not finite (a diverged trial loses)."""
     values = metrics[metric].to_numpy(dtype=float)
     if not np.isfinite(values).all():
         return float("inf")

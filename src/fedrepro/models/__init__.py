@@ -17,14 +17,14 @@ from fedrepro.models.resnet import ResNet18Cifar, ResNet18ImageNet
 from fedrepro.seeding import derive_seed
 
 MODELS: dict[str, Callable[..., nn.Module]] = {
-    "alexnet": SmallAlexNet,  # paper scale (spec §3.0)
-    "mlp": MLP,  # quick scale (spec §6.2)
+    "alexnet": SmallAlexNet,  # FedCluster's paper scale (docs/papers/fedcluster.md R1)
+    "mlp": MLP,  # reduced scales (docs/papers/fedcluster.md R24, defedavg.md R28)
     "mlp2": partial(MLP, hidden=(200, 200)),  # two hidden layers, 784-200-200-10 on MNIST
-    "cnn_tiny": partial(SmallAlexNet, channels=(8, 16), hidden=(64, 32)),  # spec §6.2 option for a GPU
-    # DeFedAvg (its spec §4.0, §7.2). Its reduced-scale `mlp_small` is "mlp" on the "pool2" input view.
+    "cnn_tiny": partial(SmallAlexNet, channels=(8, 16), hidden=(64, 32)),  # docs/papers/fedcluster.md R22
+    # DeFedAvg (docs/papers/defedavg.md R6, R28). Its reduced-scale `mlp_small` is "mlp" on the "pool2" input view.
     "cnn_defedavg": TwoConvCNN,
     "cnn_defedavg_tiny": partial(TwoConvCNN, channels=(8, 16), hidden=64),
-    # TDCD silo models (its spec §3, §7.2): reduced scale cnn_s2 / lstm (option hidden) / mlp (option
+    # TDCD silo models (docs/papers/tdcd.md R7, R23): reduced scale cnn_s2 / lstm (option hidden) / mlp (option
     # hidden); paper scale the two ResNet18 stems, with BatchNorm
     "cnn_s2": StridedCNN,
     "lstm": SiloLSTM,

@@ -1,8 +1,9 @@
-"""The small AlexNet of Zhang et al. (ICLR 2017), the model FedCluster cites as [42] (spec §3.0).
+"""The small AlexNet of Zhang et al. (ICLR 2017), the model FedCluster cites as [42] (paper §IV-A;
+docs/papers/fedcluster.md R1).
 
 Two (conv 5x5 -> ReLU -> max-pool 3x3/2 -> LRN) modules, then fully connected layers 384 -> 192 ->
 classes. With the default widths on a 3x28x28 input it has 1,387,786 parameters, the count [42]
-reports. Narrower widths give the spec's tiny CNN for the reduced scale (§6.2).
+reports. Narrower widths give the quick scale's `cnn_tiny` (docs/papers/fedcluster.md R22).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""The DeFedAvg paper's CNN (spec §4.0): two (conv 5x5, no padding -> ReLU -> max-pool 2x2) blocks,
-then fully connected flatten -> hidden -> ReLU -> classes.
+"""The DeFedAvg paper's CNN (paper §4.1.1; docs/papers/defedavg.md R6): two (conv 5x5, no padding -> ReLU ->
+max-pool 2x2) blocks, then fully connected flatten -> hidden -> ReLU -> classes.
 
 The paper gives only "two 5x5 convolutional layers ... 2x2 max pooling ... two fully connected
 layers with latent dimensions 1600 and 512"; 32/64 channels reproduce its FLOP counts and model
 size (582,026 parameters on 1x28x28, 878,538 on 3x32x32; 64*5*5 = 1600 on CIFAR-10). Narrower
-widths give the reduced-scale variant with the same topology (spec §7.2).
+widths give the reduced-scale variant with the same topology (a reduced-scale option,
+docs/papers/defedavg.md R28).
 """
 
 from __future__ import annotations

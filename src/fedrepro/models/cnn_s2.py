@@ -1,4 +1,4 @@
-"""TDCD's reduced-scale silo CNN (spec tdcd.md §7.2): conv3x3 stride 2 (C -> 8) ReLU, conv3x3 stride 2
+"""TDCD's reduced-scale silo CNN (docs/papers/tdcd.md R23): conv3x3 stride 2 (C -> 8) ReLU, conv3x3 stride 2
 (8 -> 16) ReLU, flatten, Linear(-> out). No pooling and no BatchNorm, so the clients of a silo train as
 one grouped convolution (nn/convnets.py) on the vectorized backend. A 3x16x8 half-image flattens to 16 x
 4 x 2 = 128, a 1x16x16 view to 16 x 4 x 4 = 256.

@@ -1,5 +1,5 @@
-"""TDCD's MIMIC-III silo model (spec tdcd.md §3.2): one LSTM layer over the silo's columns, its last
-hidden state h_T -> Linear(hidden, out).
+"""TDCD's MIMIC-III silo model (the authors' code; docs/papers/tdcd.md R7): one LSTM layer over the silo's
+columns, its last hidden state h_T -> Linear(hidden, out).
 
 The cell is written out (input projection for all steps at once, then a loop over time with matmuls)
 rather than nn.LSTM, whose fused kernel has no vmap batching rule on the CPU (a slow fallback): written

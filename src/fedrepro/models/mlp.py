@@ -1,7 +1,7 @@
 """Plain MLPs: Flatten -> Linear (-> ReLU -> Linear)*.
 
-The default is the reduced-scale model of the FedCluster spec (§6.2: d -> 64 -> 10, ReLU); hidden=(200, 200)
-is the two-hidden-layer MNIST MLP (784 -> 200 -> 200 -> 10, the "2NN" of McMahan et al.).
+The default (d -> 64 -> 10, ReLU) is the reduced scales' MLP (docs/papers/fedcluster.md R24, defedavg.md
+R28); hidden=(200, 200) is the two-hidden-layer MNIST MLP (784 -> 200 -> 200 -> 10, the "2NN" of McMahan et al.).
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""ResNet18 for TDCD's paper scale (spec tdcd.md §3.1, §3.3), written here (no torchvision).
+"""ResNet18 for TDCD's paper scale (paper §5.1; docs/papers/tdcd.md R6, R7), written here (no torchvision).
 
 - CIFAR stem (kuangliu-style, as the authors' models/resnet2.py): conv3x3(C -> 64, stride 1) + BN +
   ReLU, BasicBlock layers [2, 2, 2, 2] of widths 64/128/256/512 and strides 1/2/2/2, then
   avg_pool2d(2), flatten, Linear. On a 3x32x16 half-image layer4 gives 512x4x2, pooled 512x2x1: 1024 ->
   10, about 11.18M parameters.
 - ImageNet stem (torchvision's resnet18): conv7x7 stride 2 + BN + ReLU + maxpool 3x3 stride 2, the same
-  layers, global average pooling, Linear(512, out): out = 40 for ModelNet40 (our default, spec §6 #6) or
+  layers, global average pooling, Linear(512, out): out = 40 for ModelNet40 (our default, docs/papers/tdcd.md R6) or
   1000 (the authors' code, torchvision's default head).
 Both have BatchNorm: their clients train on the loop backend, each with its own running statistics.
 """

@@ -85,7 +85,7 @@ class LocalTrainer:
         """Pool indices (D, steps, batch) of the activated clients' minibatches in round `rnd`.
 
         Client k's come from streams("batches", rnd, k) alone (each device is active at most once a
-        round): per step, `batch` distinct samples of its own, steps independent (spec §2.1 d).
+        round): per step, `batch` distinct samples of its own, steps independent (docs/papers/fedcluster.md R9).
         `rnd` may also be one index per client (asynchronous FL keys a training by the client's own
         count of trainings, not by a server round).
         """

@@ -63,7 +63,7 @@ def pooled_train_set(
     """The pooled device data as (unique pool indices, multiplicities), to pass as index/weights.
 
     The objective (P) weights every device slot equally, so an image held by several devices counts
-    that many times (spec §5 #3). `subsample` slots drawn once without replacement from `gen` give a
+    that many times (docs/papers/fedcluster.md R16). `subsample` slots drawn once without replacement from `gen` give a
     cheaper fixed estimate.
     """
     slots = table.flatten()

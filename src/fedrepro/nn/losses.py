@@ -2,7 +2,7 @@
 
 A client minimises the mean over its minibatch of per-sample losses l(out_b, y_b, *extra_b), where
 `extra` are optional per-sample inputs held fixed during the local steps: e.g. TDCD's vertical
-engine (spec tdcd.md §2.2) trains a silo on CE(own output + sum of the other silos' embeddings, y),
+engine (TDCD paper §3, Eq. (4)) trains a silo on CE(own output + sum of the other silos' embeddings, y),
 and a 0/1 mask (scaled by B / count) turns the mean into its masked mean. Every method takes any
 leading dims: out (..., B, K), y (..., B), extra (..., B, ...), so the same object serves one
 client (B, K) and a stack of D clients (D, B, K).

@@ -1,4 +1,5 @@
-"""Local optimizers as elementwise rules over flat parameters (spec §2.4).
+"""Local optimizers as elementwise rules over flat parameters (FedCluster paper §IV-C;
+docs/papers/fedcluster.md R10-R13).
 
 One definition serves both backends: w, g, the state and the anchor W_start (FedProx) are flat
 tensors of one layout, (P,) for one client or a stack (D*P,) of D clients. State starts fresh at every

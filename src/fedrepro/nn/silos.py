@@ -1,4 +1,4 @@
-"""The clients of one silo in vertically partitioned FL (TDCD, spec tdcd.md §2.2), on two backends.
+"""The clients of one silo in vertically partitioned FL (TDCD, paper §3, Algorithm 1), on two backends.
 
 A silo holds one feature block X_j of every sample ID; its K clients each own some IDs and a copy of the
 silo's network h_j. In a round they all train on the round's minibatch, each on the IDs it owns, with
@@ -190,7 +190,7 @@ class LoopSilo(Silo):
     def step(self) -> None:
         P = self.layout.n_params
         for k, (x, y, phi, weight) in enumerate(self.inputs):
-            if len(y):  # a client without IDs in the batch skips its step (spec §6 #16)
+            if len(y):  # a client without IDs in the batch skips its step (docs/papers/tdcd.md R13)
                 g = self.layout.grad(self.states[k], x, y, (phi, weight), FUSED_LOSS)
                 self.states[k, :P].sub_(g, alpha=self.lr)
 

@@ -1,4 +1,4 @@
-"""Finite-sum objectives for the linear-model papers (FedPAGE spec §3)."""
+"""Finite-sum objectives for the linear-model papers (FedPAGE paper §6; docs/papers/fedpage.md R1-R3)."""
 
 from fedrepro.objectives.finite_sum import (
     OBJECTIVES,

@@ -1,4 +1,4 @@
-"""Finite-sum objectives of linear models over N clients x M samples (FedPAGE spec §3).
+"""Finite-sum objectives of linear models over N clients x M samples (FedPAGE paper §6; docs/papers/fedpage.md R1-R2).
 
 f(x) = (1/N) sum_i f_i(x),  f_i(x) = (1/M) sum_j f_ij(x),  f_ij(x) = loss(a_ij^T x, b_ij) + reg(x).
 
@@ -132,7 +132,7 @@ class FiniteSumProblem:
         return self._add_reg(torch.bmm(coef.view(S, 1, B), A).view(S, d), y)
 
     def rows_grad_diff(self, y1: Tensor, y0: Tensor, A: Tensor, b: Tensor) -> Tensor:
-        """grad_B f_i(y1) - grad_B f_i(y0) on the same rows B (the PAGE difference, spec §2.0): (S,d).
+        """grad_B f_i(y1) - grad_B f_i(y0) on the same rows B (the PAGE difference, Algorithm 1 lines 17, 21): (S,d).
 
         y1, y0 have the same shape: (S,d), or (d,) shared by all clients. Both points go through one
         matmul and the difference is taken on the per-row coefficients: about the cost of one gradient.

@@ -6,7 +6,7 @@ against that scaling). All agents hold the same number of samples L, so the data
 one (N, L, d) tensor and every gradient is a closed-form batched einsum in float64.
 
 `make_insurance_problem` builds the paper's instance from the medical-insurance data
-(Lantz, `insurance.csv`); see `papers/specs/fedvr_prob.md` §3 for why each default.
+(Lantz, `insurance.csv`); see docs/papers/fedvr.md R1-R3 for why each default.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from fedrepro.seeding import numpy_rng
 
 Scaling = Literal["minmax", "maxabs", "none"]
 
-# The 5 non-region, non-target columns: the paper's "(y, v) ∈ R × R^{1×5}" (spec §3).
+# The 5 non-region, non-target columns: the paper's "(y, v) ∈ R × R^{1×5}" (paper §VI; docs/papers/fedvr.md R2).
 DEFAULT_FEATURES: tuple[str, ...] = ("age", "sex", "bmi", "children", "smoker")
 
 
@@ -111,7 +111,7 @@ def make_insurance_problem(
     intercept: bool = False,
     device: str | torch.device = "cpu",
 ) -> LeastSquaresProblem:
-    """The paper's 900-person, 18-agent × 50-sample regression (spec §3 defaults).
+    """The paper's 900-person, 18-agent × 50-sample regression (paper §VI; defaults: docs/papers/fedvr.md R1-R3).
 
     columns: the prepared insurance dict (age, sex, bmi, children, smoker, region codes,
     region_names, charges), file order. `features` may include "region", which expands

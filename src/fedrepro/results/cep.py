@@ -1,4 +1,4 @@
-"""Metrics behind the `fedvr` paper's Figs 3-9 (spec §4, "Metric definitions").
+"""Metrics behind the `fedvr` paper's Figs 3-9 (paper §VI; docs/papers/fedvr.md R10).
 
 - cost curves: err[r,k] = f(θ_k^r) − f*, mean_err[k] (thick line), sqdev[r,k] =
   (f(θ_k^r) − mean_r f(θ_k^r))² (thin variance lines) and var[k] = mean_r sqdev (ddof=0,
@@ -14,7 +14,8 @@ from typing import Sequence
 
 import numpy as np
 
-# Spec §4: the CEP plot shows θ_K projected on (θ_1, θ_2) = (age, sex) coefficients.
+# The CEP plot shows θ_K projected on (θ_1, θ_2) = (age, sex) coefficients (the paper does not say which
+# two: docs/papers/fedvr.md R10).
 CEP_COORDS: tuple[int, int] = (0, 1)
 
 

@@ -4,7 +4,7 @@ Every summary takes the label columns of its table (Figure.label_columns) and th
 column (`round` by default; `virtual_time`, `iteration`, ...), never assumes one.
 
 final : geometric mean of the metric over the points with x in the last `window` fraction of the
-        x range (smooths FedPAGE's saw-tooth between full rounds and SGD noise floors; spec §5)
+        x range (smooths FedPAGE's saw-tooth between full rounds and SGD noise floors; docs/papers/fedpage.md R15)
 auc   : mean log10 of the metric over all logged points
 T_eps : first logged x with metric <= eps * metric(first point); inf if never
 A diverged seed has final = auc = T_eps = inf.
@@ -99,7 +99,7 @@ def seed_medians(summaries: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
 def monte_carlo_summaries(table: pd.DataFrame, labels: list[str], coords: tuple[int, int] = (0, 1),
                           target: float = 1e-4, x: str = "round") -> pd.DataFrame:
     """One row per curve of a Monte Carlo table (engine `monte_carlo`): statistics across the
-    runs, the quantities the fedvr claims compare (spec §4 "Metric definitions", §5).
+    runs, the quantities the fedvr claims compare (docs/papers/fedvr.md R10, R13).
 
     mean_err_final : mean over runs of f(θ_K) − f*          rel_err_final : that / the same at the first x
     auc            : mean over x after the first of log10 mean_err   t_target : first x with mean_err <= target
@@ -139,14 +139,14 @@ def monte_carlo_statistics(curves: Iterable[tuple[dict, MonteCarloRuns]], coords
 
 def auc_fin_per_seed(table: pd.DataFrame, labels: list[str], metric: str, higher_is_better: bool = False,
                      x: str = "round", auc: Literal["mean", "trapezoid"] = "mean") -> pd.DataFrame:
-    """One row per (run, seed) with the FedCluster spec's curve summaries (§4 "Metric definitions"),
+    """One row per (run, seed) with FedCluster's curve summaries (docs/papers/fedcluster.md R21),
     joined with the run's labels:
 
     auc : mean of the metric over the logged points (the "area under the curve", linear scale); with
           auc = "trapezoid", the area under the piecewise-linear curve over its x range divided by that
           range, so that points logged densely (early, or by a run with a shorter step in x) do not weigh more
     fin : mean over the points in the last tenth of the x range, (x_last - range / 10, x_last]; for
-          rounds 0..T that is the spec's last max(1, ceil(T/10)) rounds
+          rounds 0..T that is R21's last max(1, ceil(T/10)) rounds
     A diverged seed gets the worst value (inf for a loss, -inf for an accuracy) for both.
     """
     worst = -np.inf if higher_is_better else np.inf

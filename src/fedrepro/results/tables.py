@@ -107,7 +107,7 @@ def figure_table(figure: Figure, results_dir: Path) -> pd.DataFrame:
 
 def common_x(table: pd.DataFrame, x: str) -> pd.DataFrame:
     """Each panel's rows up to the smallest last x of its curves, the range every curve covers (TDCD's time
-    plots end at the final time of the largest-Q run, T_common: spec tdcd.md §4)."""
+    plots end at the final time of the largest-Q run, T_common: docs/papers/tdcd.md R10)."""
     ends = table.groupby(["panel", "run_id"], sort=False)[x].max().groupby(level="panel", sort=False).min()
     return table[table[x] <= table["panel"].map(ends)].reset_index(drop=True)
 
