@@ -13,10 +13,12 @@ ROUNDS = np.arange(0, 101, 10)
 LABELS = ["figure", "panel", "curve", "method", "run_id", "eta_tilde"]
 
 
-def _curve(method: str, eta: float, rate: float, seeds: int = 3, panel: str = "p1", diverge: bool = False):
+def _curve(method: str, eta: float, rate: float, seeds: int = 3, panel: str = "p1", diverge: bool = False,
+           spread=(0.0, 0.01, 0.02)):
+    """grad_norm exp(-rate t / 100) x (1 + spread[seed])."""
     rows = []
     for seed in range(seeds):
-        values = np.exp(-rate * ROUNDS / 100) * (1 + 0.01 * seed)
+        values = np.exp(-rate * ROUNDS / 100) * (1 + spread[seed])
         if diverge:
             values = values * np.exp(ROUNDS / 5)
         for r, v in zip(ROUNDS, values):
@@ -43,6 +45,20 @@ def test_compare_final_pass_fail_and_margin():
     # exp(-5) vs exp(-1): fast wins by ~55x, not by 100x
     assert compare_final(curves, a={"method": "fast"}, b={"method": "slow"}, per=["panel"], metric="grad_norm", factor=0.01)[0] == "FAIL"
     assert compare_final(curves, a={"method": "fast"}, b={"method": "absent"}, per=["panel"], metric="grad_norm")[0] == "INCONCLUSIVE"
+
+
+def test_compare_final_leaves_values_inside_the_paired_seed_spread_open():
+    kwargs = dict(a={"method": "a"}, b={"method": "b"}, per=["panel"], metric="grad_norm")
+    # final exp(-1.1) vs exp(-1): a is 10% lower; seeds spread by a factor up to 3, differently per curve
+    noisy = _table(_curve("a", 0.1, 1.1, spread=(0.0, 1.0, 2.0)), _curve("b", 0.1, 1.0, spread=(2.0, 0.0, 1.0)))
+    result = compare_final(_medians(noisy), **kwargs)
+    assert result.status == "INCONCLUSIVE" and "within the seed spread" in result.measured
+    # the same seed effect in both curves cancels in the paired ratios: decided
+    shared = _table(_curve("a", 0.1, 1.1, spread=(0.0, 1.0, 2.0)), _curve("b", 0.1, 1.0, spread=(0.0, 1.0, 2.0)))
+    assert compare_final(_medians(shared), **kwargs).status == "PASS"
+    # a difference well beyond the spread decides as well
+    far = _table(_curve("a", 0.1, 5.0, spread=(0.0, 1.0, 2.0)), _curve("b", 0.1, 1.0, spread=(2.0, 0.0, 1.0)))
+    assert compare_final(_medians(far), **kwargs).status == "PASS"
 
 
 def test_a_diverged_run_never_wins():

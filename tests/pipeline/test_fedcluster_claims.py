@@ -132,24 +132,59 @@ def test_the_fedcluster_ledger_runs_on_a_figure_table():
     assert set(ledger["status"]) <= {"PASS", "FAIL", "INCONCLUSIVE"}
 
 
-def _spread(rates, offsets, **settings):
-    """Fig. 6-like curves along rho_cluster whose seeds differ by `offsets` (the across-seed spread)."""
-    return _table(*(_curve(f"rc={rc}", "fedcluster", r, rho_cluster=rc, offsets=offsets, **settings)
-                    for rc, r in zip((0.9, 0.5, 0.1), rates)))
+def _spread(rates, offsets, rotate: bool = False, **settings):
+    """Fig. 6-like curves along rho_cluster whose seeds differ by `offsets` (the across-seed spread): the
+    same seed effect in every curve (as common random numbers give), or with `rotate` a different one."""
+    return _table(*(_curve(f"rc={rc}", "fedcluster", r, rho_cluster=rc,
+                           offsets=tuple(np.roll(offsets, i)) if rotate else offsets, **settings)
+                    for i, (rc, r) in enumerate(zip((0.9, 0.5, 0.1), rates))))
 
 
 def test_ordered_leaves_curves_inside_the_seed_spread_open():
     kw = dict(select=FC, per=["panel"], along="rho_cluster", order=[0.9, 0.5, 0.1])
     rates = (2.0, 2.05, 2.1)  # each step lowers the mean AUC by ~0.007
     assert ordered(_data(_spread(rates, (0.0, 0.0, 0.0))), **kw).status == "PASS"  # no spread: ordered
-    spread = _data(_spread(rates, (-0.05, 0.0, 0.05)))  # seeds 0.05 apart: s.e. of a step 0.041
-    result = ordered(spread, **kw)
+    # seeds 0.05 apart, differently per curve: s.e. of a paired step ~0.05, above the 0.007 steps
+    result = ordered(_data(_spread(rates, (-0.05, 0.0, 0.05), rotate=True)), **kw)
     assert result.status == "INCONCLUSIVE" and "open: 0.9->0.5 within" in result.measured
+    # the same spread as a seed effect shared by every curve cancels in the paired differences: decided
+    assert ordered(_data(_spread(rates, (-0.05, 0.0, 0.05))), **kw).status == "PASS"
     # a step against the order, larger than the spread, still decides: FAIL
-    assert ordered(_data(_spread((2.0, 4.0, 0.5), (-0.01, 0.0, 0.01))), **kw).status == "FAIL"
+    assert ordered(_data(_spread((2.0, 4.0, 0.5), (-0.01, 0.0, 0.01), rotate=True)), **kw).status == "FAIL"
     # a stated relative tolerance replaces the spread: 5% of ~0.43 is wider than the 0.007 steps, 1% is not
     assert ordered(_data(_spread(rates, (0.0, 0.0, 0.0))), **kw, rel_tol=0.05).status == "INCONCLUSIVE"
     assert ordered(_data(_spread(rates, (0.0, 0.0, 0.0))), **kw, rel_tol=0.01).status == "PASS"
+
+
+def test_slight_gain_by_group_and_less_sensitive_leave_differences_inside_the_seed_spread_open():
+    noise = (0.0, 1.0, 2.0)  # a seed effect of up to 2 on losses of 0.05-1, rolled per curve
+
+    def fig6(rates, offsets):  # FedAvg and three FedCluster curves, each with its own seed effect
+        return _table(_curve("FedAvg", "fedavg", 1.0, rho_cluster=float("nan"), offsets=offsets),
+                      *(_curve(f"rc={rc}", "fedcluster", r, rho_cluster=rc, offsets=tuple(np.roll(offsets, i + 1)))
+                        for i, (rc, r) in enumerate(zip((0.1, 0.5, 0.9), rates))))
+    kw = dict(select=FC, b=AVG, per=["panel"], along="rho_cluster", order=[0.9, 0.5, 0.1])
+    assert slight(_data(fig6((2.2, 2.1, 2.0), (0.0, 0.0, 0.0))), **kw).status == "PASS"  # gap 0.2, spread 0.03
+    result = slight(_data(fig6((2.2, 2.1, 2.0), noise)), **kw)
+    assert result.status == "INCONCLUSIVE" and "within the seed spread" in result.measured
+
+    def groups(offsets):  # FedCluster's gain larger on cifar10; FedAvg slows at rho_device 0.9
+        rows = []
+        for j, (dataset, (fc, avg)) in enumerate({"cifar10": (3.0, 1.0), "mnist": (1.2, 1.0)}.items()):
+            for i, (rho, slow) in enumerate(((0.1, 1.0), (0.9, 0.5))):
+                rows += _curve("FC", "fedcluster", fc, panel=dataset, dataset=dataset, rho_device=rho,
+                               offsets=tuple(np.roll(offsets, i + j)))
+                rows += _curve("FedAvg", "fedavg", avg * slow, panel=dataset, dataset=dataset, rho_device=rho,
+                               offsets=tuple(np.roll(offsets, i + j + 1)))
+        return pd.DataFrame(rows)
+    by_group = dict(a=FC, b=AVG, per=["dataset", "rho_device"], group="dataset", greater="cifar10", than="mnist")
+    assert gain_by_group(_data(groups((0.0, 0.0, 0.0))), **by_group).status == "PASS"
+    result = gain_by_group(_data(groups(noise)), **by_group)
+    assert result.status == "INCONCLUSIVE" and "within the seed spread" in result.measured
+    sensitive = dict(a=FC, b=AVG, per=["dataset"], along="rho_device", low=0.1, high=0.9)
+    assert less_sensitive(_data(groups((0.0, 0.0, 0.0))), **sensitive).status == "PASS"
+    result = less_sensitive(_data(groups(noise)), **sensitive)
+    assert result.status == "INCONCLUSIVE" and "within the seed spread" in result.measured
 
 
 def test_ordered_reads_the_final_value_and_a_floor_of_a_metric_at_chance():

@@ -70,6 +70,16 @@ def test_time_to_target_check_pass_fail_and_undecided():
     assert _check(table, a="absent", target=0.7)[0] == "INCONCLUSIVE"
 
 
+def test_reached_times_inside_the_paired_seed_spread_are_open():
+    # the seed-mean curves reach 0.7 at 4 and 6, but fast's own seeds reach it at 2 and 8 (slow's at 6 and 6):
+    # per-seed log10 ratios -0.48 and +0.12, one standard error 0.30 decades, against the 0.18 between 4 and 6
+    noisy = {"fast": {0: ([0, 2.0, 4.0, 9.0], [0.1, 0.8, 0.9, 0.95]), 1: ([0, 4.0, 8.0, 9.0], [0.1, 0.5, 0.75, 0.9])},
+             "slow": RUNS["slow"]}
+    status, measured, *_ = _check(_table(noisy), target=0.7)
+    assert status == "INCONCLUSIVE" and "fast 4 vs slow 6 (within the seed spread" in measured
+    assert _check(_table(), target=0.7).status == "PASS"  # seeds at 4 and 5 vs 6 and 6: decided
+
+
 def test_time_to_target_per_panel_targets_and_a_diverged_seed():
     table = pd.concat([_table(panel="easy"), _table(panel="hard")], ignore_index=True)
     status, measured, *_ = _check(table, target={"easy": 0.7, "hard": 0.9})

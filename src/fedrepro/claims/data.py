@@ -109,13 +109,15 @@ class ClaimData:
             return self._full._run_labels()
         return self._once("run_labels", lambda: summaries.run_labels(self.table, self.labels))
 
+    def seed_summaries(self, metric: str, x: str, window: float, eps: list[float] = ()) -> pd.DataFrame:
+        """final, auc, g0, T_<eps> per (run, seed) (results.summaries.seed_summaries)."""
+        return self._per_seed("seed_summaries", lambda t: summaries.seed_summaries(t, metric, window, eps, x),
+                              metric, window, eps, x)
+
     def medians(self, metric: str, x: str, window: float, eps: list[float] = ()) -> pd.DataFrame:
         """Seed-medians of final, auc, g0, T_<eps> per run (results.summaries.curve_medians)."""
-        def make():
-            per_seed = self._per_seed("seed_summaries", lambda t: summaries.seed_summaries(t, metric, window, eps, x),
-                                      metric, window, eps, x)
-            return summaries.seed_medians(per_seed, self._run_labels())
-        return self._once("medians", make, metric, x, window, eps)
+        return self._once("medians", lambda: summaries.seed_medians(self.seed_summaries(metric, x, window, eps),
+                                                                     self._run_labels()), metric, x, window, eps)
 
     def auc_fin(self, metric: str, higher: bool, x: str, auc: str = "mean") -> pd.DataFrame:
         """AUC and FIN per (run, seed) (results.summaries.auc_fin_per_seed)."""
@@ -140,6 +142,11 @@ class ClaimData:
         (a seed-mean curve is not a per-seed summary)."""
         return self._once("t2t", lambda: summaries.time_to_target(self.table, self.labels, metric, target, higher,
                                                                   x, seeds), metric, target, higher, x, seeds)
+
+    def seed_times(self, metric: str, target: float | dict, higher: bool, x: str) -> pd.DataFrame:
+        """t_target and t_lower per (run, seed) (results.summaries.seed_times)."""
+        return self._per_seed("seed_times", lambda t: summaries.seed_times(t, metric, target, higher, x),
+                              metric, target, higher, x)
 
     def mc_summaries(self, coords: list[int], target: float, x: str) -> pd.DataFrame:
         """Across-run statistics per Monte Carlo curve (results.summaries.monte_carlo_statistics)."""

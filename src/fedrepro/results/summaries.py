@@ -225,19 +225,31 @@ def time_to_target(table: pd.DataFrame, labels: list[str], metric: str, target: 
     """
     if seeds not in ("mean", "median"):
         raise ValueError(f"time_to_target: seeds {seeds!r}; allowed: mean, median")
+    medians = (seed_times(table, metric, target, higher, x).groupby("run_id")[["t_target", "t_lower"]].median()
+               if seeds == "median" else None)
     rows = []
     for run_id, run in table.groupby("run_id", sort=False):
-        goal = _target_of(run, target)
-        run = run[[x, "seed", metric, "diverged"]].astype({metric: float})
-        if seeds == "mean":
+        if medians is None:
+            goal = _target_of(run, target)
+            run = run[[x, "seed", metric, "diverged"]].astype({metric: float})
             xs, values = mean_curve(run, metric, x)
             t, low = _reach(xs, values, goal, higher, _is_diverged(run, run[metric].to_numpy()))
         else:
-            per_seed = [_reach(s[x].to_numpy(), values, goal, higher, _is_diverged(s, values))
-                        for _, s in run.sort_values(x).groupby("seed") for values in [s[metric].to_numpy()]]
-            t, low = (float(np.median(v)) for v in zip(*per_seed))
+            t, low = (float(v) for v in medians.loc[run_id, ["t_target", "t_lower"]])
         rows.append({"run_id": run_id, "t_target": t, "t_lower": low, "seeds": run["seed"].nunique()})
     return _with_labels(pd.DataFrame(rows), table, labels)
+
+
+def seed_times(table: pd.DataFrame, metric: str, target: float | dict[str, float] | str, higher: bool,
+               x: str = "round") -> pd.DataFrame:
+    """One row per (run_id, seed): t_target and t_lower of the seed's own curve (as time_to_target)."""
+    rows = []
+    for (run_id, seed), run in table.groupby(["run_id", "seed"], sort=False):
+        run = run.sort_values(x)
+        values = run[metric].to_numpy(dtype=float)
+        t, low = _reach(run[x].to_numpy(), values, _target_of(run, target), higher, _is_diverged(run, values))
+        rows.append({"run_id": run_id, "seed": seed, "t_target": t, "t_lower": low})
+    return pd.DataFrame(rows, columns=["run_id", "seed", "t_target", "t_lower"])
 
 
 def _reach(xs: np.ndarray, values: np.ndarray, goal: float, higher: bool, diverged: bool) -> tuple[float, float]:

@@ -97,23 +97,58 @@ def pair_rows(curves: pd.DataFrame, a: dict, b: dict, per: list[str], each_a: bo
 
 
 def compare_stat(frame: pd.DataFrame, a: dict, b: dict, per: list[str], stat: str, factor: float = 1.0,
-                 require: str = "all", fraction: float | None = None) -> Result:
+                 require: str = "all", fraction: float | None = None, per_seed: pd.DataFrame | None = None) -> Result:
     """Holds in a cell when stat(a) < stat(b) * factor (factor < 1: a wins by a margin; > 1: a tolerance).
     A time T_<eps> not reached by the last x is censored there (its column T_<eps>_lower): the cell is
-    decided only when the bound settles it (below), else open. Margin: decades by which stat(a) lies below
-    stat(b) * factor (of the bounds, when censored); for `auc` (already a mean log10) the difference, also
-    in decades."""
+    decided only when the bound settles it (below), else open. With `per_seed` (the runs' per-seed values of
+    stat, column `seed`), two values that are both known (`known`) are open while they lie within the seed spread:
+    one standard error of the paired per-seed log10 ratios (paired_spread). Margin: decades by which stat(a)
+    lies below stat(b) * factor (of the bounds, when censored); for `auc` (already a mean log10) the
+    difference, also in decades."""
     lower = f"{stat}_lower" if f"{stat}_lower" in frame else stat
+    log = stat != "auc"
     holds, margins, shown = [], [], []
     for name, ra, rb in pair_rows(frame, a, b, per) if len(frame) else []:
         sa, sb = (float(ra[lower]), float(ra[stat])), (float(rb[lower]), float(rb[stat]))
         ok = below(sa, sb, factor)
-        holds.append(ok)
-        margins.append(room(sa[1], sb[0] * factor, log=stat != "auc") if ok else
-                       room(sa[0], sb[1] * factor, log=stat != "auc"))
-        shown.append(f"[{name}] {selector_name(a)} {fmt_span(sa)} vs {selector_name(b)} {fmt_span(sb)}")
+        margin = room(sa[1], sb[0] * factor, log=log) if ok else room(sa[0], sb[1] * factor, log=log)
+        tol = paired_spread(per_seed, ra["run_id"], rb["run_id"], stat, log) if per_seed is not None else 0.0
+        inside = ok is not None and known(sa, sb) and abs(margin) <= tol
+        holds.append(None if inside else ok)
+        margins.append(margin)
+        shown.append(f"[{name}] {selector_name(a)} {fmt_span(sa)} vs {selector_name(b)} {fmt_span(sb)}"
+                     + (f" (within the seed spread, {fmt(tol)} decades: open)" if inside else ""))
     measured = f"{tally(holds)}: " + "; ".join(shown) if holds else "no cell has both curves"
     return judged(holds, margins, measured, require, fraction)
+
+
+def known(*spans: tuple[float, float]) -> bool:
+    """Every value is known exactly and finite (not censored, not diverged): what a seed spread can weigh."""
+    return all(low == high and math.isfinite(high) for low, high in spans)
+
+
+def standard_error(values) -> float:
+    """The standard error of the mean of `values` (over seeds): the seed spread a difference is read
+    against; 0 with one value or a value that is not finite (a diverged seed), where there is none."""
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2 or not np.isfinite(values).all():
+        return 0.0
+    return float(np.std(values, ddof=1) / np.sqrt(len(values)))
+
+
+def paired_spread(per_seed: pd.DataFrame, run_a: str, run_b: str, column: str, log: bool = False) -> float:
+    """One standard error of the per-seed differences column(a) - column(b) over the seeds both runs have
+    (of log10 values, in decades, when `log`). Paired by seed: valid whether or not the runs of one seed share
+    their random numbers, and tighter when they do."""
+    a, b = (per_seed.loc[per_seed["run_id"] == r].set_index("seed")[column] for r in (run_a, run_b))
+    common = a.index.intersection(b.index)
+    va, vb = a.loc[common].to_numpy(dtype=float), b.loc[common].to_numpy(dtype=float)
+    if log:
+        if (va <= 0).any() or (vb <= 0).any():
+            return 0.0
+        va, vb = np.log10(va), np.log10(vb)
+    with np.errstate(invalid="ignore"):
+        return standard_error(va - vb)
 
 
 def _needed(require: str, fraction: float | None) -> float:

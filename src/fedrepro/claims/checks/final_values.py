@@ -31,9 +31,11 @@ from fedrepro.claims.checks.common import (
     fmt,
     fmt_span,
     judged,
+    known,
     never,
     never_falls,
     pair_rows,
+    paired_spread,
     ratio_span,
     room,
     rows_matching,
@@ -60,9 +62,11 @@ def compare_final(data: ClaimData, *, a: Selector, b: Selector, per: Columns, me
                   window: Fraction = 0.1, factor: Positive = 1.0, require: Require = "all",
                   fraction: Fraction | None = None, stat: CurveStat = "final") -> Result:
     """Holds in a cell when stat(a) < stat(b) * factor (factor < 1: a wins by a margin; > 1: a tolerance);
-    stat: final, auc, g0 or T_<eps> of the seed medians. Margin: decades (common.compare_stat)."""
+    stat: final, auc, g0 or T_<eps> of the seed medians. A cell is open while the two lie within one standard
+    error of the paired per-seed log ratios (common.compare_stat). Margin: decades."""
     medians = data.medians(metric, x, window, _eps_of(stat))
-    return compare_stat(medians, a, b, per, stat, factor, require, fraction)
+    per_seed = data.seed_summaries(metric, x, window, _eps_of(stat))
+    return compare_stat(medians, a, b, per, stat, factor, require, fraction, per_seed)
 
 
 def log_ratio_within(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str, x: str = "round",
@@ -124,10 +128,13 @@ def time_to_target(data: ClaimData, *, a: Selector, b: Selector, per: Columns, m
     when it settles the comparison (A never reaching it by x = 12 loses to B at 9; against B at 15 the cell is
     open, and an open cell makes the claim INCONCLUSIVE unless the others decide it). A diverged curve never
     reaches it (T = inf). A cell where neither reaches it is undecided: listed, not counted. `target` is one
-    value, one per panel, or the column holding each run's (e.g. target_accuracy). Margin: decades by which
+    value, one per panel, or the column holding each run's (e.g. target_accuracy). Two reached times are
+    open while they lie within the seed spread: one standard error of the paired per-seed log10 ratios of
+    the seeds' own times (common.paired_spread; none while a seed is censored). Margin: decades by which
     T(a) lies below T(b) * factor (of the bounds, when censored: the least the data guarantee)."""
     times = data.times_to_target(metric, target, higher, x, seeds)
     pairs = list(pair_rows(times, a, b, per, each_a=True)) if len(times) else []
+    per_seed = data.seed_times(metric, target, higher, x) if pairs else None
     holds, margins, parts = [], [], []
     name_a, name_b = selector_name(a), selector_name(b)
     if any(isinstance(v, list) for v in a.values()):  # several curves of A: each pair's name holds A's curve
@@ -139,9 +146,13 @@ def time_to_target(data: ClaimData, *, a: Selector, b: Selector, per: Columns, m
             parts.append(shown + " (neither reaches the target: undecided)")
             continue
         ok = below(sa, sb, factor)
-        holds.append(ok)
-        margins.append(room(sa[1], sb[0] * factor) if ok else room(sa[0], sb[1] * factor))
-        parts.append(shown + (" (censored: the bound does not decide)" if ok is None else ""))
+        margin = room(sa[1], sb[0] * factor) if ok else room(sa[0], sb[1] * factor)
+        tol = paired_spread(per_seed, ra["run_id"], rb["run_id"], "t_target", log=True)
+        inside = ok is not None and known(sa, sb) and abs(margin) <= tol
+        holds.append(None if inside else ok)
+        margins.append(margin)
+        parts.append(shown + (" (censored: the bound does not decide)" if ok is None else
+                              f" (within the seed spread, {fmt(tol)} decades: open)" if inside else ""))
     measured = f"{tally(holds)}: " + "; ".join(parts) if pairs else "no cell has both curves"
     return judged(holds, margins, measured, require, fraction)
 

@@ -1,4 +1,4 @@
-"""Learning curves compared on means over seeds (FedCluster spec §4): AUC and FIN of a metric against
+"""Learning curves compared on means over seeds (FedCluster's claim rules, docs/papers/fedcluster.md R21): AUC and FIN of a metric against
 the x column `x` (results.summaries.auc_fin_per_seed)."""
 
 from __future__ import annotations
@@ -9,9 +9,7 @@ import numpy as np
 import pandas as pd
 
 from fedrepro.claims.checks.common import (
-    FAIL,
     INCONCLUSIVE,
-    PASS,
     Column,
     Columns,
     Fraction,
@@ -25,6 +23,7 @@ from fedrepro.claims.checks.common import (
     judged,
     not_learned,
     rows_matching,
+    standard_error,
     tally,
     values_of,
 )
@@ -33,7 +32,7 @@ from fedrepro.results.summaries import spearman
 
 
 def _gain(auc_a, auc_b, higher: bool, relative: bool = True):
-    """How much better A is than B: G = (AUC_B - AUC_A) / |AUC_B| for a loss (spec §4), the sign
+    """How much better A is than B: G = (AUC_B - AUC_A) / |AUC_B| for a loss (docs/papers/fedcluster.md R21), the sign
     flipped for an accuracy; the plain difference when not relative. A finite A against a diverged B
     (AUC at its worst, infinite) has G = 1, the limit."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -49,14 +48,6 @@ def _pm(values) -> str:
     with np.errstate(invalid="ignore"):  # a diverged seed: inf, and an undefined spread
         spread = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
     return f"{fmt(float(np.mean(values)))} ± {fmt(spread)}"
-
-
-def _standard_error(values) -> float:
-    """The standard error of the mean of `values` (over seeds); 0 with one value or a non-finite one."""
-    values = np.asarray(values, dtype=float)
-    if len(values) < 2 or not np.isfinite(values).all():
-        return 0.0
-    return float(np.std(values, ddof=1) / np.sqrt(len(values)))
 
 
 def _seed_pairs(data: ClaimData, a: dict, b: dict, per: list[str], metric: str, higher: bool, x: str,
@@ -82,7 +73,7 @@ def faster(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: s
            fin_abs_tol: float | None = None, seed_share: float = 2 / 3, require: Require = "all",
            fraction: Fraction | None = None, auc: Literal["mean", "trapezoid"] = "mean",
            floor: float | None = None, gain_tol: float | None = None) -> Result:
-    """A converges faster than B in a cell (spec §4 pass rule) when, on means over the paired seeds,
+    """A converges faster than B in a cell (the pass rule of docs/papers/fedcluster.md R21) when, on means over the paired seeds,
     G(A over B) > 0 and >= min_gain ("significantly": 0.05), FIN(A) is no worse than FIN(B) within
     fin_rel_tol (relative) or fin_abs_tol (absolute), and, with 3 or more seeds, G > 0 in at least
     `seed_share` of them. AUC: the mean over the logged points, or (`auc: trapezoid`) the area over the
@@ -98,7 +89,7 @@ def faster(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: s
         g_seeds = _gain(sa["auc"].to_numpy(), sb["auc"].to_numpy(), higher)
         g = float(_gain(sa["auc"].mean(), sb["auc"].mean(), higher))
         fa, fb = sa["fin"].mean(), sb["fin"].mean()
-        tol = gain_tol if gain_tol is not None else _standard_error(g_seeds)
+        tol = gain_tol if gain_tol is not None else standard_error(g_seeds)
         gain_open = abs(g - max(min_gain, 0.0)) <= tol  # G and its per-seed signs: noise at this distance
         gain_ok = g > 0 and g >= min_gain
         fin_ok = True
@@ -129,7 +120,7 @@ def faster(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: s
 
 def comparable(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str = "train_loss", x: str = "round",
                higher: bool = False, tol: float = 0.05, reference: Selector | None = None) -> Result:
-    """|G(A over B)| <= tol in each cell (spec §4 "comparable"); with a `reference` selector also
+    """|G(A over B)| <= tol in each cell ("comparable", docs/papers/fedcluster.md R21); with a `reference` selector also
     |G(A over B)| < G(reference over B), i.e. clearly smaller than the gain of a curve that wins.
     Margin: tol - |G| (or G(reference) - |G|, if smaller), a fraction."""
     ref = {cell: float(_gain(sr["auc"].mean(), sb["auc"].mean(), higher))
@@ -147,21 +138,20 @@ def comparable(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metri
     return judged(holds, margins, measured)
 
 
-def _seed_stats(cell: pd.DataFrame, along: str, order: list, column: str) -> list[tuple[float, float, int]]:
-    """(mean, variance, seeds) over the seeds of `column` for the run at each value of `along`, in `order`
-    (nan where absent; the variance nan with one seed)."""
-    stats = []
-    for v in order:
-        values = cell.loc[cell[along] == v, column].to_numpy(dtype=float)
-        with np.errstate(invalid="ignore"):
-            var = float(np.var(values, ddof=1)) if len(values) > 1 else np.nan
-        stats.append((float(values.mean()) if len(values) else np.nan, var, len(values)))
-    return stats
+def _seed_values(cell: pd.DataFrame, along: str, order: list, column: str) -> pd.DataFrame:
+    """`column` of the run at each value of `along`, in `order`: one row per seed, one column per value (nan
+    where a run lacks the seed; a column of nan where there is no run)."""
+    wide = cell[cell[along].isin(order)].pivot_table(index="seed", columns=along, values=column, aggfunc="mean",
+                                                     dropna=False)
+    return wide.reindex(columns=order)
 
 
-def _series(cell: pd.DataFrame, along: str, order: list) -> list[float]:
-    """Mean AUC over seeds of the run at each value of `along`, in `order` (nan where absent)."""
-    return [mean for mean, _, _ in _seed_stats(cell, along, order, "auc")]
+def _paired(values: pd.DataFrame, weights: list[float]) -> float:
+    """The seed spread of sum_i weights[i] x mean(column i): one standard error of the per-seed sums over
+    the seeds every run has (common.standard_error: 0 without a spread)."""
+    complete = values.dropna().to_numpy(dtype=float)
+    with np.errstate(invalid="ignore"):  # a diverged seed: inf - inf
+        return standard_error(complete @ np.asarray(weights, dtype=float)) if len(complete) else 0.0
 
 
 def _step_outcome(better_by: float, tolerance: float, both_below_floor: bool) -> Holds:
@@ -183,22 +173,22 @@ def ordered(data: ClaimData, *, select: Selector, per: Columns, along: Column, o
     cannot be told apart and is open, as is one where both curves sit at or below `floor`, the trivial level
     of an accuracy or F1 (chance; predicting every sample positive; common.not_learned): the data decide the
     cell only when its open steps cannot change it. Tolerance: by default from the data, one standard error
-    of the difference of the two seed means (sqrt(s1^2/n1 + s2^2/n2); none with one seed); `rel_tol`: that fraction of the
+    of the paired per-seed differences of the two curves (_paired; none with one seed); `rel_tol`: that fraction of the
     larger |mean| instead, where a paper states one. Margin: the smallest step's improvement of the mean,
     in the metric's units."""
     frame = data.auc_fin(metric, higher, x)
     column = {"auc": "auc", "final": "fin"}[value]
     holds, parts, margins = [], [], []
     for name, cell in cells_of(rows_matching(frame, select), per, named=True) if len(frame) else []:
-        stats = _seed_stats(cell, along, order, column)
-        means = np.array([m for m, _, _ in stats])
+        values = _seed_values(cell, along, order, column)
+        means = values.mean().to_numpy()
         if np.isnan(means).any():
             continue
         steps = []
-        for (m1, v1, n1), (m2, v2, n2) in zip(stats[:-1], stats[1:]):
+        for i, (m1, m2) in enumerate(zip(means[:-1], means[1:])):
             better_by = (m2 - m1) if higher else (m1 - m2)
             tolerance = (rel_tol * max(abs(m1), abs(m2)) if rel_tol is not None
-                         else float(np.nan_to_num(np.sqrt(v1 / n1 + v2 / n2), nan=0.0)))
+                         else _paired(values.iloc[:, [i, i + 1]], [1, -1]))
             below_floor = not_learned(floor, higher, m1, m2)
             steps.append((_step_outcome(better_by, tolerance, below_floor), better_by, tolerance, below_floor))
         outcomes = [o for o, *_ in steps]
@@ -215,59 +205,79 @@ def ordered(data: ClaimData, *, select: Selector, per: Columns, along: Column, o
 
 def slight(data: ClaimData, *, select: Selector, b: Selector, per: Columns, along: Column,
            order: values_of("along"), metric: str = "train_loss", x: str = "round", higher: bool = False) -> Result:
-    """"Slightly" (spec §4, C14): the spread of the selected curves' mean AUC over `order` is smaller
-    than the gap from B (e.g. FedAvg) to the worst of them. Margin: gap - spread, in the metric's units."""
+    """"Slightly" (FedCluster C14, docs/papers/fedcluster.md R21): the spread of the selected curves' mean AUC over `order` is smaller
+    than the gap from B (e.g. FedAvg) to the worst of them. A cell is open when gap - spread lies within
+    one standard error of it over the paired seeds (_paired). Margin: gap - spread, in the metric's units."""
     frame = data.auc_fin(metric, higher, x)
     holds, parts, margins = [], [], []
     for name, cell in cells_of(frame, per, named=True) if len(frame) else []:
-        auc, ref = np.array(_series(rows_matching(cell, select), along, order)), rows_matching(cell, b)["auc"]
-        if np.isnan(auc).any() or not len(ref):
+        values = _seed_values(rows_matching(cell, select), along, order, "auc")
+        ref = rows_matching(cell, b)
+        auc = values.mean().to_numpy()
+        if np.isnan(auc).any() or ref["run_id"].nunique() != 1:
             continue
-        worst = auc.min() if higher else auc.max()
-        spread, gap = float(auc.max() - auc.min()), float(_gain(worst, ref.mean(), higher, relative=False))
-        holds.append(spread < gap)
+        values["B"] = ref.set_index("seed")["auc"]
+        worst, best = (np.argmin(auc), np.argmax(auc)) if higher else (np.argmax(auc), np.argmin(auc))
+        spread, gap = float(auc.max() - auc.min()), float(_gain(auc[worst], values["B"].mean(), higher, relative=False))
+        tol = _paired(values.iloc[:, [worst, best, -1]], [2, -1, -1])  # gap - spread = +-(2 worst - best - B)
+        inside = abs(gap - spread) <= tol
+        holds.append(None if inside else spread < gap)
         margins.append(gap - spread)
         parts.append(f"[{name}] spread over {along} {fmt(spread)} vs gap to {'/'.join(map(str, b.values()))} "
-                     f"{fmt(gap)}")
-    measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has every curve"
+                     f"{fmt(gap)}" + (f" (difference within the seed spread {fmt(tol)}: open)" if inside else ""))
+    measured = f"{tally(holds)}: " + "; ".join(parts) if parts else "no cell has every curve"
     return judged(holds, margins, measured)
 
 
 def gain_by_group(data: ClaimData, *, a: Selector, b: Selector, per: Columns, group: Column,
-                  greater: values_of("group", Any), than: values_of("group", Any), metric: str = "train_loss", x: str = "round", higher: bool = False, relative: bool = True) -> Result:
+                  greater: values_of("group", Any), than: values_of("group", Any), metric: str = "train_loss",
+                  x: str = "round", higher: bool = False, relative: bool = True) -> Result:
     """The mean over cells of G(A over B) is larger where `group` is `greater` than where it is `than`
-    (e.g. dataset: FedCluster's edge larger on CIFAR-10 than on MNIST, spec C5, C8). Margin: the
-    difference of the two means (of G, or of the AUC difference when not `relative`)."""
-    gains: dict[Any, list[float]] = {greater: [], than: []}
+    (e.g. dataset: FedCluster's edge larger on CIFAR-10 than on MNIST, FedCluster claims C5, C8). Open when the two
+    means differ by less than one standard error of the per-seed differences of the groups' mean gains
+    (_paired). Margin: the difference of the two means (of G, or of the AUC difference when not `relative`)."""
+    gains: dict[Any, list[float]] = {greater: [], than: []}  # G per cell
+    seed_gains: dict[Any, list[pd.Series]] = {greater: [], than: []}  # and per seed
     for _, _, sa, sb in _seed_pairs(data, a, b, per, metric, higher, x):
         key = sa[group].iloc[0]
         if key in gains:
             gains[key].append(float(_gain(sa["auc"].mean(), sb["auc"].mean(), higher, relative)))
+            seed_gains[key].append(pd.Series(_gain(sa["auc"].to_numpy(), sb["auc"].to_numpy(), higher, relative),
+                                             index=sa.index))
     if not (gains[greater] and gains[than]):
         return Result(INCONCLUSIVE, f"cells per {group}: " + ", ".join(f"{k}: {len(v)}" for k, v in gains.items()))
     mg, mt = float(np.mean(gains[greater])), float(np.mean(gains[than]))
+    per_seed = pd.concat([pd.concat(seed_gains[k], axis=1).mean(axis=1, skipna=False) for k in (greater, than)], axis=1)
+    tol = _paired(per_seed, [1, -1])  # the per-seed difference of the two groups' mean gains
+    inside = abs(mg - mt) <= tol
     kind = "G" if relative else "AUC difference"
     measured = (f"mean {kind} {greater}: {mg:+.4f} over {len(gains[greater])} cells; {than}: {mt:+.4f} over "
-                f"{len(gains[than])} cells")
-    return Result(PASS if mg > mt else FAIL, measured, "", mg - mt)
+                f"{len(gains[than])} cells" + (f" (difference within the seed spread {fmt(tol)}: open)" if inside else ""))
+    return judged([None if inside else mg > mt], [mg - mt], measured)
 
 
 def less_sensitive(data: ClaimData, *, a: Selector, b: Selector, per: Columns, along: Column,
-                   low: values_of("along", Any), high: values_of("along", Any), metric: str = "train_loss", x: str = "round", higher: bool = False) -> Result:
-    """A suffers less than B from `along` going low -> high (spec C16): the mean AUC of A worsens by
-    less than B's, in each cell. Margin: B's worsening - A's, in the metric's units."""
+                   low: values_of("along", Any), high: values_of("along", Any), metric: str = "train_loss",
+                   x: str = "round", higher: bool = False) -> Result:
+    """A suffers less than B from `along` going low -> high (FedCluster claim C16): the mean AUC of A worsens by
+    less than B's, in each cell; open when the two worsenings differ by less than one standard error over
+    the paired seeds (_paired). Margin: B's worsening - A's, in the metric's units."""
     frame = data.auc_fin(metric, higher, x)
     holds, parts, margins = [], [], []
     for name, cell in cells_of(frame, per, named=True) if len(frame) else []:
-        (a_lo, a_hi), (b_lo, b_hi) = (_series(rows_matching(cell, s), along, [low, high]) for s in (a, b))
+        values = pd.concat([_seed_values(rows_matching(cell, s), along, [low, high], "auc") for s in (a, b)], axis=1)
+        a_lo, a_hi, b_lo, b_hi = values.mean().to_numpy()
         if np.isnan([a_lo, a_hi, b_lo, b_hi]).any():
             continue
         da, db = (float(_gain(lo, hi, higher, relative=False)) for lo, hi in ((a_lo, a_hi), (b_lo, b_hi)))
-        holds.append(da < db)
+        tol = _paired(values, [1, -1, -1, 1])  # db - da = +-((b_hi - b_lo) - (a_hi - a_lo))
+        inside = abs(db - da) <= tol
+        holds.append(None if inside else da < db)
         margins.append(db - da)
         parts.append(f"[{name}] AUC worsens by {fmt(da)} ({fmt(a_lo)} -> {fmt(a_hi)}) vs {fmt(db)} "
-                     f"({fmt(b_lo)} -> {fmt(b_hi)})")
-    measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has both ends"
+                     f"({fmt(b_lo)} -> {fmt(b_hi)})" + (f" (difference within the seed spread {fmt(tol)}: open)"
+                                                        if inside else ""))
+    measured = f"{tally(holds)}: " + "; ".join(parts) if parts else "no cell has both ends"
     return judged(holds, margins, measured)
 
 

@@ -1,4 +1,4 @@
-"""Checks of a simulated-time claim in its iteration form (TDCD claim C1', spec tdcd.md §5).
+"""Checks of a simulated-time claim in its iteration form (TDCD claim C1', docs/papers/tdcd.md R21).
 
 With one round of Q local iterations costing t_Q = 3 t_comm + Q t_comp (engines/vertical_time.py), a run
 with Q reaches a target sooner in time than one with Q = 1 exactly when n_Q / n_1, the ratio of the
