@@ -12,7 +12,7 @@ sm = snakemake  # noqa: F821 (injected by Snakemake)
 def main():
     ledger = Path(sm.output.ledger)
     write_ledger(Path(sm.input.claims), [Path(p) for p in sm.input.tables], sm.params.figures, sm.params.scale,
-                 ledger, Path(sm.output.record), sm.params.scale_note)
+                 ledger, Path(sm.output.record), sm.params.scale_note, sm.params.readings)
     draw_claims_figure(ledger, sm.wildcards.paper, DECIDE, Path(sm.output.pdf), Path(sm.output.png))
 
 

@@ -108,7 +108,7 @@ def load_and_validate(
         claims_path = config_dir / "claims" / f"{paper}.yaml"
         if not claims_path.exists():
             raise ConfigError(f"no claims file {claims_path} for paper {paper!r}")
-        claims = load_claims(claims_path, label_values(paper_cfg))
+        claims = load_claims(claims_path, label_values(paper_cfg), paper_cfg.get("readings", {}))
         for claim in claims["claims"]:
             _check_columns(claim, paper_cfg["engine"], f"{claims_path}: claim {claim['id']}")
     table = build_run_table({**config, "papers": papers}, config_dir)

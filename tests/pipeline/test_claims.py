@@ -152,3 +152,44 @@ def test_undecided_at_names_scales_and_reasons():
                               "b": {"method": "slow"}, "per": ["panel"], "metric": "grad_norm", "undecided_at": bad}]}
         with pytest.raises(ConfigError, match="undecided_at"):
             validate_claims(claims, "test")
+
+
+READINGS = {
+    "interrupt": {"what": "B's interruption period", "paper": "§4: 'the server can interrupt the clients'",
+                  "choice": "every 5 steps", "source": "assumption"},
+    "steps": {"what": "the step size", "paper": "Table II", "choice": "Table II's values", "source": "paper"},
+}
+
+
+def test_a_claim_resting_on_an_assumed_reading_is_never_pass_or_fail():
+    claims = yaml.safe_load("""
+    claims:
+      - {id: X1, figures: [f], check: compare_final, a: {method: fast}, b: {method: slow}, per: [panel],
+         metric: grad_norm, rests_on: [steps, interrupt]}
+      - {id: X2, figures: [f], check: compare_final, a: {method: slow}, b: {method: fast}, per: [panel],
+         metric: grad_norm, rests_on: [interrupt]}
+      - {id: X3, figures: [f], check: compare_final, a: {method: fast}, b: {method: slow}, per: [panel],
+         metric: grad_norm, rests_on: [steps]}
+    """)
+    table = _table(_curve("fast", 0.1, 5), _curve("slow", 0.1, 1))
+    ledger = evaluate_claims(claims, {"f": table}, "quick", {"f": LABELS}, READINGS).set_index("claim_id")
+    for claim, alone in (("X1", "PASS"), ("X2", "FAIL")):
+        assert ledger.loc[claim, "status"] == "INCONCLUSIVE"
+        assert (f"rests on an assumed definition of B's interruption period (reading interrupt): the check alone "
+                f"says {alone}") in ledger.loc[claim, "note"]
+    # a reading the paper itself makes leaves the verdict alone, and the ledger names it
+    assert ledger.loc["X3", "status"] == "PASS" and "Rests on readings: steps (paper)" in ledger.loc["X3", "note"]
+
+
+def test_a_claim_may_rest_only_on_readings_its_paper_declares():
+    from fedrepro.claims.validation import validate_claims
+    from fedrepro.errors import ConfigError
+
+    claim = {"id": "X1", "figures": ["f"], "check": "compare_final", "a": {"method": "fast"}, "b": {"method": "slow"},
+             "per": ["panel"], "metric": "grad_norm", "rests_on": ["interupt"]}
+    with pytest.raises(ConfigError, match="rests_on: unknown reading 'interupt'; readings of this paper: interrupt"):
+        validate_claims({"claims": [claim]}, "test", readings=READINGS)
+    with pytest.raises(ConfigError, match="rests_on: a list of reading names"):
+        validate_claims({"claims": [{**claim, "rests_on": "interrupt"}]}, "test", readings=READINGS)
+    with pytest.raises(ConfigError, match="does not declare"):  # the ledger, too, refuses what it cannot judge
+        evaluate_claims({"claims": [claim]}, {"f": _table(_curve("fast", 0.1, 5))}, "quick", {"f": LABELS}, READINGS)

@@ -104,6 +104,27 @@ def test_wrong_type_in_paper_file_is_caught(tmp_path):
         load_and_validate({"scale": "smoke"}, config_dir)
 
 
+def test_a_reading_states_its_source_and_a_claim_rests_only_on_declared_readings(tmp_path):
+    def guessed(cfg):
+        cfg["readings"]["favano"]["source"] = "guess"
+    with pytest.raises(ConfigError, match="readings.favano.source: 'guess' is not allowed; allowed values: paper, authors_code, cited_work"):
+        load_and_validate({"scale": "smoke"}, _paper_config_dir(tmp_path / "a", guessed, paper="defedavg"))
+    with pytest.raises(ConfigError, match="claim C1b: rests_on: unknown reading 'favanno'"):
+        load_and_validate({"scale": "smoke"}, _paper_config_dir(
+            tmp_path / "b", lambda cfg: _claim(cfg, "C1b").update(rests_on=["favanno"]), folder="claims",
+            paper="defedavg"))
+
+
+def test_every_defedavg_claim_on_favano_rests_on_its_assumed_definition():
+    """FAVANO's period and weights are ours (the paper names the algorithm only): each claim that reads a
+    FAVANO curve must say so, or its verdict would pass for a finding about the paper."""
+    readings = yaml.safe_load((CONFIG / "papers" / "defedavg.yaml").read_text())["readings"]
+    assert readings["favano"]["source"] == "assumption"
+    claims = yaml.safe_load((CONFIG / "claims" / "defedavg.yaml").read_text())["claims"]
+    on_favano = [c for c in claims if "favano" in yaml.safe_dump({k: c.get(k) for k in ("a", "b", "select")})]
+    assert on_favano and all("favano" in c.get("rests_on", []) for c in on_favano)
+
+
 def test_unknown_method_and_panel_name_allowed_values(tmp_path):
     config_dir = _paper_config_dir(tmp_path, lambda c: c["figures"]["fig2a"]["curves"].append({"method": "fedprox"}))
     with pytest.raises(ConfigError, match="unknown method 'fedprox'.*allowed: fedavg, fedavg_full, fedpage"):

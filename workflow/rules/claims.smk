@@ -30,6 +30,7 @@ rule claims:
         scale=config["scale"],
         figures=claims_settings,
         scale_note=lambda wildcards: RUNS.scale_note(wildcards.paper),
+        readings=lambda wildcards: RUNS.readings[wildcards.paper],
     log:
         "logs/claims/{paper}.log",
     threads: 1

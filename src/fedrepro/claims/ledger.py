@@ -15,6 +15,7 @@ from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, UNITS, Result
 from fedrepro.claims.data import ClaimData
 from fedrepro.claims.data_notes import with_data_notes
 from fedrepro.claims.validation import CLAIM_FIELDS, FigureLabels, validate_claims
+from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import paper_value
 from fedrepro.results.tables import merged_labels, read_figure_table
 from fedrepro.utils.atomic import atomic_path
@@ -24,9 +25,10 @@ from fedrepro.utils.atomic import atomic_path
 COLUMNS = ["claim_id", "figure", "scale", "status", "support", "margin", "margin_se", "measured", "expected", "note",
            "quote"]
 def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame], scale: str,
-                    labels: dict[str, list[str]]) -> pd.DataFrame:
+                    labels: dict[str, list[str]], readings: dict[str, dict[str, Any]] | None = None) -> pd.DataFrame:
     """The ledger of the claims on the figure `tables`, whose label columns are `labels` (by figure
-    name, Figure.label_columns)."""
+    name, Figure.label_columns). `readings`: the paper's (config/papers/<paper>.yaml `readings`), by name;
+    a claim that rests on one whose source is our assumption is never PASS or FAIL (rests_on_readings)."""
     rows = []
     # many claims read the same figures: one ClaimData per set, whose summaries are computed once
     merged: dict[tuple[str, ...], ClaimData] = {}
@@ -52,6 +54,7 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
         if scale in claim.get("undecided_at", {}):  # measured and shown, but this scale cannot decide it
             ruling = f"not decided at the {scale} scale (the check alone says {status}): {claim['undecided_at'][scale]}"
             status = INCONCLUSIVE
+        status, ruling = rests_on_readings(claim, readings or {}, status, ruling)
         na = f"support n/a: {support.reason}" if support.kind in ("none", "invariant") else ""
         rows.append({
             "claim_id": claim["id"], "figure": " ".join(figures or claim.get("figures", [])), "scale": scale,
@@ -62,6 +65,27 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
             "quote": claim.get("quote", ""),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def rests_on_readings(claim: dict[str, Any], readings: dict[str, dict[str, Any]], status: str,
+                      ruling: str) -> tuple[str, str]:
+    """(status, ruling) once the readings the claim rests on are weighed: a verdict that rests on a definition
+    of ours (a reading whose source is `assumption`) tests that definition, not the paper, so it is
+    INCONCLUSIVE, the check's own verdict kept in the note; the other readings are named there."""
+    unknown = [name for name in claim.get("rests_on", []) if name not in readings]
+    if unknown:
+        raise ConfigError(f"claim {claim['id']}: rests on readings {unknown} that the paper does not declare "
+                          f"(declared: {', '.join(sorted(readings)) or 'none'})")
+    rests = [(name, readings[name]) for name in claim.get("rests_on", [])]
+    assumed = [f"{r['what']} (reading {name})" for name, r in rests if r["source"] == "assumption"]
+    if assumed and status != INCONCLUSIVE:
+        ruling = " ".join(x for x in (ruling, f"rests on an assumed definition of {'; '.join(assumed)}: "
+                                               f"the check alone says {status}.") if x)
+        status = INCONCLUSIVE
+    named = [f"{name} ({r['source']})" for name, r in rests if r["source"] != "assumption"]
+    if named:
+        ruling = " ".join(x for x in (ruling, f"Rests on readings: {', '.join(named)}.") if x)
+    return status, ruling
 
 
 def _rounded(value: float, digits: int) -> float:
@@ -83,12 +107,13 @@ def bootstrap_record(paper: str, scale: str) -> dict[str, Any]:
     }
 
 
-def load_claims(path: Path, figures: FigureLabels | None = None) -> dict[str, Any]:
+def load_claims(path: Path, figures: FigureLabels | None = None,
+                readings: dict[str, Any] | None = None) -> dict[str, Any]:
     """A claims file, checked by validate_claims (with `figures`, down to the columns and values its
-    claims name)."""
+    claims name; with `readings`, the readings they rest on)."""
     with open(path) as fh:
         claims_cfg = yaml.safe_load(fh)
-    validate_claims(claims_cfg, str(path), figures)
+    validate_claims(claims_cfg, str(path), figures, readings)
     return claims_cfg
 
 
@@ -106,17 +131,18 @@ def in_paper_terms(table: pd.DataFrame, values: dict[str, dict[Any, Any]]) -> pd
 
 
 def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, dict[str, Any]], scale: str,
-                 out: Path, record: Path | None = None, scale_note: str = "") -> pd.DataFrame:
+                 out: Path, record: Path | None = None, scale_note: str = "",
+                 readings: dict[str, dict[str, Any]] | None = None) -> pd.DataFrame:
     """The ledger of one paper: its claims file, its figure tables and what the ledger reads of their
     figures (by name, Figure.claims_settings: label columns and value maps); `record` gets the
     bootstrap's settings (bootstrap_record) and `scale_note`, how this scale departs from the paper's
-    (Figure.scale_note of the paper's figures). Written atomically, after every check has run: a failure
-    leaves the files as they were."""
-    claims_cfg = load_claims(claims_path)
+    (Figure.scale_note of the paper's figures); `readings`, the paper's (evaluate_claims). Written
+    atomically, after every check has run: a failure leaves the files as they were."""
+    claims_cfg = load_claims(claims_path, readings=readings)
     tables = {p.stem: in_paper_terms(read_figure_table(p), figures.get(p.stem, {}).get("values", {}))
               for p in table_paths}
     labels = {name: f["labels"] for name, f in figures.items()}
-    ledger = with_data_notes(evaluate_claims(claims_cfg, tables, scale, labels), tables)
+    ledger = with_data_notes(evaluate_claims(claims_cfg, tables, scale, labels, readings), tables)
     with atomic_path(out, suffix=".csv") as tmp:
         ledger.to_csv(tmp, index=False)
     if record is not None:

@@ -17,7 +17,7 @@ from fedrepro.errors import ConfigError, config_error
 from fedrepro.experiments import SCALES
 
 # keys of a claim entry that are not parameters of its check
-CLAIM_FIELDS = {"id", "quote", "figures", "check", "expected", "note", "min_seeds", "undecided_at"}
+CLAIM_FIELDS = {"id", "quote", "figures", "check", "expected", "note", "min_seeds", "undecided_at", "rests_on"}
 # top-level keys of a claims file (each check names its own metric, x column and window)
 LEDGER_FIELDS = {"paper", "claims"}
 # Per figure of a paper, each label column of its table and the values it takes at any scale, in the
@@ -26,10 +26,12 @@ FigureLabels = Mapping[str, Mapping[str, Collection[Any]]]
 SHOWN = 20  # allowed values listed in a message (a column may hold hundreds of run ids)
 
 
-def validate_claims(claims_cfg: Any, source: str, figures: FigureLabels | None = None) -> None:
+def validate_claims(claims_cfg: Any, source: str, figures: FigureLabels | None = None,
+                    readings: Collection[str] | None = None) -> None:
     """Stop on a claims file that would be judged wrongly: an unknown key, check or figure, a missing,
     misspelt or mistyped check parameter (a silently ignored one would change the verdict), a repeated
-    id; with `figures`, every column and value a parameter names must exist in the claim's figures."""
+    id; with `figures`, every column and value a parameter names must exist in the claim's figures; with
+    `readings` (the paper's, by name), every reading a claim rests on must be one of them."""
     if not isinstance(claims_cfg, dict) or not isinstance(claims_cfg.get("claims"), list):
         raise ConfigError(f"{source}: expected a mapping with a list under 'claims'")
     problems = [f"unknown key {k!r}; allowed keys: {', '.join(sorted(LEDGER_FIELDS))}"
@@ -44,6 +46,12 @@ def validate_claims(claims_cfg: Any, source: str, figures: FigureLabels | None =
             problems.append(f"{where}: id {claim['id']!r} is used twice")
         seen.add(claim["id"])
         problems += [f"{where}: {p}" for p in _claim_problems(claim, figures)]
+        rests_on = claim.get("rests_on", [])
+        if not isinstance(rests_on, list) or not all(isinstance(r, str) for r in rests_on):
+            problems.append(f"{where}: rests_on: a list of reading names, got {rests_on!r}")
+        elif readings is not None:
+            problems += [f"{where}: rests_on: unknown reading {r!r}; readings of this paper: "
+                         f"{', '.join(sorted(readings)) or '(none)'}" for r in rests_on if r not in readings]
     if problems:
         raise config_error(f"invalid claims in {source}", problems)
 

@@ -152,6 +152,7 @@ class RunTable:
     scale: str
     runs: dict[str, dict[str, Any]]
     figures: dict[tuple[str, str], Figure]
+    readings: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # paper -> its `readings`
 
     def figure(self, paper: str, name: str) -> Figure:
         try:
@@ -428,12 +429,14 @@ def label_values(paper_cfg: dict[str, Any]) -> dict[str, dict[str, set[Any]]]:
 def build_run_table(config: dict[str, Any], config_dir: Path) -> RunTable:
     runs: dict[str, dict] = {}
     figures: dict[tuple[str, str], Figure] = {}
+    readings: dict[str, dict[str, dict[str, Any]]] = {}
     for paper in config["papers"]:
         path = config_dir / "papers" / f"{paper}.yaml"
         if not path.exists():
             raise ConfigError(f"papers: no configuration {path} for paper {paper!r}")
-        paper_runs, paper_figures = resolve_paper(load_paper_config(path), config["scale"],
-                                                  config_dir.parent / "data" / "raw")
+        paper_cfg = load_paper_config(path)
+        paper_runs, paper_figures = resolve_paper(paper_cfg, config["scale"], config_dir.parent / "data" / "raw")
         runs.update(paper_runs)
         figures.update(paper_figures)
-    return RunTable(config["scale"], runs, figures)
+        readings[paper] = paper_cfg.get("readings", {})
+    return RunTable(config["scale"], runs, figures, readings)

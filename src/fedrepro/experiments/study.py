@@ -69,7 +69,8 @@ def run_study(name: str, config_dir: Path = Path("config"), out_dir: Path = Path
     study = load_study(config_dir / "studies" / f"{name}.yaml")
     paper, scale = study["paper"], study["scale"]
     paper_cfg = load_paper_config(config_dir / "papers" / f"{paper}.yaml")
-    claims_cfg = load_claims(config_dir / "claims" / f"{paper}.yaml", label_values(paper_cfg))
+    readings = paper_cfg.get("readings", {})
+    claims_cfg = load_claims(config_dir / "claims" / f"{paper}.yaml", label_values(paper_cfg), readings)
     by_id = {c["id"]: c for c in claims_cfg["claims"]}
     unknown = [c for c in study["claims"] if c not in by_id]
     if unknown:
@@ -96,7 +97,7 @@ def run_study(name: str, config_dir: Path = Path("config"), out_dir: Path = Path
             write_figure_table(fig, results_dir, path)
             tables[fig.name] = read_figure_table(path)
         labels = {fig.name: fig.label_columns for fig in figures.values()}
-        ledger = evaluate_claims(chosen, tables, scale, labels)
+        ledger = evaluate_claims(chosen, tables, scale, labels, readings)
         ledger = ledger.assign(variant=variant, settings=", ".join(f"{k}={v}" for k, v in settings.items()))
         rows.append(ledger[COLUMNS])
     result = pd.concat(rows, ignore_index=True)
