@@ -246,3 +246,15 @@ def test_censored_times_leave_a_trend_or_a_ratio_open_unless_their_bounds_decide
     assert _trend(pd.concat([base, censored(80, 15.0)], ignore_index=True), inversions=1).status == "PASS"
     bumpy = _reaching({10: 5.0, 20: 3.0, 40: 20.0})
     assert _trend(pd.concat([bumpy, censored(80, 15.0)], ignore_index=True)).status == "FAIL"
+
+
+def test_a_trend_step_inside_the_paired_seed_spread_is_open():
+    def seeded(times: dict) -> pd.DataFrame:  # per n, each seed's curve jumps to accuracy 1 at its own time
+        return pd.concat([_reaching({n: t}).assign(seed=s) for n, ts in times.items() for s, t in enumerate(ts)],
+                         ignore_index=True)
+
+    # seed-mean curves reach 0.5 at each n's first seed time: 4, 5, 20, 40, rising; but n = 10's seeds reach it
+    # at 4 and 12 and n = 20's at 5 and 5, so the first step is inside the spread (0.10 vs 0.24 decades)
+    result = _trend(seeded({10: (4.0, 12.0), 20: (5.0, 5.0), 40: (20.0, 22.0), 80: (40.0, 44.0)}))
+    assert result.status == "INCONCLUSIVE" and "1 step(s) open: censored or within the seed spread" in result.measured
+    assert _trend(seeded({10: (4.0, 4.5), 20: (5.0, 5.5), 40: (20.0, 22.0), 80: (40.0, 44.0)})).status == "PASS"

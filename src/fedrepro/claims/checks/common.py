@@ -113,7 +113,7 @@ def compare_stat(frame: pd.DataFrame, a: dict, b: dict, per: list[str], stat: st
         ok = below(sa, sb, factor)
         margin = room(sa[1], sb[0] * factor, log=log) if ok else room(sa[0], sb[1] * factor, log=log)
         tol = paired_spread(per_seed, ra["run_id"], rb["run_id"], stat, log) if per_seed is not None else 0.0
-        inside = ok is not None and known(sa, sb) and abs(margin) <= tol
+        inside = ok is not None and tol > 0 and known(sa, sb) and abs(margin) <= tol
         holds.append(None if inside else ok)
         margins.append(margin)
         shown.append(f"[{name}] {selector_name(a)} {fmt_span(sa)} vs {selector_name(b)} {fmt_span(sb)}"
@@ -258,13 +258,17 @@ def ratio_span(num: tuple[float, float], den: tuple[float, float]) -> tuple[floa
     return div(num[0], den[1]), div(num[1], den[0])
 
 
-def never_falls(spans: list[tuple[float, float]], inversions: int = 0) -> tuple[Holds, float, int]:
+def never_falls(spans: list[tuple[float, float]], inversions: int = 0,
+                tolerances: list[float] | None = None) -> tuple[Holds, float, int]:
     """Whether a sequence of times (span) never falls from one to the next, `inversions` steps excepted:
-    (outcome, margin, open steps). A step a censored bound leaves open may fall either way, so the sequence
-    is decided only when its open steps cannot change the outcome. Margin: decades, the smallest step after the
+    (outcome, margin, open steps). A step a censored bound leaves open may fall either way, and so may a step
+    between two known times within its tolerance (decades, one per step: the seed spread), so the sequence is
+    decided only when its open steps cannot change the outcome. Margin: decades, the smallest step after the
     `inversions` worst are forgiven, of the bounds (the least they guarantee, or for a FAIL the most they allow)."""
     pairs = list(zip(spans[:-1], spans[1:]))
-    outcomes = [below(later, earlier) for earlier, later in pairs]  # True: the step surely falls
+    tolerances = tolerances or [0.0] * len(pairs)
+    outcomes = [None if tol > 0 and known(earlier, later) and abs(room(later[1], earlier[1])) <= tol
+                else below(later, earlier) for (earlier, later), tol in zip(pairs, tolerances)]  # True: surely falls
     against, open_ = sum(o is True for o in outcomes), sum(o is None for o in outcomes)
     ok = True if against + open_ <= inversions else False if against > inversions else None
     steps = sorted(room(earlier[1], later[0]) if ok else room(earlier[0], later[1]) for earlier, later in pairs)

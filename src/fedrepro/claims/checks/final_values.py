@@ -95,23 +95,28 @@ def monotone_time_to_target(data: ClaimData, *, per: Columns, along: Column, eps
                             x: str = "round", decreasing: bool = True) -> Result:
     """T_eps never improves when `along` shrinks (larger step converges faster), among runs
     that did not diverge; an eps that no run of the cell reaches is skipped, and a T_eps not reached by the
-    last round is censored there (common.never_falls decides with its bound). Margin: decades, the smallest
-    log10 T(next step) / T(this step) (>= 0 holds)."""
+    last round is censored there (common.never_falls decides with its bound), and a step between two
+    reached times within the seed spread (common.paired_spread of the per-seed T_eps) is open. Margin: decades,
+    the smallest log10 T(next step) / T(this step) (>= 0 holds)."""
     curves = data.medians(metric, x, 0.1, eps)  # (the window does not enter T_eps)
+    per_seed = data.seed_summaries(metric, x, 0.1, eps) if len(curves) else None
     holds, parts, margins = [], [], []
     for name, cell in cells_of(curves, per) if len(curves) else []:
         cell = cell[cell["diverged_seeds"] == 0].sort_values(along, ascending=not decreasing)
         if len(cell) < 2:
             continue
+        runs = list(cell["run_id"])
         for e in eps:
             spans = [(float(lo), float(hi)) for lo, hi in zip(cell[f"T_{e:g}_lower"], cell[f"T_{e:g}"])]
             if never(*spans):
                 continue
-            ok, margin, open_ = never_falls(spans)
+            tols = [paired_spread(per_seed, r1, r2, f"T_{e:g}", log=True) for r1, r2 in zip(runs[:-1], runs[1:])]
+            ok, margin, open_ = never_falls(spans, tolerances=tols)
             holds.append(ok)
             margins.append(margin)
             steps = ", ".join(f"{s:g}: {fmt_span(t)}" for s, t in zip(cell[along], spans))
-            outcome = {True: "ok", False: "not monotone", None: f"{open_} step(s) open: censored"}[ok]
+            outcome = {True: "ok", False: "not monotone",
+                       None: f"{open_} step(s) open: censored or within the seed spread"}[ok]
             parts.append(f"[{name}, eps={e:g}] {outcome} ({steps})")
     measured = f"{tally(holds, 'series')}: " + "; ".join(parts) if parts else "no comparable cells"
     return judged(holds, margins, measured)
@@ -148,7 +153,7 @@ def time_to_target(data: ClaimData, *, a: Selector, b: Selector, per: Columns, m
         ok = below(sa, sb, factor)
         margin = room(sa[1], sb[0] * factor) if ok else room(sa[0], sb[1] * factor)
         tol = paired_spread(per_seed, ra["run_id"], rb["run_id"], "t_target", log=True)
-        inside = ok is not None and known(sa, sb) and abs(margin) <= tol
+        inside = ok is not None and tol > 0 and known(sa, sb) and abs(margin) <= tol
         holds.append(None if inside else ok)
         margins.append(margin)
         parts.append(shown + (" (censored: the bound does not decide)" if ok is None else
@@ -157,16 +162,17 @@ def time_to_target(data: ClaimData, *, a: Selector, b: Selector, per: Columns, m
     return judged(holds, margins, measured, require, fraction)
 
 
-def _spans_in_order(cell: pd.DataFrame, along: str, order: list) -> list[tuple[float, float]] | None:
-    """The time to target (an interval, common.span) of the run at each value of `along`, in `order`; None
-    when a value has no run or several."""
-    spans = []
+def _spans_in_order(cell: pd.DataFrame, along: str, order: list) -> tuple[list[tuple[float, float]], list[str]] | None:
+    """The time to target (an interval, common.span) and the run id of the run at each value of `along`, in
+    `order`; None when a value has no run or several."""
+    spans, runs = [], []
     for v in order:
         rows = cell[cell[along] == v]
         if len(rows) != 1:
             return None
         spans.append(span(rows.iloc[0]))
-    return spans
+        runs.append(rows.iloc[0]["run_id"])
+    return spans, runs
 
 
 def time_to_target_trend(data: ClaimData, *, select: Selector, per: Columns, along: Column, order: values_of("along"),
@@ -176,26 +182,32 @@ def time_to_target_trend(data: ClaimData, *, select: Selector, per: Columns, alo
     """The time to target of the selected runs moves one way along `order` of the values of `along`: never
     falls (increasing) or never rises, with at most `inversions` adjacent pairs against it (e.g. Fig. 6's
     rounds to target non-increasing in n, one inversion allowed). T as in time_to_target: a step between
-    two censored times, or one that a censored bound leaves open, is open, and a cell is decided only when
-    its open steps cannot change its outcome; two diverged curves are equal (inf). A cell where none
+    two censored times, or one that a censored bound leaves open, is open, as is one between two reached times
+    within the seed spread (one standard error of the paired per-seed log10 ratios, common.paired_spread), and
+    a cell is decided only when its open steps cannot change its outcome; two diverged curves are equal (inf). A cell where none
     reaches the target is undecided: listed, not counted. Spearman's rho of the value and T is reported
     beside it. Margin: decades, the smallest step along the expected direction after the `inversions`
     worst are forgiven (of the bounds: the least the data guarantee, or the most they allow)."""
     times = data.times_to_target(metric, target, higher, x, seeds)
+    per_seed = data.seed_times(metric, target, higher, x) if len(times) else None
     holds, parts, margins = [], [], []
     for name, cell in cells_of(rows_matching(times, select), per) if len(times) else []:
-        spans = _spans_in_order(cell, along, order)
-        if spans is None:
+        found = _spans_in_order(cell, along, order)
+        if found is None:
             continue
+        spans, runs = found
         series = ", ".join(f"{along}={v}: {fmt_span(t)}" for v, t in zip(order, spans))
         if never(*spans):
             parts.append(f"[{name}] {series} (none reaches the target: undecided)")
             continue
-        ok, margin, open_ = never_falls(spans if increasing else spans[::-1], inversions)
+        tols = [paired_spread(per_seed, r1, r2, "t_target", log=True) for r1, r2 in zip(runs[:-1], runs[1:])]
+        ok, margin, open_ = never_falls(spans if increasing else spans[::-1], inversions,
+                                        tols if increasing else tols[::-1])
         holds.append(ok)
         margins.append(margin)
         rho = spearman(order, [t[1] for t in spans])
-        parts.append(f"[{name}] {series} (Spearman {rho:+.2f}" + (f"; {open_} step(s) open: censored" if open_ else "")
+        parts.append(f"[{name}] {series} (Spearman {rho:+.2f}"
+                     + (f"; {open_} step(s) open: censored or within the seed spread" if open_ else "")
                      + ")")
     measured = f"{tally(holds)}: " + "; ".join(parts) if parts else "no cell has every value"
     return judged(holds, margins, measured, require, fraction)
