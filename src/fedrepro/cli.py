@@ -119,6 +119,18 @@ def main(argv: list[str] | None = None) -> None:
         run_step(step)
 
 
+PIPELINE_RESULTS = Path("results")  # Snakemake's: written only under its lock, by its rules
+
+
+def refuse_pipeline_results(out: Path) -> None:
+    """A run by hand must not write into the pipeline's results/ (or anything inside it): Snakemake would
+    neither know nor lock it, and the audit would take it for the pipeline's own."""
+    resolved, results = out.resolve(), PIPELINE_RESULTS.resolve()
+    if resolved == results or results in resolved.parents:
+        raise ConfigError(f"--out {out}: that is inside the pipeline's {PIPELINE_RESULTS}/, which only Snakemake "
+                          f"writes; use another directory (default: {ADHOC_DIR}/)")
+
+
 def run_one(args: argparse.Namespace) -> None:
     """One run of the run table with settings overridden, checked by the engine's run schema and
     executed as rule `train` would; its data must be prepared (e.g. `snakemake data/prepared/<name>.npz`)."""
@@ -132,6 +144,7 @@ def run_one(args: argparse.Namespace) -> None:
     from fedrepro.validate import check, load_and_validate
 
     resolve_device(args.device)  # before any work: a missing GPU is a one-line message
+    refuse_pipeline_results(args.out)
     _, table = load_and_validate({"scale": args.scale}, Path("config"))
     figure = table.figure(args.paper, args.figure)
     curves = [c for c in figure.curves if (args.panel in (None, c.panel)) and (args.curve in (None, c.label))]

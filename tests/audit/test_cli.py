@@ -57,3 +57,11 @@ def test_cuda_without_cuda_is_a_one_line_error():
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.strip() == ("fedrepro: error: device: 'cuda' was requested but torch finds no CUDA device on "
                                    "this machine; use device auto or cpu")
+
+
+@pytest.mark.parametrize("out", ["results", "results/", "results/runs", "./results/adhoc"])
+def test_run_refuses_to_write_into_the_pipeline_results(out, tmp_path):
+    done = fedrepro("run", "fedvr", "fig3", "--scale", "smoke", "--out", out, cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"fedrepro: error: --out {Path(out)}: that is inside the pipeline's results/")
+    assert not (tmp_path / "results").exists()  # refused before anything is written

@@ -136,3 +136,26 @@ def test_pool_time_means_blocks_of_hours():
     np.testing.assert_allclose(pooled[1, 5], x[1, 20:24].mean(axis=0))
     with pytest.raises(DataError, match="cannot mean-pool 48 time steps in blocks of 5"):
         ihm.pool_time(x, 5)
+
+
+def test_refuses_a_pickle_whose_shared_rows_would_expand_past_its_size(tmp_path):
+    """A 1.6 MB pickle whose lists repeat one row declares 400000 x 48 x 76 floats (11.7 GB as float32):
+    refused from its declared shape, before anything is built (this test would otherwise run out of memory)."""
+    raw = _pickle_splits(tmp_path / "mimic3_ihm")
+    row = [[0.0] * 76] * 48
+    bomb = raw / "train_raw.pkl"
+    bomb.write_bytes(pickle.dumps(([row] * 400_000, [0] * 400_000), protocol=2))
+    assert bomb.stat().st_size < 3_000_000
+    with pytest.raises(DataError, match=r"train_raw\.pkl \(train\): declares 1,459,600,000 elements in a file of"):
+        ihm.prepare_mimic3_ihm(raw, tmp_path / "out.npz")
+    assert not (tmp_path / "out.npz").exists()
+
+
+def test_refuses_an_npz_that_would_inflate_far_past_its_size(tmp_path):
+    raw = tmp_path / "mimic3_ihm"
+    raw.mkdir()
+    zeros = np.zeros((5_000, 48, 76), np.float32)  # 73 MB of zeros compress to about 0.1 MB
+    (Xt, yt) = _xy(20, seed=1)
+    np.savez_compressed(raw / "ihm.npz", X_train=zeros, y_train=[0] * 5_000, X_test=Xt, y_test=yt)
+    with pytest.raises(DataError, match=r"ihm\.npz: its arrays declare .* bytes in a file of .* \(more than 64x\)"):
+        ihm.prepare_mimic3_ihm(raw, tmp_path / "out.npz")

@@ -46,6 +46,13 @@ PAPER_ROWS = {"train": 14681, "test": 3236}  # the paper's counts (§5.1); other
 # catches inverted, all-zero or otherwise mangled labels.
 POSITIVE_BAND = (0.05, 0.30)
 
+# What a file may build, from its size, before anything is allocated: a pickle's nested lists may share one
+# row many times (a 1.6 MB pickle declaring 400000 x 48 x 76 floats, 11.7 GB), and a compressed .npz may
+# inflate far beyond its size. A real pickle takes at least a byte per element it builds (raw float32: 4);
+# float data from the benchmark does not compress 64-fold.
+ELEMENTS_PER_FILE_BYTE = 1
+NPZ_INFLATION = 64
+
 PICKLES = {"train": "train_raw.pkl", "val": "val_raw.pkl", "test": "test_raw.pkl"}
 NPZ_NAME = "ihm.npz"
 HOW_TO_PROVIDE = (
@@ -98,8 +105,47 @@ def _read_pickle(path: Path) -> tuple[object, object]:
     return obj[0], obj[1]
 
 
+def _declared_elements(obj: object) -> int:
+    """How many elements np.asarray(obj) would build, read from the first entry at each level of nested
+    lists and tuples (an array counts its own), without building them."""
+    count = 1
+    while isinstance(obj, (list, tuple)) and obj:
+        count *= len(obj)
+        obj = obj[0]
+    return count * (obj.size if isinstance(obj, np.ndarray) else 1)
+
+
+def _bounded(split: str, X: object, y: object, source: Path) -> None:
+    """Refuse what would build more elements than its file could hold (ELEMENTS_PER_FILE_BYTE)."""
+    size = source.stat().st_size
+    declared = _declared_elements(X) + _declared_elements(y)
+    if declared > ELEMENTS_PER_FILE_BYTE * size:
+        raise DataError(f"{source} ({split}): declares {declared:,} elements in a file of {size:,} bytes (its lists "
+                        f"repeat the same rows); refused before building them. Save real arrays, e.g. as .npz")
+
+
+def _npz_bounded(path: Path) -> None:
+    """Refuse an .npz whose arrays declare (in their .npy headers) more than NPZ_INFLATION x its size."""
+    size, declared = path.stat().st_size, 0
+    npy = np.lib.format
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for member in archive.namelist():
+                with archive.open(member) as fh:
+                    version = npy.read_magic(fh)
+                    header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+                    shape, _, dtype = header(fh)
+                declared += int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    except ValueError as exc:  # a member that is not an .npy array
+        raise DataError(f"{path} is not a readable .npz ({exc})") from None
+    if declared > NPZ_INFLATION * size:
+        raise DataError(f"{path}: its arrays declare {declared:,} bytes in a file of {size:,} bytes (more than "
+                        f"{NPZ_INFLATION}x); refused before inflating them")
+
+
 def _read_npz(path: Path) -> dict[str, tuple[object, object, Path]]:
     try:
+        _npz_bounded(path)
         with np.load(path, allow_pickle=False) as npz:
             arrays = {name: npz[name] for name in npz.files}
     except ValueError as exc:  # an object array needs pickle
@@ -121,6 +167,7 @@ def check_split(
 ) -> tuple[np.ndarray, np.ndarray]:
     """X as float32 (n, time_steps, 76) and y as int64 0/1, or a DataError saying what is wrong."""
     where = f"{source} ({split})"
+    _bounded(split, X, y, source)
     try:
         x = np.asarray(X)
         labels = np.asarray(y)
