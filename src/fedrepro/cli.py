@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import random
 import sys
@@ -37,11 +38,19 @@ def run_step(step: Callable[[], None], log_path: str | None = None) -> None:
                             format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
         step()
-    except USER_ERRORS as error:
+    except (*USER_ERRORS, OSError) as error:
+        message = _os_message(error) if isinstance(error, OSError) else str(error)
         if log_path:  # without a log file, logging would print the message a second time
-            logging.getLogger("fedrepro").error("%s", error)
-        print(f"fedrepro: error: {error}", file=sys.stderr)
+            logging.getLogger("fedrepro").error("%s", message)
+        print(f"fedrepro: error: {message}", file=sys.stderr)
         sys.exit(1)
+
+
+def _os_message(error: OSError) -> str:
+    """A full disk, a lost permission, a missing file: one line naming the file and the cause."""
+    name = errno.errorcode.get(error.errno or 0, "")
+    where = f"{error.filename}: " if error.filename else ""
+    return f"{where}{error.strerror or error}" + (f" ({name})" if name else "")
 
 
 def parser() -> argparse.ArgumentParser:

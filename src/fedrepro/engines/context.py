@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import sys
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ import torch
 
 from fedrepro.errors import ConfigError
 from fedrepro.seeding import stream_key, torch_generator
-from fedrepro.utils.atomic import atomic_path
+from fedrepro.utils import atomic
 
 # bumped when the checkpoint layout changes: an older checkpoint is then ignored, not misread
 CHECKPOINT_FORMAT = 2
@@ -48,8 +49,11 @@ class RunContext:
         return make
 
     def save_checkpoint(self, state: dict[str, Any]) -> None:
-        with atomic_path(self.checkpoint_path, suffix=".pt") as tmp:
-            torch.save({**state, "run_id": self.run_id, "format": CHECKPOINT_FORMAT}, tmp)
+        # serialised in memory, written by Python: a full disk is an OSError naming the file (torch's own
+        # writer reports it as "[enforce fail at inline_container.cc] unexpected pos")
+        buffer = io.BytesIO()
+        torch.save({**state, "run_id": self.run_id, "format": CHECKPOINT_FORMAT}, buffer)
+        atomic.write_bytes(self.checkpoint_path, buffer.getvalue())
 
     def load_checkpoint(self) -> dict[str, Any] | None:
         if not self.checkpoint_path.exists():

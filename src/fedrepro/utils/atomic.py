@@ -39,6 +39,9 @@ def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     try:
         yield tmp_path
         os.replace(tmp_path, target)
+    except OSError as error:  # a full disk or a lost permission: name the file it was for
+        tmp_path.unlink(missing_ok=True)
+        raise OSError(error.errno, error.strerror or str(error), str(target)) from error
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise
