@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,7 @@ from fedrepro.results.tables import write_figure_table
 from fedrepro.validate import load_and_validate
 
 PAPER = "fedvr"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def audit(capsys, *args: str) -> tuple[int, str]:
@@ -111,15 +115,48 @@ def test_a_flipped_byte_fails_the_audit_naming_the_file_and_both_hashes(smoke_co
     assert line.lstrip().startswith("FAIL") and recorded in line and sha256(run / "metrics.csv") in line
 
 
-def test_missing_and_unfinished_runs_are_reported_not_raised(smoke_copy, capsys):
+def test_a_run_gone_from_behind_a_figure_fails_the_audit_naming_what_was_built_from_it(smoke_copy, capsys):
     never, unfinished = run_dirs(smoke_copy)[:2]
     shutil.rmtree(never)
     (unfinished / "run.json").unlink()
     code, out = audit(capsys)
-    assert code == 0 and "MISSING: 2 runs" in out
+    assert code == 1 and "MISSING: 2 runs" in out
     report = (smoke_copy / "audit" / "fedvr.md").read_text()
     assert f"never trained: results/runs/{never.name}/run.json does not exist" in report
     assert f"not finished: results/runs/{unfinished.name}/run.json does not exist" in report
+    figure = figure_of_run(smoke_copy, never.name)
+    assert (f"results/fedvr/{figure.name}.csv, figures/fedvr/{figure.name}.pdf, figures/fedvr/{figure.name}.png built "
+            f"from run(s) ") in report and never.name in report and "which are gone" in report
+
+
+def test_a_ledger_built_from_a_table_that_is_gone_fails_and_runs_never_made_are_only_missing(smoke_copy, capsys):
+    table = sorted((smoke_copy / "results" / "fedvr").glob("*.csv"))[0]
+    table.unlink()
+    code, out = audit(capsys)
+    assert code == 1
+    assert f"results/claims/fedvr.csv built from results/fedvr/{table.name}, which are gone" in (
+        smoke_copy / "audit" / "fedvr.md").read_text()
+    # nothing built yet: every run, table, figure and the ledger only missing, not a contradiction
+    for built in ("results/fedvr", "figures/fedvr", "results/claims", "results/runs"):
+        shutil.rmtree(smoke_copy / built)
+    code, out = audit(capsys)
+    assert code == 0 and "MISSING" in out and "FAIL" not in out
+
+
+def test_snakemake_remakes_a_run_deleted_after_its_figure(smoke_copy):
+    """Snakemake does not remake a missing input of an up-to-date job: the paper target names its runs."""
+    for name in ("Snakefile", "scripts", "profiles"):
+        (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, smoke_copy / name)
+    run = run_dirs(smoke_copy)[0]
+    shutil.rmtree(run)
+    done = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "-n", "--cores", "1", "--config",
+                           "scale=smoke", "--", PAPER], cwd=smoke_copy, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert done.returncode == 0, done.stderr
+    planned = done.stdout + done.stderr
+    assert f"results/runs/{run.name}/metrics.csv" in planned and "rule train:" in planned
+    figure = figure_of_run(smoke_copy, run.name)
+    assert f"output: results/fedvr/{figure.name}.csv" in planned  # and the table built from it
 
 
 def test_rerun_reports_identical_runs(smoke_copy, capsys):

@@ -59,8 +59,11 @@ def paper_outputs(paper):
 
 
 def paper_targets(paper):
-    """A paper's outputs and their audit (rule audit_paper)."""
-    return paper_outputs(paper) + [f"results/audit/{paper}.html"]
+    """A paper's outputs, their audit (rule audit_paper) and the runs behind them: Snakemake does not remake a
+    missing input of a job whose output is up to date, so a run deleted after its figure was built is remade
+    (and everything built from it redone) only because the target names it."""
+    runs = sorted({rid for f in RUNS.paper_figures(paper) for rid in f.run_ids})
+    return paper_outputs(paper) + [f"results/audit/{paper}.html"] + run_outputs(runs)
 
 
 def train_inputs(wildcards):

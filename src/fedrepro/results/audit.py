@@ -9,7 +9,8 @@ recomputes runs into a temporary directory and compares their metrics.csv byte f
 
 Each finding has a status:
   FAIL     what is on disk contradicts a record (a hash differs, run.json is broken): `fedrepro audit` exits 1
-  MISSING  a run or an output that was never produced
+  MISSING  a run or an output that was never produced (a run that is gone while a figure built from it
+           is still there is a FAIL)
   WARN     a difference that contradicts no record (another commit or package version, data not here to
            check, a result DVC has not recorded yet)
   OK
@@ -344,6 +345,11 @@ def audit_paper(paper: str, figures: list[Figure], scale: str, scale_from: str, 
     claims, claims_finding = _claims(paper, scale, checkout)
     findings.append(claims_finding)
     ledger = checkout.root / "results" / "claims" / f"{paper}.csv"
+    tables = [checkout.root / "results" / paper / f"{f.name}.csv" for f in figures]
+    gone = [checkout.relative(t) for t in tables if not t.is_file()]
+    if ledger.is_file() and gone:  # rule claims reads every figure table of the paper
+        findings.append(Finding("claims", FAIL, f"{checkout.relative(ledger)} built from {', '.join(gone)}, which "
+                                                f"are gone; `snakemake {paper}` remakes them and the ledger"))
     dvc = checkout.dvc.finding([checkout.relative(ledger)]) if ledger.is_file() else None
     if dvc:
         findings.append(dvc)
@@ -355,6 +361,12 @@ def _audit_figure(paper: str, figure: Figure, runs: dict[str, RunAudit], checkou
     table = checkout.root / "results" / paper / f"{figure.name}.csv"
     unverified = [rid for rid in figure.run_ids if runs[rid].status_of("metrics.csv") != OK
                   or runs[rid].status_of("run.json") != OK]
+    gone = [rid for rid in figure.run_ids if runs[rid].status_of("run.json") == MISSING]
+    outputs = [checkout.root / "figures" / paper / f"{figure.name}.{ext}" for ext in figure.formats]
+    built = [checkout.relative(p) for p in [table, *outputs] if p.is_file()]
+    if gone and built:  # what a figure or verdict was built from is no longer on disk
+        audit.findings.append(Finding("runs", FAIL, f"{', '.join(built)} built from run(s) {', '.join(gone)}, which "
+                                                    f"are gone; `snakemake {paper}` remakes them and what reads them"))
     if not table.is_file():
         audit.findings.append(Finding("table", MISSING, f"{checkout.relative(table)} does not exist"))
     elif unverified:
@@ -368,7 +380,6 @@ def _audit_figure(paper: str, figure: Figure, runs: dict[str, RunAudit], checkou
                                                          f"runs: {exc}"))
         else:
             audit.findings.append(_table_finding(table, expected, checkout))
-    outputs = [checkout.root / "figures" / paper / f"{figure.name}.{ext}" for ext in figure.formats]
     absent = [checkout.relative(p) for p in outputs if not p.is_file()]
     audit.findings.append(Finding("files", MISSING, f"{', '.join(absent)} not made") if absent else
                           Finding("files", OK, ", ".join(checkout.relative(p) for p in outputs)))
