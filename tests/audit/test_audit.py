@@ -14,7 +14,7 @@ import pytest
 
 from fedrepro.cli import main
 from fedrepro.errors import ResultsError
-from fedrepro.results.store import METRICS_SHA256
+from fedrepro.results.store import METRICS_SHA256, RECORD_SHA256, record_sha256
 from fedrepro.results.tables import write_figure_table
 from fedrepro.validate import load_and_validate
 
@@ -68,6 +68,35 @@ def test_aggregate_refuses_a_metrics_file_changed_after_its_run(smoke_copy):
     assert recorded in message and sha256(run / "metrics.csv") in message
     assert "dvc checkout --force results" in message and "\n" not in message
     assert table.read_bytes() == before  # the figure table is left as it was
+
+
+def test_an_edited_fact_in_run_json_is_refused_by_aggregate_and_fails_the_audit(smoke_copy, capsys):
+    """Figures and verdicts read run.json's per-seed facts (here: whether a seed diverged): its own hash covers them."""
+    run = run_dirs(smoke_copy)[0]
+    record = run / "run.json"
+    edited = record.read_text().replace('"diverged_at": null', '"diverged_at": 0', 1)
+    assert edited != record.read_text()
+    record.write_text(edited)
+    figure = figure_of_run(smoke_copy, run.name)
+    table = smoke_copy / "results" / PAPER / f"{figure.name}.csv"
+    before = table.read_bytes()
+    with pytest.raises(ResultsError, match=f"results/runs/{run.name}/run.json was changed after its run wrote it"):
+        write_figure_table(figure, Path("results"), table)
+    assert table.read_bytes() == before
+    code, out = audit(capsys)
+    assert code == 1
+    assert f"results/runs/{run.name}/run.json was changed after its run wrote it" in (
+        smoke_copy / "audit" / "fedvr.md").read_text()
+
+
+def test_a_run_json_from_before_its_content_hash_is_a_warning_not_a_failure(smoke_copy, capsys):
+    run = run_dirs(smoke_copy)[0]
+    record = json.loads((run / "run.json").read_text())
+    del record[RECORD_SHA256]
+    (run / "run.json").write_text(json.dumps(record))
+    code, out = audit(capsys)
+    assert code == 0 and "WARN" in out
+    assert "predates the hash of its own content" in (smoke_copy / "audit" / "fedvr.md").read_text()
 
 
 def test_aggregate_refuses_a_run_json_without_a_metrics_hash(smoke_copy):
@@ -174,6 +203,7 @@ def test_rerun_catches_metrics_altered_together_with_their_hash(smoke_copy, caps
     flip_last_digit(run / "metrics.csv")
     record = json.loads((run / "run.json").read_text())
     record[METRICS_SHA256] = sha256(run / "metrics.csv")
+    record[RECORD_SHA256] = record_sha256(record)  # and the record's own
     (run / "run.json").write_text(json.dumps(record))
     _, table = load_and_validate({"scale": "smoke"}, smoke_copy / "config")
     for figure in table.paper_figures(PAPER):

@@ -20,7 +20,7 @@ from fedrepro.engines import ENGINES
 from fedrepro.engines.context import RunContext, resolve_device
 from fedrepro.engines.driver import run_seeds
 from fedrepro.results import provenance
-from fedrepro.results.store import METRICS_SHA256, RunFiles, write_metrics
+from fedrepro.results.store import METRICS_SHA256, RECORD_SHA256, RunFiles, record_sha256, write_metrics
 from fedrepro.utils import atomic
 from fedrepro.utils.digest import file_sha256
 
@@ -81,6 +81,7 @@ def execute_run(
     write_metrics(files.metrics, rows, setup.columns)
     # hashed from the file as it landed, so the hash vouches for the bytes readers will see
     record[METRICS_SHA256] = file_sha256(files.metrics)
+    record[RECORD_SHA256] = record_sha256(record)
     atomic.write_json(files.record, record)
     files.checkpoint.unlink(missing_ok=True)
     log.info("done in %.1f s%s", record["wall_seconds"], " (diverged)" if diverged else "")

@@ -32,14 +32,15 @@ import pandas as pd
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import Figure, RunTable, run_id_of
 from fedrepro.results import provenance
-from fedrepro.results.store import METRICS_SHA256, RunFiles, read_record, run_files, verify_metrics
+from fedrepro.results.store import (METRICS_SHA256, RunFiles, read_record, run_files, verify_metrics,
+                                    verify_record)
 from fedrepro.results.tables import figure_table_csv
 from fedrepro.utils.digest import file_sha256
 
 OK, WARN, MISSING, FAIL = "OK", "WARN", "MISSING", "FAIL"
 _RANK = {OK: 0, WARN: 1, MISSING: 2, FAIL: 3}
 RECORD_KEYS = ("run_id", "spec", "git", "packages", "device", "seeds", "data_files", "started", "ended",
-               "wall_seconds", "diverged", "summary", METRICS_SHA256)
+               "wall_seconds", "diverged", "summary", METRICS_SHA256)  # and RECORD_SHA256 since it exists
 # Files that cannot change a result: DVC's records and settings, ignore lists, the documentation.
 NOT_CODE = (".dvc", ".md", ".gitignore", ".dvcignore")
 RECOVER = "rerun it (delete {run_dir}/ and run snakemake again) or restore the recorded version with " \
@@ -233,8 +234,16 @@ def _record_finding(run_id: str, record: dict[str, Any], files: RunFiles, checko
     if problems:
         return Finding("run.json", FAIL, f"{checkout.relative(files.record)}: " + "; ".join(problems) + "; "
                        + RECOVER.format(run_dir=checkout.relative(files.run_dir)))
-    return Finding("run.json", OK, f"complete; spec hashes to its run_id; {record['ended'][:19]}, "
-                                   f"{record['wall_seconds']} s on {record['device'].get('device')}")
+    try:
+        content = verify_record(files, record)
+    except ResultsError as exc:  # its summary, divergence or traces edited after the run
+        return Finding("run.json", FAIL, str(exc))
+    ran = f"{record['ended'][:19]}, {record['wall_seconds']} s on {record['device'].get('device')}"
+    if content is None:
+        return Finding("run.json", WARN, f"{checkout.relative(files.record)} predates the hash of its own content, "
+                                         f"so its summary (per-seed facts, divergence) cannot be verified; rerun it to "
+                                         f"cover it; {ran}")
+    return Finding("run.json", OK, f"complete; spec hashes to its run_id; its content hashes as recorded; {ran}")
 
 
 def _metrics_finding(record: dict[str, Any], files: RunFiles, checkout: Checkout) -> Finding:
@@ -360,7 +369,7 @@ def _audit_figure(paper: str, figure: Figure, runs: dict[str, RunAudit], checkou
     audit = FigureAudit(figure.name, figure.title, figure.run_ids)
     table = checkout.root / "results" / paper / f"{figure.name}.csv"
     unverified = [rid for rid in figure.run_ids if runs[rid].status_of("metrics.csv") != OK
-                  or runs[rid].status_of("run.json") != OK]
+                  or runs[rid].status_of("run.json") not in (OK, WARN)]  # WARN: a record from before its hash
     gone = [rid for rid in figure.run_ids if runs[rid].status_of("run.json") == MISSING]
     outputs = [checkout.root / "figures" / paper / f"{figure.name}.{ext}" for ext in figure.formats]
     built = [checkout.relative(p) for p in [table, *outputs] if p.is_file()]

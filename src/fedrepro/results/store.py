@@ -10,6 +10,7 @@ beside it: whatever reads a run's metrics for a figure or a verdict checks that 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -23,6 +24,9 @@ from fedrepro.utils.digest import file_sha256
 
 # run.json key: sha256 of the metrics.csv bytes as written
 METRICS_SHA256 = "metrics_sha256"
+# run.json key: sha256 of run.json's own content without this key (record_sha256), so that what figures and
+# verdicts read from it (per-seed facts, divergence, traces) is covered as metrics.csv is
+RECORD_SHA256 = "record_sha256"
 
 
 @dataclass(frozen=True)
@@ -93,8 +97,31 @@ def verify_metrics(files: RunFiles, record: dict[str, Any]) -> str:
     return actual
 
 
+def record_sha256(record: dict[str, Any]) -> str:
+    """The sha256 of a run record's content, its own RECORD_SHA256 aside: of its canonical JSON (sorted keys,
+    as json reads it back), so the hash does not depend on the file's layout."""
+    content = json.loads(json.dumps({k: v for k, v in record.items() if k != RECORD_SHA256}, default=str))
+    return hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def verify_record(files: RunFiles, record: dict[str, Any]) -> str | None:
+    """Raise ResultsError unless run.json's content has the sha256 it recorded; returns it (None for a record
+    written before run.json was hashed: it cannot be verified, which the audit reports)."""
+    recorded = record.get(RECORD_SHA256)
+    if recorded is None:
+        return None
+    actual = record_sha256(record)
+    if actual != recorded:
+        raise ResultsError(
+            f"{files.record} was changed after its run wrote it: its content hashes to {actual}, but it recorded "
+            f"{recorded}; rerun it (delete {files.run_dir}/ and run snakemake again) or restore the recorded "
+            f"version with `dvc checkout --force results`")
+    return actual
+
+
 def read_verified_record(files: RunFiles) -> dict[str, Any]:
-    """run.json, after checking that metrics.csv is the file the run wrote (verify_metrics)."""
+    """run.json, after checking that metrics.csv and it are what the run wrote (verify_metrics, verify_record)."""
     record = read_record(files.record)
     verify_metrics(files, record)
+    verify_record(files, record)
     return record
