@@ -5,11 +5,14 @@ from fedrepro.claims.ledger import write_ledger
 from fedrepro.claims.support import DECIDE
 from fedrepro.cli import run_step
 from fedrepro.plots.claims import draw_claims_figure
+from fedrepro.results.tables import verify_figure_table
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 
 
 def main():
+    for table in sm.input.tables:
+        verify_figure_table(Path(table))
     ledger = Path(sm.output.ledger)
     write_ledger(Path(sm.input.claims), [Path(p) for p in sm.input.tables], sm.params.figures, sm.params.scale,
                  ledger, Path(sm.output.record), sm.params.scale_note, sm.params.readings)

@@ -15,7 +15,7 @@ import pytest
 from fedrepro.cli import main
 from fedrepro.errors import ResultsError
 from fedrepro.results.store import METRICS_SHA256, RECORD_SHA256, record_sha256
-from fedrepro.results.tables import write_figure_table
+from fedrepro.results.tables import table_digest, verify_figure_table, write_figure_table
 from fedrepro.validate import load_and_validate
 
 PAPER = "fedvr"
@@ -87,6 +87,21 @@ def test_an_edited_fact_in_run_json_is_refused_by_aggregate_and_fails_the_audit(
     assert code == 1
     assert f"results/runs/{run.name}/run.json was changed after its run wrote it" in (
         smoke_copy / "audit" / "fedvr.md").read_text()
+
+
+def test_an_edited_figure_table_is_refused_before_a_figure_or_a_verdict_reads_it(smoke_copy):
+    """The probe: one digit of a figure table edited, with a fresh mtime, so that snakemake would redraw from it."""
+    table = sorted((smoke_copy / "results" / PAPER).glob("*.csv"))[0]
+    verify_figure_table(table)  # as aggregate wrote it
+    flip_last_digit(table)
+    with pytest.raises(ResultsError, match=f"results/{PAPER}/{table.name} was changed after aggregate wrote it"):
+        verify_figure_table(Path("results") / PAPER / table.name)
+    table_digest(table).unlink()
+    with pytest.raises(ResultsError, match=r"\.csv\.sha256 does not exist, so .* cannot be verified"):
+        verify_figure_table(table)
+    # the rules that read figure tables check them first
+    for script in ("plot.py", "table.py", "claims.py"):
+        assert "verify_figure_table(Path(" in (REPO / "scripts" / script).read_text()
 
 
 def test_a_run_json_from_before_its_content_hash_is_a_warning_not_a_failure(smoke_copy, capsys):

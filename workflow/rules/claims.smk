@@ -8,6 +8,9 @@ rule claims:
         tables=lambda wildcards: [
             f"results/{wildcards.paper}/{f.name}.csv" for f in RUNS.paper_figures(wildcards.paper)
         ],
+        digests=lambda wildcards: [
+            f"results/{wildcards.paper}/{f.name}.csv.sha256" for f in RUNS.paper_figures(wildcards.paper)
+        ],
         claims="config/claims/{paper}.yaml",
     output:
         ledger=report(

@@ -9,6 +9,7 @@ rule aggregate:
         lambda wildcards: run_outputs(figure_of(wildcards).run_ids),
     output:
         "results/{paper}/{figure}.csv",
+        "results/{paper}/{figure}.csv.sha256",
     params:
         figure=figure_of,
         settings=settings_of(Figure.table_settings),
@@ -24,7 +25,8 @@ rule aggregate:
 
 rule plot:
     input:
-        "results/{paper}/{figure}.csv",
+        table="results/{paper}/{figure}.csv",
+        digest="results/{paper}/{figure}.csv.sha256",
     output:
         pdf="figures/{paper}/{figure}.pdf",
         png=report(
@@ -48,7 +50,8 @@ rule plot:
 
 rule table:
     input:
-        "results/{paper}/{figure}.csv",
+        table="results/{paper}/{figure}.csv",
+        digest="results/{paper}/{figure}.csv.sha256",
     output:
         csv=report(
             "figures/{paper}/{figure}.csv",

@@ -15,8 +15,10 @@ import pandas as pd
 
 from fedrepro.asynchrony import TIMELINE_KINDS
 from fedrepro.experiments.runtable import Figure
+from fedrepro.errors import ResultsError
 from fedrepro.results.store import RunFiles, read_verified_record, run_files
 from fedrepro.utils import atomic
+from fedrepro.utils.digest import file_sha256
 
 TIMELINE_COLUMNS = ["seed", "kind", "client", "training", "round", "start", "end"]
 
@@ -117,8 +119,29 @@ def figure_table_csv(figure: Figure, results_dir: Path) -> str:
     return figure_table(figure, results_dir).to_csv(index=False)
 
 
+def table_digest(table: Path) -> Path:
+    """Where aggregate records the sha256 of a figure table as written: <figure>.csv -> <figure>.csv.sha256."""
+    return table.with_name(table.name + ".sha256")
+
+
 def write_figure_table(figure: Figure, results_dir: Path, out: Path) -> None:
+    """The figure table, then its sha256 (sha256sum's format): what reads it in the pipeline checks it first."""
     atomic.write_text(out, figure_table_csv(figure, results_dir))
+    atomic.write_text(table_digest(out), f"{file_sha256(out)}  {out.name}\n")
+
+
+def verify_figure_table(table: Path) -> None:
+    """Raise ResultsError unless the figure table has the sha256 aggregate recorded beside it (rules plot,
+    table and claims check it before reading, as aggregate checks each run's metrics)."""
+    digest = table_digest(table)
+    if not digest.is_file():
+        raise ResultsError(f"{digest} does not exist, so {table} cannot be verified (written by an older fedrepro, "
+                           f"or not by aggregate); rebuild it: delete {table} and run snakemake again")
+    recorded, actual = digest.read_text().split()[0], file_sha256(table)
+    if actual != recorded:
+        raise ResultsError(f"{table} was changed after aggregate wrote it: sha256 {actual}, but {digest.name} records "
+                           f"{recorded}; rebuild it (delete {table} and run snakemake again) or restore the recorded "
+                           f"version with `dvc checkout --force results`")
 
 
 def read_figure_table(path: Path) -> pd.DataFrame:
