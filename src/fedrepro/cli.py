@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
 import logging
 import random
@@ -23,6 +24,7 @@ through Snakemake (`snakemake --cores 2 fedpage`); this command covers what a pe
 fetch one dataset, train one curve of a figure with changed settings, audit the results on disk."""
 EPILOG = """\
 examples:
+  fedrepro list                        the papers; `fedrepro list tdcd`: its figures, claims, readings
   fedrepro fetch insurance --mirror ../shared/datasets
   fedrepro run fedvr fig3 --scale smoke --set rounds=5
   fedrepro audit                       every paper of config/config.yaml
@@ -61,6 +63,8 @@ def parser() -> argparse.ArgumentParser:
     fetch.add_argument("dataset")
     fetch.add_argument("--mirror", default=None, help="mirror directory (default: $FEDREPRO_DATA_MIRROR)")
     fetch.add_argument("--data-dir", default="data", type=Path)
+    listing = sub.add_parser("list", help="the papers, or one paper's figures, claims and readings")
+    listing.add_argument("paper", nargs="?")
     one = sub.add_parser("run", help="train one curve of a figure outside Snakemake, with overrides (checks, tuning)")
     one.add_argument("paper")
     one.add_argument("figure")
@@ -103,6 +107,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
+    if args.command == "list":
+        run_step(lambda: print(listing(args.paper)))
     if args.command == "run":
         run_step(lambda: run_one(args))
     if args.command == "audit":
@@ -126,6 +132,42 @@ def main(argv: list[str] | None = None) -> None:
                             args.data_dir / "prepared" / f"{args.dataset}.npz")
 
         run_step(step)
+
+
+def known(name: str, allowed: list[str], what: str) -> str:
+    """`name` if it is one of `allowed`, else a ConfigError naming them, with the closest as a suggestion."""
+    if name in allowed:
+        return name
+    close = difflib.get_close_matches(name, allowed, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ConfigError(f"unknown {what} {name!r}{hint} {what}s: {', '.join(allowed)}")
+
+
+def _paper_files(paper: str, config_dir: Path = Path("config")) -> tuple[dict, dict]:
+    """A paper's configuration and claims files as written (no resolution: instant)."""
+    import yaml
+
+    from fedrepro.schemas import known_papers
+
+    known(paper, known_papers(), "paper")
+    read = lambda kind: yaml.safe_load((config_dir / kind / f"{paper}.yaml").read_text())  # noqa: E731
+    return read("papers"), read("claims")
+
+
+def listing(paper: str | None) -> str:
+    """What can be built: the papers with their titles, or one paper's figures, claims and readings."""
+    from fedrepro.schemas import known_papers
+
+    if paper is None:
+        return "\n".join(f"{key:12s} {_paper_files(key)[0]['title']}" for key in known_papers())
+    cfg, claims = _paper_files(paper)
+    lines = [cfg["title"], "", "figures:"]
+    lines += [f"  {name:14s} {fig.get('title', '')}" for name, fig in cfg["figures"].items()]
+    lines += ["", "claims:"] + [f"  {c['id']:10s} {c['check']:22s} {c.get('quote', '')[:90]}" for c in claims["claims"]]
+    readings = cfg.get("readings", {})
+    if readings:
+        lines += ["", "readings:"] + [f"  {name:18s} ({r['source']}) {r['what']}" for name, r in readings.items()]
+    return "\n".join(lines)
 
 
 PIPELINE_RESULTS = Path("results")  # Snakemake's: written only under its lock, by its rules
@@ -154,6 +196,7 @@ def run_one(args: argparse.Namespace) -> None:
 
     resolve_device(args.device)  # before any work: a missing GPU is a one-line message
     refuse_pipeline_results(args.out)
+    known(args.figure, list(_paper_files(args.paper)[0]["figures"]), "figure")  # before resolving any config
     _, table = load_and_validate({"scale": args.scale}, Path("config"))
     figure = table.figure(args.paper, args.figure)
     curves = [c for c in figure.curves if (args.panel in (None, c.panel)) and (args.curve in (None, c.label))]
@@ -185,7 +228,8 @@ def audit_papers(args: argparse.Namespace) -> bool:
 
     from fedrepro.results.audit import FAIL, Checkout, audit_paper, choose_reruns, ledger_scale, rerun
     from fedrepro.results.audit_report import summary, write_report
-    from fedrepro.validate import known_papers, load_and_validate, with_defaults
+    from fedrepro.schemas import known_papers
+    from fedrepro.validate import load_and_validate, with_defaults
 
     root = Path(".")  # relative, so that the reports name files as results/runs/<run_id>/...
     if not (root / "config" / "config.yaml").is_file():

@@ -3,31 +3,20 @@ that says where it is and what is allowed, before any job starts."""
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
 from fedrepro.claims.ledger import load_claims
 from fedrepro.engines import ENGINES
 from fedrepro.engines.context import resolve_device
 from fedrepro.errors import ConfigError, config_error
 from fedrepro.experiments.runtable import Figure, RunTable, build_run_table, label_values, load_paper_config
+from fedrepro.schemas import SCHEMA_DIR, known_papers, schema
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_DIR = REPO_ROOT / "workflow" / "schemas"
 # plot options whose values are method names of the paper
 METHOD_OPTIONS = ("dashed", "style_independent")
-
-
-@functools.lru_cache(maxsize=None)
-def _schema(name: str, schema_dir: Path = SCHEMA_DIR) -> dict[str, Any]:
-    """A schema, parsed once per process (start-up checks every resolved run against its engine's);
-    callers must not modify it."""
-    with open(schema_dir / name) as fh:
-        return yaml.safe_load(fh)
 
 
 def _describe(error: jsonschema.ValidationError, at: str = "") -> str:
@@ -53,7 +42,7 @@ def _check(instance: Any, schema: dict[str, Any], source: str, at: str = "") -> 
 
 def check(instance: Any, schema_name: str, source: str, schema_dir: Path = SCHEMA_DIR) -> None:
     """Raise ConfigError listing every violation of `schema_name` in `instance`."""
-    _check(instance, _schema(schema_name, schema_dir), source)
+    _check(instance, schema(schema_name, schema_dir), source)
 
 
 def check_plot_options(figure: Figure, schema_dir: Path = SCHEMA_DIR) -> None:
@@ -61,7 +50,7 @@ def check_plot_options(figure: Figure, schema_dir: Path = SCHEMA_DIR) -> None:
     of its kind in the paper schema (`$defs.<kind>_plot`): a misspelt option stops the run here, not
     when the figure is drawn."""
     kind = figure.plot.get("kind")
-    defs = _schema("paper.schema.yaml", schema_dir)["$defs"]
+    defs = schema("paper.schema.yaml", schema_dir)["$defs"]
     _check(figure.plot, {"$ref": f"#/$defs/{kind}_plot", "$defs": defs}, f"config/papers/{figure.paper}.yaml",
            at=f"figures.{figure.name}.plot (kind {kind})")
 
@@ -69,14 +58,10 @@ def check_plot_options(figure: Figure, schema_dir: Path = SCHEMA_DIR) -> None:
 def with_defaults(config: dict[str, Any], schema_dir: Path = SCHEMA_DIR) -> dict[str, Any]:
     """The top-level config with the schema's defaults filled in (after checking it)."""
     check(config, "config.schema.yaml", "config/config.yaml (or --config)", schema_dir)
-    schema = _schema("config.schema.yaml", schema_dir)
-    full = {k: v.get("default") for k, v in schema["properties"].items()}
+    properties = schema("config.schema.yaml", schema_dir)["properties"]
+    full = {k: v.get("default") for k, v in properties.items()}
     full.update(config)
     return full
-
-
-def known_papers(schema_dir: Path = SCHEMA_DIR) -> list[str]:
-    return list(_schema("config.schema.yaml", schema_dir)["properties"]["papers"]["items"]["enum"])
 
 
 def load_and_validate(

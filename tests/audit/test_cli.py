@@ -48,7 +48,7 @@ def test_an_error_is_printed_once(smoke_copy):
     done = fedrepro("run", "fedvr", "fig99", "--scale", "smoke", cwd=smoke_copy)
     assert done.returncode == 1
     assert done.stderr.splitlines() == [done.stderr.splitlines()[0]]
-    assert done.stderr.startswith("fedrepro: error: unknown figure 'fig99' for paper 'fedvr'")
+    assert done.stderr.startswith("fedrepro: error: unknown figure 'fig99'; did you mean 'fig9'?")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
@@ -65,3 +65,23 @@ def test_run_refuses_to_write_into_the_pipeline_results(out, tmp_path):
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith(f"fedrepro: error: --out {Path(out)}: that is inside the pipeline's results/")
     assert not (tmp_path / "results").exists()  # refused before anything is written
+
+
+def test_list_names_the_papers_and_a_papers_figures_claims_and_readings():
+    done = fedrepro("list", cwd=REPO)
+    assert done.returncode == 0 and [line.split()[0] for line in done.stdout.splitlines()] == [
+        "fedpage", "fedvr", "fedcluster", "defedavg", "tdcd"]
+    done = fedrepro("list", "defedavg", cwd=REPO)
+    assert done.returncode == 0
+    assert "  table1 " in done.stdout and "  C1b " in done.stdout and "favano" in done.stdout
+    assert "(assumption) FAVANO's server period" in done.stdout
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("run", "fedpag", "fig2a"), "unknown paper 'fedpag'; did you mean 'fedpage'? papers: fedpage, fedvr"),
+    (("run", "fedpage", "fig22"), "unknown figure 'fig22'; did you mean 'fig2b'? figures: fig1a, fig1b"),
+    (("list", "tdcx"), "unknown paper 'tdcx'; did you mean 'tdcd'?"),
+])
+def test_a_misspelt_name_is_answered_at_once_with_the_closest_one(args, expected):
+    done = fedrepro(*args, cwd=REPO)
+    assert done.returncode == 1 and done.stderr.startswith(f"fedrepro: error: {expected}")
