@@ -237,9 +237,8 @@ def audit_papers(args: argparse.Namespace) -> bool:
     with open(root / "config" / "config.yaml") as fh:
         config = with_defaults(yaml.safe_load(fh) or {})
     papers = args.papers or config["papers"]
-    unknown = sorted(set(papers) - set(known_papers()))
-    if unknown:
-        raise ConfigError(f"fedrepro audit: unknown paper {', '.join(unknown)}; allowed: {', '.join(known_papers())}")
+    for paper in papers:
+        known(paper, known_papers(), "paper")
     scales = {}
     for paper in papers:
         if args.scale:

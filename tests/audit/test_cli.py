@@ -81,6 +81,7 @@ def test_list_names_the_papers_and_a_papers_figures_claims_and_readings():
     (("run", "fedpag", "fig2a"), "unknown paper 'fedpag'; did you mean 'fedpage'? papers: fedpage, fedvr"),
     (("run", "fedpage", "fig22"), "unknown figure 'fig22'; did you mean 'fig2b'? figures: fig1a, fig1b"),
     (("list", "tdcx"), "unknown paper 'tdcx'; did you mean 'tdcd'?"),
+    (("audit", "fedpge"), "unknown paper 'fedpge'; did you mean 'fedpage'?"),
 ])
 def test_a_misspelt_name_is_answered_at_once_with_the_closest_one(args, expected):
     done = fedrepro(*args, cwd=REPO)
