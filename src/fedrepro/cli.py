@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
         from fedrepro.data import fetch_dataset, prepare_dataset, resolve_mirror
 
         def step() -> None:
-            fetch_dataset(args.dataset, args.data_dir / "raw", resolve_mirror(args.mirror))
+            fetch_dataset(args.dataset, args.data_dir / "raw", resolve_mirror(args.mirror, "option --mirror"))
             prepare_dataset(args.dataset, args.data_dir / "raw" / args.dataset,
                             args.data_dir / "prepared" / f"{args.dataset}.npz")
 

@@ -101,9 +101,9 @@ def load_and_validate(
               for f in reversed(table.figures.values()) for c in reversed(f.curves)}  # each run's first curve
     for run_id, spec in table.runs.items():
         engine = ENGINES[engines[spec["paper"]]]
-        check(spec, engine.schema, f"run {run_id} of config/papers/{spec['paper']}.yaml", schema_dir)
-        engine.check_limits(spec, f"config/papers/{spec['paper']}.yaml: {curves[run_id]} (run {run_id}, scale "
-                                  f"{config['scale']})")
+        where = f"config/papers/{spec['paper']}.yaml: {curves[run_id]} (run {run_id}, scale {config['scale']})"
+        check(spec, engine.schema, where, schema_dir)  # named as the user wrote it: figure, panel, curve
+        engine.check_limits(spec, where)
     for (paper, name), figure in table.figures.items():
         for options in (figure.plot, figure.plot.get("value", {})):
             _check_columns(options, engines[paper], f"config/papers/{paper}.yaml: figures.{name}.plot")

@@ -249,3 +249,5 @@ def test_resolve_mirror_rejects_a_missing_directory(tmp_path, monkeypatch):
         resolve_mirror(None)
     with pytest.raises(DataError, match="config value `data_mirror`"):
         resolve_mirror(str(tmp_path / "nowhere"))
+    with pytest.raises(DataError, match=r"from the option --mirror\)"):  # `fedrepro fetch --mirror PATH`
+        resolve_mirror(str(tmp_path / "nowhere"), "option --mirror")

@@ -96,6 +96,8 @@ def test_misspelt_run_setting_is_caught_with_its_name(tmp_path):
         load_and_validate({"scale": "smoke"}, config_dir)
     assert "'eta_tidle' was unexpected" in str(info.value)
     assert "eta_tilde" in str(info.value)  # the allowed keys are listed
+    # named as the user wrote it: the file, the figure, panel and curve (the run's hash only beside them)
+    assert "config/papers/fedpage.yaml: figures." in str(info.value) and "curve 'SCAFFOLD" in str(info.value)
 
 
 def test_wrong_type_in_paper_file_is_caught(tmp_path):

@@ -42,14 +42,15 @@ _MIRROR_HINT = (
 )
 
 
-def resolve_mirror(config_value: str | None) -> Path | None:
-    """The mirror directory to use: the config value, else $FEDREPRO_DATA_MIRROR, else None.
+def resolve_mirror(config_value: str | None, given_as: str = "config value `data_mirror`") -> Path | None:
+    """The mirror directory to use: the given value (named in messages as `given_as`: the config key, or
+    `fedrepro fetch --mirror`), else $FEDREPRO_DATA_MIRROR, else None.
 
     A relative path is taken relative to the current directory (the project root when
     Snakemake runs the pipeline).
     """
     if config_value:
-        value, origin = config_value, "config value `data_mirror`"
+        value, origin = config_value, given_as
     elif os.environ.get(MIRROR_ENV):
         value, origin = os.environ[MIRROR_ENV], f"environment variable {MIRROR_ENV}"
     else:
