@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import time
 
 import pytest
 
@@ -125,3 +126,13 @@ def test_resume_from_every_checkpoint_gives_the_same_rows(tmp_path, batched, mon
         monkeypatch.setattr(RunContext, "load_checkpoint", lambda self, s=state: s)
         resumed, _ = run(tmp_path / "resume", ToySetup(dt=0.5, batched=batched), **spec)
         assert resumed == reference
+
+
+def test_a_resumed_run_counts_the_wall_time_of_the_attempt_it_resumed_from(tmp_path):
+    first = RunContext("toy", {}, "cpu", tmp_path / "checkpoint.pt", logging.getLogger("toy"),
+                       started=time.perf_counter() - 100.0)  # an attempt that ran 100 s, then was killed
+    first.save_checkpoint({"round": 7})
+    second = RunContext("toy", {}, "cpu", tmp_path / "checkpoint.pt", logging.getLogger("toy"))
+    assert second.wall_seconds() < 100.0
+    assert second.load_checkpoint()["round"] == 7
+    assert 100.0 <= second.wall_seconds() < 200.0

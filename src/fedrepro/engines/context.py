@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import logging
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,12 @@ class RunContext:
     checkpoint_path: Path
     log: logging.Logger
     show_progress: bool = field(default_factory=lambda: sys.stderr.isatty())
+    started: float = field(default_factory=time.perf_counter)  # when this attempt at the run began
+    earlier_seconds: float = 0.0  # wall seconds of the attempts before it, read from their checkpoint
+
+    def wall_seconds(self) -> float:
+        """The run's wall time so far, over every attempt (a resumed run counts what it resumed from)."""
+        return self.earlier_seconds + time.perf_counter() - self.started
 
     def streams(self, seed: int, keys: tuple[str, ...] | None = None):
         """streams(purpose, round, client=None) for one seed: a generator per (run, seed, purpose, round,
@@ -52,7 +59,8 @@ class RunContext:
         # serialised in memory, written by Python: a full disk is an OSError naming the file (torch's own
         # writer reports it as "[enforce fail at inline_container.cc] unexpected pos")
         buffer = io.BytesIO()
-        torch.save({**state, "run_id": self.run_id, "format": CHECKPOINT_FORMAT}, buffer)
+        torch.save({**state, "run_id": self.run_id, "format": CHECKPOINT_FORMAT, "wall_seconds": self.wall_seconds()},
+                   buffer)
         atomic.write_bytes(self.checkpoint_path, buffer.getvalue())
 
     def load_checkpoint(self) -> dict[str, Any] | None:
@@ -62,6 +70,7 @@ class RunContext:
         if state.get("run_id") != self.run_id or state.get("format") != CHECKPOINT_FORMAT:
             self.log.warning("ignoring checkpoint %s: another run's or an older layout", self.checkpoint_path)
             return None
+        self.earlier_seconds = float(state.get("wall_seconds", 0.0))
         return state
 
     def progress(self, total: int, desc: str):

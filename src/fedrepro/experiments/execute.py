@@ -59,7 +59,7 @@ def execute_run(
     data_files = provenance.data_files(data_provenance)  # before training: a missing record fails in seconds
 
     data = {name: load_input(path) for name, path in prepared.items()}
-    ctx = RunContext(run_id, spec, device, files.checkpoint, log)
+    ctx = RunContext(run_id, spec, device, files.checkpoint, log, started=t0)
     setup = engine.setup(spec, data, ctx)
     rows, summary = run_seeds(engine, setup, spec, ctx)
 
@@ -74,7 +74,7 @@ def execute_run(
         "data_files": data_files,
         "started": started.isoformat(),
         "ended": datetime.now(timezone.utc).isoformat(),
-        "wall_seconds": round(time.perf_counter() - t0, 3),
+        "wall_seconds": round(ctx.wall_seconds(), 3),  # every attempt's, when resumed from a checkpoint
         "diverged": diverged,
         "summary": summary,
     }
