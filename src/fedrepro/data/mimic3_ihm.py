@@ -116,8 +116,11 @@ def _declared_elements(obj: object) -> int:
 
 
 def _bounded(split: str, X: object, y: object, source: Path) -> None:
-    """Refuse what would build more elements than its file could hold (ELEMENTS_PER_FILE_BYTE)."""
-    size = source.stat().st_size
+    """Refuse what would build more elements than its file could hold (ELEMENTS_PER_FILE_BYTE); arrays made in
+    memory (the synthetic stand-in, named by a label, not a file) have nothing to bound."""
+    if not Path(source).is_file():
+        return
+    size = Path(source).stat().st_size
     declared = _declared_elements(X) + _declared_elements(y)
     if declared > ELEMENTS_PER_FILE_BYTE * size:
         raise DataError(f"{source} ({split}): declares {declared:,} elements in a file of {size:,} bytes (its lists "
