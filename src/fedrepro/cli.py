@@ -28,7 +28,7 @@ examples:
   fedrepro fetch insurance --mirror ../shared/datasets
   fedrepro run fedvr fig3 --scale smoke --set rounds=5
   fedrepro audit                       every paper of config/config.yaml
-  fedrepro audit fedvr --rerun 3       ...and recompute 3 random runs, byte-comparing their metrics
+  fedrepro audit fedvr --rerun 3       ...and recompute 3 random runs, comparing their metrics and facts
   fedrepro study fedcluster_scale      which reduced-scale choice moves which FedCluster verdict
   fedrepro tune tdcd_quick             TDCD's step size per (dataset, N, K, Q) by its paper's grid protocol"""
 
@@ -86,7 +86,7 @@ def parser() -> argparse.ArgumentParser:
     audit.add_argument("--scale", choices=list(SCALES), help="the scale whose runs to audit (default: the scale of "
                        "each paper's claims ledger, else `scale` of config/config.yaml)")
     audit.add_argument("--rerun", type=int, default=0, metavar="K", help="recompute K runs chosen at random in a "
-                       "temporary directory and compare their metrics.csv byte for byte")
+                       "temporary directory and compare their metrics.csv byte for byte, and their run.json summary")
     audit.add_argument("--seed", type=int, help="seed of the choice of runs to rerun (default: a fresh one, "
                        "printed)")
     audit.add_argument("--out", default=Path("audit"), type=Path, help="directory of the reports (default: "

@@ -231,6 +231,20 @@ def test_rerun_catches_metrics_altered_together_with_their_hash(smoke_copy, caps
     assert f"results/runs/{run.name}/metrics.csv" in line and record[METRICS_SHA256] in line and original in line
 
 
+def test_rerun_catches_a_run_json_fact_altered_together_with_its_hash(smoke_copy, capsys):
+    """A forger who edits a per-seed fact and recomputes run.json's own hash passes the hash checks; the rerun
+    recomputes the facts too."""
+    run = run_dirs(smoke_copy)[1]
+    record = json.loads((run / "run.json").read_text())
+    record["summary"]["seeds"]["0"]["diverged_at"] = 0
+    record[RECORD_SHA256] = record_sha256(record)
+    (run / "run.json").write_text(json.dumps(record))
+    code, out = audit(capsys, "--rerun", "5")
+    assert code == 1
+    line = next(line for line in out.splitlines() if "rerun differs" in line)
+    assert f"results/runs/{run.name}/run.json's summary differ from the rerun's (metrics.csv identical)" in line
+
+
 def test_dvc_record_file_by_file_and_a_changed_figure_table(smoke_copy, dvc_record, capsys):
     dvc_record(smoke_copy, "results", "figures")
     code, out = audit(capsys)

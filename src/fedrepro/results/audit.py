@@ -19,6 +19,7 @@ Each finding has a status:
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
 import subprocess
@@ -470,11 +471,21 @@ def rerun(run_id: str, spec: dict[str, Any], record: dict[str, Any], checkout: C
                              threads=record["device"].get("torch_threads", 1), log_path=Path(tmp) / "run.log",
                              repo=checkout.root)
         recorded = files.metrics.read_bytes() if files.metrics.is_file() else b""
-        if again.metrics.read_bytes() == recorded:
-            return Finding("rerun", OK, f"rerun in {redone['wall_seconds']:.1f} s: metrics.csv byte-identical "
-                                        f"(sha256 {redone[METRICS_SHA256]})")
-        return Finding("rerun", FAIL, f"rerun differs: {checkout.relative(files.metrics)} has sha256 "
-                       f"{_sha256(recorded)}, the rerun's metrics.csv {redone[METRICS_SHA256]}")
+        if again.metrics.read_bytes() != recorded:
+            return Finding("rerun", FAIL, f"rerun differs: {checkout.relative(files.metrics)} has sha256 "
+                           f"{_sha256(recorded)}, the rerun's metrics.csv {redone[METRICS_SHA256]}")
+        # what figures and verdicts read of run.json besides the metrics: the per-seed facts and divergence
+        changed = [key for key in ("summary", "diverged") if _canonical(redone.get(key)) != _canonical(record.get(key))]
+        if changed:
+            return Finding("rerun", FAIL, f"rerun differs: {checkout.relative(files.record)}'s "
+                                          f"{' and '.join(changed)} differ from the rerun's (metrics.csv identical)")
+        return Finding("rerun", OK, f"rerun in {redone['wall_seconds']:.1f} s: metrics.csv byte-identical "
+                                    f"(sha256 {redone[METRICS_SHA256]}), run.json's summary equal")
+
+
+def _canonical(value: Any) -> str:
+    """A JSON value as text that does not depend on key order or on having been written and read back."""
+    return json.dumps(json.loads(json.dumps(value, default=str)), sort_keys=True)
 
 
 def _sha256(data: bytes) -> str:
