@@ -126,7 +126,8 @@ def test_the_fedcluster_ledger_runs_on_a_figure_table():
     table = _table(_curve("FedCluster", "fedcluster", 3.0, algorithm="fedcluster", dataset="cifar10",
                           rho_device=0.1), _curve("FedAvg", "fedavg", 1.0, algorithm="fedavg", dataset="cifar10",
                                                   rho_device=0.1))
-    ledger = evaluate_claims(claims, {"fig2": table}, "quick", {"fig2": LABELS}).set_index("claim_id")
+    readings = yaml.safe_load(open("config/papers/fedcluster.yaml"))["readings"]
+    ledger = evaluate_claims(claims, {"fig2": table}, "quick", {"fig2": LABELS}, readings).set_index("claim_id")
     assert ledger.loc["C1", "status"] == "PASS" and ledger.loc["C2", "status"] == "PASS"
     assert ledger.loc["C3", "status"] == "INCONCLUSIVE"  # fig3 not produced
     assert set(ledger["status"]) <= {"PASS", "FAIL", "INCONCLUSIVE"}
