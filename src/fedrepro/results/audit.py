@@ -19,7 +19,6 @@ Each finding has a status:
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 import re
 import subprocess
@@ -33,8 +32,8 @@ import pandas as pd
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import Figure, RunTable, run_id_of
 from fedrepro.results import provenance
-from fedrepro.results.store import (METRICS_SHA256, RunFiles, read_record, run_files, verify_metrics,
-                                    verify_record)
+from fedrepro.results.store import (METRICS_SHA256, RunFiles, canonical_json, read_record, run_files,
+                                    verify_metrics, verify_record)
 from fedrepro.results.tables import figure_table_csv
 from fedrepro.utils.digest import file_sha256
 
@@ -475,17 +474,13 @@ def rerun(run_id: str, spec: dict[str, Any], record: dict[str, Any], checkout: C
             return Finding("rerun", FAIL, f"rerun differs: {checkout.relative(files.metrics)} has sha256 "
                            f"{_sha256(recorded)}, the rerun's metrics.csv {redone[METRICS_SHA256]}")
         # what figures and verdicts read of run.json besides the metrics: the per-seed facts and divergence
-        changed = [key for key in ("summary", "diverged") if _canonical(redone.get(key)) != _canonical(record.get(key))]
+        changed = [key for key in ("summary", "diverged")
+                   if canonical_json(redone.get(key)) != canonical_json(record.get(key))]
         if changed:
             return Finding("rerun", FAIL, f"rerun differs: {checkout.relative(files.record)}'s "
                                           f"{' and '.join(changed)} differ from the rerun's (metrics.csv identical)")
         return Finding("rerun", OK, f"rerun in {redone['wall_seconds']:.1f} s: metrics.csv byte-identical "
                                     f"(sha256 {redone[METRICS_SHA256]}), run.json's summary equal")
-
-
-def _canonical(value: Any) -> str:
-    """A JSON value as text that does not depend on key order or on having been written and read back."""
-    return json.dumps(json.loads(json.dumps(value, default=str)), sort_keys=True)
 
 
 def _sha256(data: bytes) -> str:

@@ -97,11 +97,16 @@ def verify_metrics(files: RunFiles, record: dict[str, Any]) -> str:
     return actual
 
 
+def canonical_json(value: Any) -> str:
+    """A JSON value as text that depends neither on key order nor on having been written and read back (values
+    JSON cannot hold are written as text, as atomic.write_json writes them)."""
+    return json.dumps(json.loads(json.dumps(value, default=str)), sort_keys=True, separators=(",", ":"))
+
+
 def record_sha256(record: dict[str, Any]) -> str:
-    """The sha256 of a run record's content, its own RECORD_SHA256 aside: of its canonical JSON (sorted keys,
-    as json reads it back), so the hash does not depend on the file's layout."""
-    content = json.loads(json.dumps({k: v for k, v in record.items() if k != RECORD_SHA256}, default=str))
-    return hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    """The sha256 of a run record's content, its own RECORD_SHA256 aside (canonical_json), so the hash does not
+    depend on the file's layout."""
+    return hashlib.sha256(canonical_json({k: v for k, v in record.items() if k != RECORD_SHA256}).encode()).hexdigest()
 
 
 def verify_record(files: RunFiles, record: dict[str, Any]) -> str | None:

@@ -101,7 +101,8 @@ def compare_stat(frame: pd.DataFrame, a: dict, b: dict, per: list[str], stat: st
     """Holds in a cell when stat(a) < stat(b) * factor (factor < 1: a wins by a margin; > 1: a tolerance).
     A time T_<eps> not reached by the last x is censored there (its column T_<eps>_lower): the cell is
     decided only when the bound settles it (below), else open. With `per_seed` (the runs' per-seed values of
-    stat, column `seed`), two values that are both known (`known`) are open while they lie within the seed spread:
+    stat, column `seed`), two values that are both known are open while they lie within the seed spread
+    (within_spread):
     one standard error of the paired per-seed log10 ratios (paired_spread). Margin: decades by which stat(a)
     lies below stat(b) * factor (of the bounds, when censored); for `auc` (already a mean log10) the
     difference, also in decades."""
@@ -113,7 +114,7 @@ def compare_stat(frame: pd.DataFrame, a: dict, b: dict, per: list[str], stat: st
         ok = below(sa, sb, factor)
         margin = room(sa[1], sb[0] * factor, log=log) if ok else room(sa[0], sb[1] * factor, log=log)
         tol = paired_spread(per_seed, ra["run_id"], rb["run_id"], stat, log) if per_seed is not None else 0.0
-        inside = ok is not None and tol > 0 and known(sa, sb) and abs(margin) <= tol
+        inside = ok is not None and within_spread(margin, tol, sa, sb)
         holds.append(None if inside else ok)
         margins.append(margin)
         shown.append(f"[{name}] {selector_name(a)} {fmt_span(sa)} vs {selector_name(b)} {fmt_span(sb)}"
@@ -122,9 +123,11 @@ def compare_stat(frame: pd.DataFrame, a: dict, b: dict, per: list[str], stat: st
     return judged(holds, margins, measured, require, fraction)
 
 
-def known(*spans: tuple[float, float]) -> bool:
-    """Every value is known exactly and finite (not censored, not diverged): what a seed spread can weigh."""
-    return all(low == high and math.isfinite(high) for low, high in spans)
+def within_spread(difference: float, spread: float, *spans: tuple[float, float]) -> bool:
+    """A comparison of values known exactly (not censored, not diverged) whose difference lies within their seed
+    spread (> 0): it cannot be told apart, so it is open. A censored or diverged value keeps its interval rule
+    (below), and without a spread the comparison decides by its own relation."""
+    return spread > 0 and all(low == high and math.isfinite(high) for low, high in spans) and abs(difference) <= spread
 
 
 def standard_error(values) -> float:
@@ -136,19 +139,25 @@ def standard_error(values) -> float:
     return float(np.std(values, ddof=1) / np.sqrt(len(values)))
 
 
+def seed_spread(values: pd.DataFrame, weights: list[float]) -> float:
+    """The seed spread of sum_i weights[i] x mean(column i), one row per seed: one standard error of the per-seed
+    sums over the seeds every column has (standard_error: 0 without a spread)."""
+    complete = values.dropna().to_numpy(dtype=float)
+    with np.errstate(invalid="ignore"):  # a diverged seed: inf - inf
+        return standard_error(complete @ np.asarray(weights, dtype=float)) if len(complete) else 0.0
+
+
 def paired_spread(per_seed: pd.DataFrame, run_a: str, run_b: str, column: str, log: bool = False) -> float:
     """One standard error of the per-seed differences column(a) - column(b) over the seeds both runs have
-    (of log10 values, in decades, when `log`). Paired by seed: valid whether or not the runs of one seed share
-    their random numbers, and tighter when they do."""
-    a, b = (per_seed.loc[per_seed["run_id"] == r].set_index("seed")[column] for r in (run_a, run_b))
-    common = a.index.intersection(b.index)
-    va, vb = a.loc[common].to_numpy(dtype=float), b.loc[common].to_numpy(dtype=float)
+    (of log10 values, in decades, when `log`; none when a value is not positive). Paired by seed: valid whether
+    or not the runs of one seed share their random numbers, and tighter when they do."""
+    pair = pd.concat([per_seed.loc[per_seed["run_id"] == r].set_index("seed")[column] for r in (run_a, run_b)],
+                     axis=1).dropna()
     if log:
-        if (va <= 0).any() or (vb <= 0).any():
+        if (pair <= 0).any(axis=None):
             return 0.0
-        va, vb = np.log10(va), np.log10(vb)
-    with np.errstate(invalid="ignore"):
-        return standard_error(va - vb)
+        pair = np.log10(pair)
+    return seed_spread(pair, [1, -1])
 
 
 def _needed(require: str, fraction: float | None) -> float:
@@ -267,7 +276,7 @@ def never_falls(spans: list[tuple[float, float]], inversions: int = 0,
     `inversions` worst are forgiven, of the bounds (the least they guarantee, or for a FAIL the most they allow)."""
     pairs = list(zip(spans[:-1], spans[1:]))
     tolerances = tolerances or [0.0] * len(pairs)
-    outcomes = [None if tol > 0 and known(earlier, later) and abs(room(later[1], earlier[1])) <= tol
+    outcomes = [None if within_spread(room(later[1], earlier[1]), tol, earlier, later)
                 else below(later, earlier) for (earlier, later), tol in zip(pairs, tolerances)]  # True: surely falls
     against, open_ = sum(o is True for o in outcomes), sum(o is None for o in outcomes)
     ok = True if against + open_ <= inversions else False if against > inversions else None

@@ -31,7 +31,6 @@ from fedrepro.claims.checks.common import (
     fmt,
     fmt_span,
     judged,
-    known,
     never,
     never_falls,
     pair_rows,
@@ -43,6 +42,7 @@ from fedrepro.claims.checks.common import (
     span,
     tally,
     values_of,
+    within_spread,
 )
 from fedrepro.claims.data import ClaimData
 from fedrepro.results.summaries import CURVE_STATISTICS, spearman
@@ -153,7 +153,7 @@ def time_to_target(data: ClaimData, *, a: Selector, b: Selector, per: Columns, m
         ok = below(sa, sb, factor)
         margin = room(sa[1], sb[0] * factor) if ok else room(sa[0], sb[1] * factor)
         tol = paired_spread(per_seed, ra["run_id"], rb["run_id"], "t_target", log=True)
-        inside = ok is not None and tol > 0 and known(sa, sb) and abs(margin) <= tol
+        inside = ok is not None and within_spread(margin, tol, sa, sb)
         holds.append(None if inside else ok)
         margins.append(margin)
         parts.append(shown + (" (censored: the bound does not decide)" if ok is None else

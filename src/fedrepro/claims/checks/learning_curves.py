@@ -23,6 +23,7 @@ from fedrepro.claims.checks.common import (
     judged,
     not_learned,
     rows_matching,
+    seed_spread,
     standard_error,
     tally,
     values_of,
@@ -146,14 +147,6 @@ def _seed_values(cell: pd.DataFrame, along: str, order: list, column: str) -> pd
     return wide.reindex(columns=order)
 
 
-def _paired(values: pd.DataFrame, weights: list[float]) -> float:
-    """The seed spread of sum_i weights[i] x mean(column i): one standard error of the per-seed sums over
-    the seeds every run has (common.standard_error: 0 without a spread)."""
-    complete = values.dropna().to_numpy(dtype=float)
-    with np.errstate(invalid="ignore"):  # a diverged seed: inf - inf
-        return standard_error(complete @ np.asarray(weights, dtype=float)) if len(complete) else 0.0
-
-
 def _step_outcome(better_by: float, tolerance: float, both_below_floor: bool) -> Holds:
     """One comparison of two curves: True when one is better by more than `tolerance`, False when worse by
     more, None (open) when the difference is inside it or both sit below the metric's floor (not learned)."""
@@ -173,7 +166,7 @@ def ordered(data: ClaimData, *, select: Selector, per: Columns, along: Column, o
     cannot be told apart and is open, as is one where both curves sit at or below `floor`, the trivial level
     of an accuracy or F1 (chance; predicting every sample positive; common.not_learned): the data decide the
     cell only when its open steps cannot change it. Tolerance: by default from the data, one standard error
-    of the paired per-seed differences of the two curves (_paired; none with one seed); `rel_tol`: that fraction of the
+    of the paired per-seed differences of the two curves (common.seed_spread; none with one seed); `rel_tol`: that fraction of the
     larger |mean| instead, where a paper states one. Margin: the smallest step's improvement of the mean,
     in the metric's units."""
     frame = data.auc_fin(metric, higher, x)
@@ -188,7 +181,7 @@ def ordered(data: ClaimData, *, select: Selector, per: Columns, along: Column, o
         for i, (m1, m2) in enumerate(zip(means[:-1], means[1:])):
             better_by = (m2 - m1) if higher else (m1 - m2)
             tolerance = (rel_tol * max(abs(m1), abs(m2)) if rel_tol is not None
-                         else _paired(values.iloc[:, [i, i + 1]], [1, -1]))
+                         else seed_spread(values.iloc[:, [i, i + 1]], [1, -1]))
             below_floor = not_learned(floor, higher, m1, m2)
             steps.append((_step_outcome(better_by, tolerance, below_floor), better_by, tolerance, below_floor))
         outcomes = [o for o, *_ in steps]
@@ -207,7 +200,7 @@ def slight(data: ClaimData, *, select: Selector, b: Selector, per: Columns, alon
            order: values_of("along"), metric: str = "train_loss", x: str = "round", higher: bool = False) -> Result:
     """"Slightly" (FedCluster C14, docs/papers/fedcluster.md R21): the spread of the selected curves' mean AUC over `order` is smaller
     than the gap from B (e.g. FedAvg) to the worst of them. A cell is open when gap - spread lies within
-    one standard error of it over the paired seeds (_paired). Margin: gap - spread, in the metric's units."""
+    one standard error of it over the paired seeds (common.seed_spread). Margin: gap - spread, in the metric's units."""
     frame = data.auc_fin(metric, higher, x)
     holds, parts, margins = [], [], []
     for name, cell in cells_of(frame, per, named=True) if len(frame) else []:
@@ -219,7 +212,7 @@ def slight(data: ClaimData, *, select: Selector, b: Selector, per: Columns, alon
         values["B"] = ref.set_index("seed")["auc"]
         worst, best = (np.argmin(auc), np.argmax(auc)) if higher else (np.argmax(auc), np.argmin(auc))
         spread, gap = float(auc.max() - auc.min()), float(_gain(auc[worst], values["B"].mean(), higher, relative=False))
-        tol = _paired(values.iloc[:, [worst, best, -1]], [2, -1, -1])  # gap - spread = +-(2 worst - best - B)
+        tol = seed_spread(values.iloc[:, [worst, best, -1]], [2, -1, -1])  # gap - spread = +-(2 worst - best - B)
         inside = abs(gap - spread) <= tol
         holds.append(None if inside else spread < gap)
         margins.append(gap - spread)
@@ -235,7 +228,7 @@ def gain_by_group(data: ClaimData, *, a: Selector, b: Selector, per: Columns, gr
     """The mean over cells of G(A over B) is larger where `group` is `greater` than where it is `than`
     (e.g. dataset: FedCluster's edge larger on CIFAR-10 than on MNIST, FedCluster claims C5, C8). Open when the two
     means differ by less than one standard error of the per-seed differences of the groups' mean gains
-    (_paired). Margin: the difference of the two means (of G, or of the AUC difference when not `relative`)."""
+    (common.seed_spread). Margin: the difference of the two means (of G, or of the AUC difference when not `relative`)."""
     gains: dict[Any, list[float]] = {greater: [], than: []}  # G per cell
     seed_gains: dict[Any, list[pd.Series]] = {greater: [], than: []}  # and per seed
     for _, _, sa, sb in _seed_pairs(data, a, b, per, metric, higher, x):
@@ -248,7 +241,7 @@ def gain_by_group(data: ClaimData, *, a: Selector, b: Selector, per: Columns, gr
         return Result(INCONCLUSIVE, f"cells per {group}: " + ", ".join(f"{k}: {len(v)}" for k, v in gains.items()))
     mg, mt = float(np.mean(gains[greater])), float(np.mean(gains[than]))
     per_seed = pd.concat([pd.concat(seed_gains[k], axis=1).mean(axis=1, skipna=False) for k in (greater, than)], axis=1)
-    tol = _paired(per_seed, [1, -1])  # the per-seed difference of the two groups' mean gains
+    tol = seed_spread(per_seed, [1, -1])  # the per-seed difference of the two groups' mean gains
     inside = abs(mg - mt) <= tol
     kind = "G" if relative else "AUC difference"
     measured = (f"mean {kind} {greater}: {mg:+.4f} over {len(gains[greater])} cells; {than}: {mt:+.4f} over "
@@ -261,7 +254,7 @@ def less_sensitive(data: ClaimData, *, a: Selector, b: Selector, per: Columns, a
                    x: str = "round", higher: bool = False) -> Result:
     """A suffers less than B from `along` going low -> high (FedCluster claim C16): the mean AUC of A worsens by
     less than B's, in each cell; open when the two worsenings differ by less than one standard error over
-    the paired seeds (_paired). Margin: B's worsening - A's, in the metric's units."""
+    the paired seeds (common.seed_spread). Margin: B's worsening - A's, in the metric's units."""
     frame = data.auc_fin(metric, higher, x)
     holds, parts, margins = [], [], []
     for name, cell in cells_of(frame, per, named=True) if len(frame) else []:
@@ -270,7 +263,7 @@ def less_sensitive(data: ClaimData, *, a: Selector, b: Selector, per: Columns, a
         if np.isnan([a_lo, a_hi, b_lo, b_hi]).any():
             continue
         da, db = (float(_gain(lo, hi, higher, relative=False)) for lo, hi in ((a_lo, a_hi), (b_lo, b_hi)))
-        tol = _paired(values, [1, -1, -1, 1])  # db - da = +-((b_hi - b_lo) - (a_hi - a_lo))
+        tol = seed_spread(values, [1, -1, -1, 1])  # db - da = +-((b_hi - b_lo) - (a_hi - a_lo))
         inside = abs(db - da) <= tol
         holds.append(None if inside else da < db)
         margins.append(db - da)
