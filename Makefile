@@ -5,7 +5,9 @@ BIN := $(VENV)/bin
 CORES ?= all
 # e.g. `make reproduce SCALE=paper`; empty = config/config.yaml (quick)
 SCALE ?=
-SNAKEMAKE_ARGS := $(if $(SCALE),--config scale=$(SCALE),)
+# every alternative reading is run and judged (docs/claims.md, "Robust or depends"); READINGS=primary skips them
+READINGS ?= all
+SNAKEMAKE_ARGS := --config readings=$(READINGS) $(if $(SCALE),scale=$(SCALE),)
 # what DVC records after a reproduction
 DVC_TRACKED := data/raw data/prepared results figures
 

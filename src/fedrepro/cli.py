@@ -166,7 +166,10 @@ def listing(paper: str | None) -> str:
     lines += ["", "claims:"] + [f"  {c['id']:10s} {c['check']:22s} {c.get('quote', '')[:90]}" for c in claims["claims"]]
     readings = cfg.get("readings", {})
     if readings:
-        lines += ["", "readings:"] + [f"  {name:18s} ({r['source']}) {r['what']}" for name, r in readings.items()]
+        lines += ["", "readings (alternatives: * run with --config readings=all):"]
+        for name, r in readings.items():
+            alternatives = ", ".join(a + ("*" if "set" in alt else "") for a, alt in (r.get("alternatives") or {}).items())
+            lines.append(f"  {name:18s} ({r['source']}) {r['what']}" + (f"; alternatives: {alternatives}" if alternatives else ""))
     return "\n".join(lines)
 
 
@@ -226,7 +229,8 @@ def audit_papers(args: argparse.Namespace) -> bool:
     """`fedrepro audit`: the papers' audits (results/audit.py), their reports and a summary; True on a mismatch."""
     import yaml
 
-    from fedrepro.results.audit import FAIL, Checkout, audit_paper, choose_reruns, ledger_scale, rerun
+    from fedrepro.results.audit import (FAIL, Checkout, audit_paper, choose_reruns, ledger_readings, ledger_scale,
+                                        rerun)
     from fedrepro.results.audit_report import summary, write_report
     from fedrepro.schemas import known_papers
     from fedrepro.validate import load_and_validate, with_defaults
@@ -247,9 +251,12 @@ def audit_papers(args: argparse.Namespace) -> bool:
             scales[paper] = (scale, f"from its claims ledger results/claims/{paper}.csv")
         else:
             scales[paper] = (config["scale"], "from config/config.yaml (no claims ledger yet)")
-    tables = {s: load_and_validate({"scale": s}, root / "config")[1] for s, _ in scales.values()}
+    readings = {p: ledger_readings(p, root) for p in papers}  # the alternatives' tables are audited where judged
+    tables = {(s, r): load_and_validate({"scale": s, "readings": r}, root / "config")[1]
+              for p, (s, _) in scales.items() for r in [readings[p]]}
     checkout = Checkout.of(root)
-    audits = [audit_paper(p, tables[s].paper_figures(p), s, f"`{s}` {why}", checkout) for p, (s, why) in scales.items()]
+    audits = [audit_paper(p, tables[(s, readings[p])].paper_figures(p), s, f"`{s}` {why}", checkout,
+                          tables[(s, readings[p])].alternatives.get(p, [])) for p, (s, why) in scales.items()]
 
     if args.rerun > 0:
         seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1_000_000)
@@ -259,7 +266,8 @@ def audit_papers(args: argparse.Namespace) -> bool:
         for run_id in chosen:
             audit = next(a for a in audits if run_id in a.runs)
             run = audit.runs[run_id]
-            run.findings.append(rerun(run_id, tables[audit.scale].runs[run_id], run.record, checkout))
+            run.findings.append(rerun(run_id, tables[(audit.scale, readings[audit.paper])].runs[run_id], run.record,
+                                      checkout))
             print(f"  {run_id}: {run.findings[-1].status} {run.findings[-1].detail}")
 
     reports = {}

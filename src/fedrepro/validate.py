@@ -97,8 +97,11 @@ def load_and_validate(
         for claim in claims["claims"]:
             _check_columns(claim, paper_cfg["engine"], f"{claims_path}: claim {claim['id']}")
     table = build_run_table({**config, "papers": papers}, config_dir)
-    curves = {c.run_id: f"figures.{f.name}, panel {c.panel!r}, curve {c.label!r}"
-              for f in reversed(table.figures.values()) for c in reversed(f.curves)}  # each run's first curve
+    alternatives = [(f"readings.{a.reading}.alternatives.{a.name}: ", f) for paper, alts in table.alternatives.items()
+                    for a in alts for f in a.figures.values()]
+    curves = {c.run_id: f"{where}figures.{f.name}, panel {c.panel!r}, curve {c.label!r}"  # each run's first curve
+              for where, f in reversed([("", f) for f in table.figures.values()] + alternatives)
+              for c in reversed(f.curves)}
     for run_id, spec in table.runs.items():
         engine = ENGINES[engines[spec["paper"]]]
         where = f"config/papers/{spec['paper']}.yaml: {curves[run_id]} (run {run_id}, scale {config['scale']})"

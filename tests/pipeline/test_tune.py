@@ -11,7 +11,7 @@ import yaml
 
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import load_paper_config, resolve_paper
-from fedrepro.experiments.tune import groups_of, load_tuning, run_tuning, score
+from fedrepro.experiments.tune import chosen, groups_of, load_tuning, run_tuning, score
 from fedrepro.results.store import read_record
 from project_dir import REPO, make_project
 
@@ -71,6 +71,12 @@ def test_per_run_entries_apply_in_order_and_name_known_settings():
     cfg["scales"]["smoke"]["per_run"] = [{"where": {"datset": "cifar10"}, "set": {"lr": 0.3}}]
     with pytest.raises(ConfigError, match=r"per_run\[0\] matches on datset"):
         resolve_paper(cfg, "smoke")
+
+
+def test_the_lowest_score_wins_a_tie_goes_to_the_first_grid_value_and_a_diverged_group_chooses_none():
+    result = pd.DataFrame({"K": [5, 5, 5, 10, 10, 20, 20], "value": [0.1, 0.2, 0.5, 0.1, 0.2, 0.1, 0.2],
+                           "score": [2.0, 1.5, 1.5, np.inf, 3.0, np.inf, np.inf]})
+    assert chosen(result, ["K"]).tolist() == [False, True, False, False, True, False, False]
 
 
 def test_a_group_must_be_told_apart_by_its_settings():

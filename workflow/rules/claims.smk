@@ -11,6 +11,8 @@ rule claims:
         digests=lambda wildcards: [
             f"results/{wildcards.paper}/{f.name}.csv.sha256" for f in RUNS.paper_figures(wildcards.paper)
         ],
+        alternatives=lambda wildcards: RUNS.alternative_tables(wildcards.paper),
+        alternative_digests=lambda wildcards: [f"{t}.sha256" for t in RUNS.alternative_tables(wildcards.paper)],
         claims="config/claims/{paper}.yaml",
     output:
         ledger=report(
@@ -34,6 +36,7 @@ rule claims:
         figures=claims_settings,
         scale_note=lambda wildcards: RUNS.scale_note(wildcards.paper),
         readings=lambda wildcards: RUNS.readings[wildcards.paper],
+        alternatives=lambda wildcards: RUNS.alternatives_settings(wildcards.paper),
     log:
         "logs/claims/{paper}.log",
     threads: 1

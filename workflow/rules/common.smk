@@ -18,6 +18,8 @@ wildcard_constraints:
     run_id="[0-9a-f]{16}",
     figure=r"(?!claims\b)[A-Za-z0-9_]+",  # figures/<paper>/claims.* is the claims rule's figure
     view="|".join(VIEWS),
+    reading="[A-Za-z0-9_]+",
+    alternative="[A-Za-z0-9_]+",
 
 
 def user_raw_files(wildcards):
@@ -30,6 +32,10 @@ def user_raw_files(wildcards):
 
 def figure_of(wildcards):
     return RUNS.figure(wildcards.paper, wildcards.figure)
+
+
+def alternative_figure(wildcards):
+    return RUNS.alternative(wildcards.paper, wildcards.reading, wildcards.alternative).figures[wildcards.figure]
 
 
 def settings_of(part):
@@ -62,7 +68,8 @@ def paper_targets(paper):
     """A paper's outputs, their audit (rule audit_paper) and the runs behind them: Snakemake does not remake a
     missing input of a job whose output is up to date, so a run deleted after its figure was built is remade
     (and everything built from it redone) only because the target names it."""
-    runs = sorted({rid for f in RUNS.paper_figures(paper) for rid in f.run_ids})
+    figures = RUNS.paper_figures(paper) + [f for a in RUNS.alternatives.get(paper, []) for f in a.figures.values()]
+    runs = sorted({rid for f in figures for rid in f.run_ids})
     return paper_outputs(paper) + [f"results/audit/{paper}.html"] + run_outputs(runs)
 
 

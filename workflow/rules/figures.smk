@@ -23,6 +23,27 @@ rule aggregate:
         "../../scripts/aggregate.py"
 
 
+# The table of one figure under an alternative reading (config readings: all): the same rows, from the runs the
+# alternative's patch gives (runs it does not change are the figure's own, trained once).
+rule aggregate_reading:
+    input:
+        lambda wildcards: run_outputs(alternative_figure(wildcards).run_ids),
+    output:
+        "results/{paper}/readings/{reading}/{alternative}/{figure}.csv",
+        "results/{paper}/readings/{reading}/{alternative}/{figure}.csv.sha256",
+    params:
+        figure=alternative_figure,
+        settings=lambda wildcards: config_digest(alternative_figure(wildcards).table_settings()),
+    log:
+        "logs/aggregate/{paper}/readings/{reading}/{alternative}/{figure}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../../scripts/aggregate.py"
+
+
 rule plot:
     input:
         table="results/{paper}/{figure}.csv",

@@ -22,49 +22,104 @@ from fedrepro.utils.atomic import atomic_path
 
 # support: share of bootstrap resamples in which the claim holds (empty: NA, the reason in note); margin: the
 # check's distance from its threshold in its own units (> 0: holds); margin_se: margin / its bootstrap s.d.
-COLUMNS = ["claim_id", "figure", "scale", "status", "support", "margin", "margin_se", "measured", "expected", "note",
-           "quote"]
+COLUMNS = ["claim_id", "figure", "scale", "status", "robustness", "support", "margin", "margin_se", "measured",
+           "expected", "note", "quote"]
+# reading -> alternative -> (figure tables, their label columns) of the figures the alternative changes, as run
+Alternatives = dict[str, dict[str, tuple[dict[str, pd.DataFrame], dict[str, list[str]]]]]
+
+
 def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame], scale: str,
-                    labels: dict[str, list[str]], readings: dict[str, dict[str, Any]] | None = None) -> pd.DataFrame:
+                    labels: dict[str, list[str]], readings: dict[str, dict[str, Any]] | None = None,
+                    alternatives: Alternatives | None = None) -> pd.DataFrame:
     """The ledger of the claims on the figure `tables`, whose label columns are `labels` (by figure
     name, Figure.label_columns). `readings`: the paper's (config/papers/<paper>.yaml `readings`), by name;
-    a claim that rests on one whose source is our assumption is never PASS or FAIL (rests_on_readings)."""
+    a claim that rests on one whose source is our assumption is never PASS or FAIL (rests_on_readings).
+    `alternatives`: reading -> alternative -> (tables, labels) of the figures it changes, as run; each claim
+    that rests on the reading is judged again under it (column `robustness`; None: not evaluated)."""
+    judge = Judge(tables, labels, scale)
+    under = {(reading, name): Judge({**tables, **alt_tables}, {**labels, **alt_labels}, scale)
+             for reading, alts in (alternatives or {}).items() for name, (alt_tables, alt_labels) in alts.items()
+             if alt_tables}
     rows = []
-    # many claims read the same figures: one ClaimData per set, whose summaries are computed once
-    merged: dict[tuple[str, ...], ClaimData] = {}
-
-    def data_of(figures: list[str]) -> ClaimData:
-        key = tuple(figures)
-        if key not in merged:
-            table = pd.concat([tables[f] for f in figures], ignore_index=True) if figures else pd.DataFrame()
-            merged[key] = ClaimData(table, merged_labels(*(labels[f] for f in figures)))
-        return merged[key]
-
     for claim in claims_cfg["claims"]:
-        figures = [f for f in claim.get("figures", []) if f in tables]
-        params = {k: v for k, v in claim.items() if k not in CLAIM_FIELDS}
-        if claim.get("figures") and not figures:
-            result = Result(INCONCLUSIVE, "", f"figures {claim['figures']} not produced at scale {scale}")
-            support = bootstrap_rule.Support(0, UNITS[claim["check"]], reason="no data", kind="none")
-        else:
-            data = data_of(figures)
-            result = CHECKS[claim["check"]](data, **params)
-            support = bootstrap_rule.bootstrap(claim["check"], data, params, result, *figures)
-        status, ruling = bootstrap_rule.decide(result.status, support, claim.get("min_seeds", 1))
-        if scale in claim.get("undecided_at", {}):  # measured and shown, but this scale cannot decide it
-            ruling = f"not decided at the {scale} scale (the check alone says {status}): {claim['undecided_at'][scale]}"
-            status = INCONCLUSIVE
+        status, ruling, result, support, figures = judge(claim)
+        robust = robustness(claim, status, readings or {}, alternatives, under)
         status, ruling = rests_on_readings(claim, readings or {}, status, ruling)
         na = f"support n/a: {support.reason}" if support.kind in ("none", "invariant") else ""
         rows.append({
             "claim_id": claim["id"], "figure": " ".join(figures or claim.get("figures", [])), "scale": scale,
-            "status": status, "support": _rounded(support.share, 3), "margin": _rounded(result.margin, 4),
+            "status": status, "robustness": robust, "support": _rounded(support.share, 3),
+            "margin": _rounded(result.margin, 4),
             "margin_se": _rounded(result.margin / support.margin_sd, 3) if support.margin_sd > 0 else math.nan,
             "measured": result.measured, "expected": claim.get("expected", ""),
             "note": " ".join(x for x in (ruling, result.note, na, claim.get("note", "")) if x).strip(),
             "quote": claim.get("quote", ""),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+
+class Judge:
+    """The checks of claims on one set of figure tables: a claim's verdict before the readings it rests on
+    are weighed (status, ruling, Result, Support, the figures read). Claims that read the same figures share
+    one ClaimData, whose summaries are computed once."""
+
+    def __init__(self, tables: dict[str, pd.DataFrame], labels: dict[str, list[str]], scale: str):
+        self.tables, self.labels, self.scale = tables, labels, scale
+        self.merged: dict[tuple[str, ...], ClaimData] = {}
+
+    def data(self, figures: list[str]) -> ClaimData:
+        key = tuple(figures)
+        if key not in self.merged:
+            table = pd.concat([self.tables[f] for f in figures], ignore_index=True) if figures else pd.DataFrame()
+            self.merged[key] = ClaimData(table, merged_labels(*(self.labels[f] for f in figures)))
+        return self.merged[key]
+
+    def __call__(self, claim: dict[str, Any]) -> tuple[str, str, Result, bootstrap_rule.Support, list[str]]:
+        figures = [f for f in claim.get("figures", []) if f in self.tables]
+        params = {k: v for k, v in claim.items() if k not in CLAIM_FIELDS}
+        if claim.get("figures") and not figures:
+            result = Result(INCONCLUSIVE, "", f"figures {claim['figures']} not produced at scale {self.scale}")
+            support = bootstrap_rule.Support(0, UNITS[claim["check"]], reason="no data", kind="none")
+        else:
+            data = self.data(figures)
+            result = CHECKS[claim["check"]](data, **params)
+            support = bootstrap_rule.bootstrap(claim["check"], data, params, result, *figures)
+        status, ruling = bootstrap_rule.decide(result.status, support, claim.get("min_seeds", 1))
+        if self.scale in claim.get("undecided_at", {}):  # measured and shown, but this scale cannot decide it
+            ruling = (f"not decided at the {self.scale} scale (the check alone says {status}): "
+                      f"{claim['undecided_at'][self.scale]}")
+            status = INCONCLUSIVE
+        return status, ruling, result, support, figures
+
+
+def robustness(claim: dict[str, Any], status: str, readings: dict[str, dict[str, Any]],
+               alternatives: Alternatives | None, under: dict[tuple[str, str], Judge]) -> str:
+    """Whether the claim's verdict (`status`, before an assumed reading makes it INCONCLUSIVE) is the same
+    under every alternative of the readings it rests on, each laid over the primary readings alone:
+    "robust (...)", "depends (<reading>=<alternative>: <verdict>, ...)", or "untested (...)" where no
+    alternative was run; "" for a claim that rests on no reading."""
+    rests = [r for r in claim.get("rests_on", []) if r in readings]
+    if not rests:
+        return ""
+    if alternatives is None:
+        return "untested (alternative readings not evaluated: config readings: primary)"
+    verdicts, unrun = [], []
+    for reading in rests:
+        for name in readings[reading].get("alternatives") or {}:
+            alt_tables = alternatives.get(reading, {}).get(name, ({}, {}))[0]
+            if (reading, name) in under and set(alt_tables) & set(claim.get("figures", [])):
+                verdicts.append((f"{reading}={name}", under[(reading, name)](claim)[0]))
+            else:
+                why = "changes none of its runs" if name in alternatives.get(reading, {}) else "not run"
+                unrun.append(f"{reading}={name} ({why})")
+    untested = f"; untested: {', '.join(unrun)}" if unrun else ""
+    if not verdicts:
+        return f"untested ({', '.join(unrun) or 'no alternative declared'})"
+    flips = [f"{name}: {verdict}" for name, verdict in verdicts if verdict != status]
+    if flips:
+        return f"depends ({', '.join(flips)}{untested})"
+    return f"robust ({', '.join(name for name, _ in verdicts)}: {status}{untested})"
 
 
 def rests_on_readings(claim: dict[str, Any], readings: dict[str, dict[str, Any]], status: str,
@@ -132,17 +187,25 @@ def in_paper_terms(table: pd.DataFrame, values: dict[str, dict[Any, Any]]) -> pd
 
 def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, dict[str, Any]], scale: str,
                  out: Path, record: Path | None = None, scale_note: str = "",
-                 readings: dict[str, dict[str, Any]] | None = None) -> pd.DataFrame:
+                 readings: dict[str, dict[str, Any]] | None = None,
+                 alternatives: dict[str, dict[str, dict[str, dict[str, Any]]]] | None = None) -> pd.DataFrame:
     """The ledger of one paper: its claims file, its figure tables and what the ledger reads of their
     figures (by name, Figure.claims_settings: label columns and value maps); `record` gets the
     bootstrap's settings (bootstrap_record) and `scale_note`, how this scale departs from the paper's
-    (Figure.scale_note of the paper's figures); `readings`, the paper's (evaluate_claims). Written
-    atomically, after every check has run: a failure leaves the files as they were."""
+    (Figure.scale_note of the paper's figures); `readings`, the paper's; `alternatives`, the figures of each
+    alternative reading as run (RunTable.alternatives_settings: each one's table path, labels and value maps;
+    None: not evaluated; evaluate_claims). Written atomically, after every check has run: a failure leaves the
+    files as they were."""
     claims_cfg = load_claims(claims_path, readings=readings)
     tables = {p.stem: in_paper_terms(read_figure_table(p), figures.get(p.stem, {}).get("values", {}))
               for p in table_paths}
     labels = {name: f["labels"] for name, f in figures.items()}
-    ledger = with_data_notes(evaluate_claims(claims_cfg, tables, scale, labels, readings), tables)
+    alt = None if alternatives is None else {
+        reading: {name: ({f: in_paper_terms(read_figure_table(Path(s["table"])), s.get("values", {}))
+                          for f, s in figs.items()}, {f: s["labels"] for f, s in figs.items()})
+                  for name, figs in alts.items()}
+        for reading, alts in alternatives.items()}
+    ledger = with_data_notes(evaluate_claims(claims_cfg, tables, scale, labels, readings, alt), tables)
     with atomic_path(out, suffix=".csv") as tmp:
         ledger.to_csv(tmp, index=False)
     if record is not None:

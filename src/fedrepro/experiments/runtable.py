@@ -21,6 +21,7 @@ import yaml
 from fedrepro.data.inputs import MULTIVIEW_DATASETS, prepared_name, prepared_path
 from fedrepro.data.sources import STAND_INS, USER_DATASETS, DataSource, resolve_source
 from fedrepro.errors import ConfigError
+from fedrepro.experiments.variants import patched
 from fedrepro.utils.digest import config_digest
 
 # Keys that describe how a curve is shown, not what is computed: kept out of the run spec.
@@ -148,11 +149,25 @@ def setting_keys(specs: list[dict[str, Any]]) -> list[str]:
 
 
 @dataclass
+class Alternative:
+    """An alternative reading as run (config `readings: all`): the figures that the claims resting on its reading
+    read and whose runs it changes. None: the patch changes no run of those figures at this scale."""
+    reading: str
+    name: str
+    figures: dict[str, Figure]
+
+    def table(self, paper: str, figure: str) -> str:
+        return f"results/{paper}/readings/{self.reading}/{self.name}/{figure}.csv"
+
+
+@dataclass
 class RunTable:
     scale: str
     runs: dict[str, dict[str, Any]]
     figures: dict[tuple[str, str], Figure]
     readings: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # paper -> its `readings`
+    # paper -> its alternative readings as run; a paper is absent when they are not evaluated (readings: primary)
+    alternatives: dict[str, list[Alternative]] = field(default_factory=dict)
 
     def figure(self, paper: str, name: str) -> Figure:
         try:
@@ -166,6 +181,28 @@ class RunTable:
 
     def paper_figures(self, paper: str) -> list[Figure]:
         return [f for (p, _), f in sorted(self.figures.items()) if p == paper]
+
+    def alternative(self, paper: str, reading: str, name: str) -> Alternative:
+        for alternative in self.alternatives.get(paper, []):
+            if (alternative.reading, alternative.name) == (reading, name):
+                return alternative
+        raise ConfigError(f"{paper}: no alternative {name!r} of reading {reading!r} is run at scale {self.scale!r} "
+                          f"(config readings: all runs those that declare `set`)")
+
+    def alternative_tables(self, paper: str) -> list[str]:
+        """The figure tables of a paper's alternative readings (Alternative.table)."""
+        return [a.table(paper, f) for a in self.alternatives.get(paper, []) for f in a.figures]
+
+    def alternatives_settings(self, paper: str) -> dict[str, dict[str, dict[str, Any]]] | None:
+        """What rule claims reads of the alternatives: reading -> alternative -> figure -> its table's path and
+        Figure.claims_settings (an alternative that changes no run: no figures); None when not evaluated."""
+        if paper not in self.alternatives:
+            return None
+        out: dict[str, dict[str, dict[str, Any]]] = {}
+        for a in self.alternatives[paper]:
+            out.setdefault(a.reading, {})[a.name] = {
+                name: {"table": a.table(paper, name), **fig.claims_settings()} for name, fig in a.figures.items()}
+        return out
 
     def scale_note(self, paper: str) -> str:
         """How this scale departs from the paper's in every figure of `paper` (the deviations its figures
@@ -426,17 +463,47 @@ def label_values(paper_cfg: dict[str, Any]) -> dict[str, dict[str, set[Any]]]:
     return out
 
 
+def resolve_alternatives(paper_cfg: dict[str, Any], claims: list[dict[str, Any]], scale: str, raw_root: Path,
+                         figures: dict[tuple[str, str], Figure]) -> tuple[dict[str, dict], list[Alternative]]:
+    """The runs and figures of every alternative reading that declares a `set` (experiments/variants.py): of the
+    figures the claims resting on its reading read, those whose runs it changes. `figures`: the paper's own."""
+    paper = paper_cfg["key"]
+    runs: dict[str, dict] = {}
+    alternatives = []
+    for reading, declared in paper_cfg.get("readings", {}).items():
+        read = {f for claim in claims if reading in claim.get("rests_on", []) for f in claim.get("figures", [])}
+        for name, alternative in (declared.get("alternatives") or {}).items():
+            if "set" not in alternative:
+                continue
+            alt_runs, alt_figures = resolve_paper(patched(paper_cfg, alternative["set"]), scale, raw_root)
+            changed = {f: alt_figures[(paper, f)] for f in sorted(read) if (paper, f) in alt_figures
+                       and alt_figures[(paper, f)].run_ids != figures[(paper, f)].run_ids}
+            runs.update({rid: alt_runs[rid] for fig in changed.values() for rid in fig.run_ids})
+            alternatives.append(Alternative(reading, name, changed))
+    return runs, alternatives
+
+
 def build_run_table(config: dict[str, Any], config_dir: Path) -> RunTable:
+    """The runs and figures of config `papers` at config `scale`; with `readings: all`, also the runs and
+    figures of their alternative readings (resolve_alternatives)."""
     runs: dict[str, dict] = {}
     figures: dict[tuple[str, str], Figure] = {}
     readings: dict[str, dict[str, dict[str, Any]]] = {}
+    alternatives: dict[str, list[Alternative]] = {}
+    raw_root = config_dir.parent / "data" / "raw"
     for paper in config["papers"]:
         path = config_dir / "papers" / f"{paper}.yaml"
         if not path.exists():
             raise ConfigError(f"papers: no configuration {path} for paper {paper!r}")
         paper_cfg = load_paper_config(path)
-        paper_runs, paper_figures = resolve_paper(paper_cfg, config["scale"], config_dir.parent / "data" / "raw")
+        paper_runs, paper_figures = resolve_paper(paper_cfg, config["scale"], raw_root)
         runs.update(paper_runs)
         figures.update(paper_figures)
         readings[paper] = paper_cfg.get("readings", {})
-    return RunTable(config["scale"], runs, figures, readings)
+        if config.get("readings") == "all":
+            with open(config_dir / "claims" / f"{paper}.yaml") as fh:
+                claims = yaml.safe_load(fh).get("claims", [])
+            alt_runs, alternatives[paper] = resolve_alternatives(paper_cfg, claims, config["scale"], raw_root,
+                                                                 paper_figures)
+            runs.update({rid: spec for rid, spec in alt_runs.items() if rid not in runs})
+    return RunTable(config["scale"], runs, figures, readings, alternatives)

@@ -25,6 +25,7 @@ from fedrepro.engines import ENGINES
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.batch import train_missing
 from fedrepro.experiments.runtable import RunTable, label_values, load_paper_config, resolve_paper
+from fedrepro.experiments.variants import patched
 from fedrepro.results.tables import read_figure_table, write_figure_table
 from fedrepro.utils import atomic
 from fedrepro.validate import check
@@ -50,15 +51,9 @@ def load_study(path: Path) -> dict[str, Any]:
 def variant_config(paper_cfg: dict[str, Any], scale: str, settings: dict[str, Any],
                    figures: dict[str, Any], panels: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The paper's configuration whose `scale` carries the variant's settings (and settings of named
-    `panels`) and runs only `figures`."""
-    cfg = copy.deepcopy(paper_cfg)
-    scale_cfg = cfg["scales"].setdefault(scale, {}) or {}
-    cfg["scales"][scale] = scale_cfg
-    scale_cfg["defaults"] = {**(scale_cfg.get("defaults") or {}), **settings}
-    scale_panels = scale_cfg.setdefault("panels", {})
-    for name, values in (panels or {}).items():
-        scale_panels[name] = {**scale_panels.get(name, {}), **values}
-    scale_cfg["figures"] = copy.deepcopy(figures)
+    `panels`), laid over it as a reading's alternative is (experiments/variants.py), and runs only `figures`."""
+    cfg = patched(paper_cfg, {"scales": {scale: {"defaults": settings, "panels": panels or {}}}})
+    cfg["scales"][scale]["figures"] = copy.deepcopy(figures)
     cfg["figures"] = {name: fig for name, fig in cfg["figures"].items() if name in figures}
     return cfg
 

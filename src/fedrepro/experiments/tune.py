@@ -89,6 +89,14 @@ def score(metrics: pd.DataFrame, metric: str, last: int) -> float:
     return float(metrics.groupby("seed")[metric].apply(lambda v: v.iloc[-last:].mean()).mean())
 
 
+def chosen(result: pd.DataFrame, by: list[str]) -> pd.Series:
+    """Per group (its values of `by`), True at the trial with the lowest finite score. A tie goes to the value
+    listed first in the grid (the grids are ascending: the smaller step size); a group whose every trial
+    diverged chooses none."""
+    finite = result[np.isfinite(result["score"])]
+    return pd.Series(result.index.isin(finite.groupby(by, sort=False)["score"].idxmin()), index=result.index)
+
+
 def per_run_entries(chosen: pd.DataFrame, tuning: dict[str, Any]) -> list[dict[str, Any]]:
     """The `per_run` entries of the paper's scale that freeze the chosen values."""
     return [{"where": {k: _plain(row[k]) for k in tuning["by"]}, "set": {tuning["setting"]: _plain(row["value"])}}
@@ -125,8 +133,7 @@ def run_tuning(name: str, config_dir: Path = Path("config"), out_dir: Path = Pat
         scores.append(score(pd.read_csv(files.metrics), metric, last))
     result = trials.drop(columns="spec").assign(score=scores)
     by = tuning["by"]
-    finite = result[np.isfinite(result["score"])]
-    result["chosen"] = result.index.isin(finite.groupby(by, sort=False)["score"].idxmin())  # a tie: the first value
+    result["chosen"] = chosen(result, by)
     configured = {tuple(spec[k] for k in by): spec[tuning["setting"]] for spec in runs.values()}
     result["configured"] = [configured[tuple(row[k] for k in by)] for _, row in result.iterrows()]
     atomic.write_text(out_dir / f"{name}.csv", result.to_csv(index=False))

@@ -37,13 +37,16 @@ def claims_figure(ledger: pd.DataFrame, paper: str, scale: str, decide: float) -
         ax.axhline(start - 0.5, color="0.6", linewidth=0.6)
     for start, group in zip(starts, order):
         ax.text(1.02, start, group, va="center", fontsize=6, transform=ax.get_yaxis_transform())
-    ax.set_yticks(range(len(rows)), [f"{c} [{s}]" for c, s in zip(rows["claim_id"], rows["status"])], fontsize=6)
+    depends = rows.get("robustness", pd.Series("", index=rows.index)).fillna("").str.startswith("depends")
+    ax.set_yticks(range(len(rows)), [f"{c} [{s}]" + (" depends" if d else "")
+                                     for c, s, d in zip(rows["claim_id"], rows["status"], depends)], fontsize=6)
     for tick, status in zip(ax.get_yticklabels(), rows["status"]):
         tick.set_color(COLOURS.get(status, "black"))
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(0, 1)
     ax.set_xlabel(f"support: share of bootstrap resamples in which the claim holds (PASS needs >= {decide:.0%}, "
-                  f"FAIL <= {1 - decide:.0%})", fontsize=7)
+                  f"FAIL <= {1 - decide:.0%})" + ("; depends: the verdict flips under an alternative reading"
+                                                  if depends.any() else ""), fontsize=7)
     ax.set_title(f"{paper}: claims and how solid their verdicts are [scale: {scale}]", fontsize=9)
     fig.tight_layout()
     return fig

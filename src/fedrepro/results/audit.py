@@ -25,12 +25,12 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 
 from fedrepro.errors import ResultsError
-from fedrepro.experiments.runtable import Figure, RunTable, run_id_of
+from fedrepro.experiments.runtable import Alternative, Figure, RunTable, run_id_of
 from fedrepro.results import provenance
 from fedrepro.results.store import (METRICS_SHA256, RunFiles, canonical_json, read_record, run_files,
                                     verify_metrics, verify_record)
@@ -340,21 +340,28 @@ class PaperAudit:
                 + [f for run in self.runs.values() for f in run.findings])
 
 
-def audit_paper(paper: str, figures: list[Figure], scale: str, scale_from: str, checkout: Checkout) -> PaperAudit:
+def audit_paper(paper: str, figures: list[Figure], scale: str, scale_from: str, checkout: Checkout,
+                alternatives: Sequence[Alternative] = ()) -> PaperAudit:
+    """The audit of a paper's figures and, when they were run (config readings: all), of the tables of its
+    alternative readings, which the claims ledger reads as well."""
     results = checkout.root / "results"
+    under = [(f"{figure.name} under {a.reading}={a.name}", figure, a.table(paper, figure.name))
+             for a in alternatives for figure in a.figures.values()]
     runs: dict[str, RunAudit] = {}
-    for figure in figures:
+    for name, figure in [(f.name, f) for f in figures] + [(name, f) for name, f, _ in under]:
         for curve in figure.curves:
             runs.setdefault(curve.run_id, RunAudit(curve.run_id, [])).curves.append(
-                f"{figure.name}: {curve.panel} / {curve.label}")
+                f"{name}: {curve.panel} / {curve.label}")
     for run in runs.values():
         audit_run(run, run_files(results, run.run_id), checkout)
     audited = [_audit_figure(paper, figure, runs, checkout) for figure in figures]
+    audited += [_audit_figure(paper, figure, runs, checkout, name, checkout.root / table) for name, figure, table in under]
     findings = [Finding("DVC", WARN, checkout.dvc.note)] if checkout.dvc.note else []
     claims, claims_finding = _claims(paper, scale, checkout)
     findings.append(claims_finding)
     ledger = checkout.root / "results" / "claims" / f"{paper}.csv"
-    tables = [checkout.root / "results" / paper / f"{f.name}.csv" for f in figures]
+    tables = [checkout.root / "results" / paper / f"{f.name}.csv" for f in figures] + [
+        checkout.root / table for _, _, table in under]
     gone = [checkout.relative(t) for t in tables if not t.is_file()]
     if ledger.is_file() and gone:  # rule claims reads every figure table of the paper
         findings.append(Finding("claims", FAIL, f"{checkout.relative(ledger)} built from {', '.join(gone)}, which "
@@ -365,13 +372,16 @@ def audit_paper(paper: str, figures: list[Figure], scale: str, scale_from: str, 
     return PaperAudit(paper, scale, scale_from, audited, runs, findings, claims)
 
 
-def _audit_figure(paper: str, figure: Figure, runs: dict[str, RunAudit], checkout: Checkout) -> FigureAudit:
-    audit = FigureAudit(figure.name, figure.title, figure.run_ids)
-    table = checkout.root / "results" / paper / f"{figure.name}.csv"
+def _audit_figure(paper: str, figure: Figure, runs: dict[str, RunAudit], checkout: Checkout, name: str = "",
+                  table: Path | None = None) -> FigureAudit:
+    """A figure's table and drawings against its runs; with `table`, a table of an alternative reading (`name`),
+    which has no drawing."""
+    audit = FigureAudit(name or figure.name, figure.title, figure.run_ids)
+    outputs = [] if table else [checkout.root / "figures" / paper / f"{figure.name}.{ext}" for ext in figure.formats]
+    table = table or checkout.root / "results" / paper / f"{figure.name}.csv"
     unverified = [rid for rid in figure.run_ids if runs[rid].status_of("metrics.csv") != OK
                   or runs[rid].status_of("run.json") not in (OK, WARN)]  # WARN: a record from before its hash
     gone = [rid for rid in figure.run_ids if runs[rid].status_of("run.json") == MISSING]
-    outputs = [checkout.root / "figures" / paper / f"{figure.name}.{ext}" for ext in figure.formats]
     built = [checkout.relative(p) for p in [table, *outputs] if p.is_file()]
     if gone and built:  # what a figure or verdict was built from is no longer on disk
         audit.findings.append(Finding("runs", FAIL, f"{', '.join(built)} built from run(s) {', '.join(gone)}, which "
@@ -390,8 +400,9 @@ def _audit_figure(paper: str, figure: Figure, runs: dict[str, RunAudit], checkou
         else:
             audit.findings.append(_table_finding(table, expected, checkout))
     absent = [checkout.relative(p) for p in outputs if not p.is_file()]
-    audit.findings.append(Finding("files", MISSING, f"{', '.join(absent)} not made") if absent else
-                          Finding("files", OK, ", ".join(checkout.relative(p) for p in outputs)))
+    if outputs:
+        audit.findings.append(Finding("files", MISSING, f"{', '.join(absent)} not made") if absent else
+                              Finding("files", OK, ", ".join(checkout.relative(p) for p in outputs)))
     dvc = checkout.dvc.finding([checkout.relative(p) for p in [table, *outputs] if p.is_file()])
     if dvc:
         audit.findings.append(dvc)
@@ -424,6 +435,17 @@ def _claims(paper: str, scale: str, checkout: Checkout) -> tuple[pd.DataFrame | 
         return ledger, Finding("claims", WARN, f"{checkout.relative(path)} was computed at scale "
                                                f"{', '.join(sorted(scales))}, not {scale}: {summary}")
     return ledger, Finding("claims", OK, f"{checkout.relative(path)}: {summary}")
+
+
+def ledger_readings(paper: str, root: Path) -> str:
+    """The config `readings` a paper's claims ledger was computed with: "all" when its robustness column says
+    the alternative readings were judged (claims/ledger.py robustness), else "primary"."""
+    path = root / "results" / "claims" / f"{paper}.csv"
+    try:
+        column = pd.read_csv(path, usecols=["robustness"], dtype=str, keep_default_na=False)["robustness"]
+    except (OSError, ValueError):  # no ledger, or one from before the column
+        return "primary"
+    return "primary" if column.str.contains("not evaluated").any() else "all"
 
 
 def ledger_scale(paper: str, root: Path) -> str | None:

@@ -1,0 +1,92 @@
+"""Alternative readings as runs (experiments/variants.py, runtable.resolve_alternatives) and the ledger's
+robustness column (claims/ledger.py): a patch adds only the runs it changes, and a verdict that flips under an
+alternative reads `depends`, naming it."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fedrepro.claims.ledger import evaluate_claims
+from fedrepro.experiments.runtable import load_paper_config, resolve_alternatives, resolve_paper
+from fedrepro.experiments.variants import patched
+from test_claims import LABELS, READINGS, _curve, _table
+
+CONFIG = Path(__file__).resolve().parents[2] / "config"
+
+STEPS = {**READINGS["steps"], "alternatives": {"grid": {"choice": "a grid", "set": {"defaults": {"lr": 1}}},
+                                               "words": {"choice": "not run"}}}
+INTERRUPT = {**READINGS["interrupt"], "alternatives": {"longer": {"choice": "x", "set": {"defaults": {"p": 2}}}}}
+ALT_READINGS = {"steps": STEPS, "interrupt": INTERRUPT}
+
+
+def test_a_patch_merges_mappings_and_replaces_everything_else():
+    cfg = {"methods": {"a": {"lr": 1, "k": 2}}, "scales": {"quick": {"per_run": [1, 2], "defaults": {"x": 1}}}}
+    out = patched(cfg, {"methods": {"a": {"lr": 3}}, "scales": {"quick": {"per_run": [9]}}})
+    assert out == {"methods": {"a": {"lr": 3, "k": 2}}, "scales": {"quick": {"per_run": [9], "defaults": {"x": 1}}}}
+    assert cfg["methods"]["a"]["lr"] == 1 and cfg["scales"]["quick"]["per_run"] == [1, 2]  # the original stays
+
+
+def _ledger(alternatives, claims_yaml):
+    primary = _table(_curve("fast", 0.1, 5), _curve("slow", 0.1, 1))
+    return evaluate_claims(yaml.safe_load(claims_yaml), {"f": primary}, "quick", {"f": LABELS}, ALT_READINGS,
+                           alternatives).set_index("claim_id")
+
+
+CLAIMS = """
+claims:
+  - {id: X1, figures: [f], check: compare_final, a: {method: fast}, b: {method: slow}, per: [panel],
+     metric: grad_norm, rests_on: [steps]}
+  - {id: X2, figures: [f], check: compare_final, a: {method: fast}, b: {method: slow}, per: [panel],
+     metric: grad_norm, rests_on: [interrupt]}
+  - {id: X3, figures: [f], check: compare_final, a: {method: fast}, b: {method: slow}, per: [panel],
+     metric: grad_norm}
+"""
+
+
+def test_a_verdict_that_flips_under_an_alternative_depends_on_it_and_names_it():
+    flipped = _table(_curve("fast", 0.1, 1), _curve("slow", 0.1, 5))  # under steps=grid, slow wins
+    same = _table(_curve("fast", 0.1, 6), _curve("slow", 0.1, 1))
+    alternatives = {"steps": {"grid": ({"f": flipped}, {"f": LABELS})},
+                    "interrupt": {"longer": ({"f": same}, {"f": LABELS})}}
+    ledger = _ledger(alternatives, CLAIMS)
+    assert ledger.loc["X1", "status"] == "PASS"  # the verdict under the primary readings stays
+    assert ledger.loc["X1", "robustness"] == "depends (steps=grid: FAIL; untested: steps=words (not run))"
+    # an assumed reading: INCONCLUSIVE as before, and the check's verdict is the same under its alternative
+    assert ledger.loc["X2", "status"] == "INCONCLUSIVE"
+    assert ledger.loc["X2", "robustness"] == "robust (interrupt=longer: PASS)"
+    assert ledger.loc["X3", "robustness"] == ""  # rests on no reading
+
+
+def test_an_alternative_that_changes_no_run_or_is_not_evaluated_leaves_the_verdict_untested():
+    nothing = {"steps": {"grid": ({}, {})}, "interrupt": {"longer": ({}, {})}}
+    ledger = _ledger(nothing, CLAIMS)
+    assert ledger.loc["X1", "robustness"] == ("untested (steps=grid (changes none of its runs), "
+                                              "steps=words (not run))")
+    ledger = _ledger(None, CLAIMS)
+    assert ledger.loc["X1", "robustness"].startswith("untested (alternative readings not evaluated")
+
+
+def test_an_alternative_adds_exactly_the_runs_its_patch_changes():
+    cfg = load_paper_config(CONFIG / "papers" / "defedavg.yaml")
+    claims = yaml.safe_load((CONFIG / "claims" / "defedavg.yaml").read_text())["claims"]
+    runs, figures = resolve_paper(cfg, "smoke")
+    alt_runs, alternatives = resolve_alternatives(cfg, claims, "smoke", Path("data/raw"), figures)
+    by_name = {(a.reading, a.name): a for a in alternatives}
+    assert set(by_name) == {("favano", "k_over_q"), ("fedbuff_staleness", "none")}  # those that declare `set`
+    staleness = by_name[("fedbuff_staleness", "none")]
+    new = {rid for f in staleness.figures.values() for rid in f.run_ids} - set(runs)
+    assert new and {alt_runs[r]["method"] for r in new} == {"fedbuff"}
+    assert {alt_runs[r]["fedbuff_staleness"] for r in new} == {"none"}
+    for name, figure in staleness.figures.items():  # every other run of the figure is the figure's own
+        own = set(figures[("defedavg", name)].run_ids)
+        assert set(figure.run_ids) - new == own - {r for r in own if runs[r]["method"] == "fedbuff"}
+    # only figures that a claim resting on the reading reads, and only those the patch changes
+    read = {f for c in claims if "fedbuff_staleness" in c.get("rests_on", []) for f in c["figures"]}
+    assert set(staleness.figures) <= read and "fig6" not in staleness.figures  # Fig. 6 has no FedBuff
+
+    same = patched(cfg, {"readings": {"fedbuff_staleness": {"alternatives": {"none": {
+        "choice": "the primary's own value", "set": {"methods": {"fedbuff": {"fedbuff_staleness": "sqrt"}}}}}}}})
+    alt_runs, alternatives = resolve_alternatives(same, claims, "smoke", Path("data/raw"), figures)
+    unchanged = [a for a in alternatives if a.reading == "fedbuff_staleness"]
+    assert unchanged[0].figures == {} and {r for r, s in alt_runs.items() if s["method"] == "fedbuff"} <= set(runs)
