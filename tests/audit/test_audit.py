@@ -266,3 +266,24 @@ def test_dvc_record_file_by_file_and_a_changed_figure_table(smoke_copy, dvc_reco
     lines = [line for line in report.read_text().splitlines() if f"results/runs/{run.name}/run.json: modified" in line]
     assert lines and all(line.startswith("- **FAIL** DVC:") and "`dvc checkout --force results` restores" in line
                          for line in lines)
+
+
+def test_the_table_of_an_alternative_reading_is_audited_like_a_figures(smoke_copy):
+    """The ledger reads an alternative reading's tables too (config readings: all): an edit there is a FAIL."""
+    from fedrepro.experiments.runtable import Alternative
+    from fedrepro.results.audit import FAIL, OK, Checkout, audit_paper
+
+    _, table = load_and_validate({"scale": "smoke"}, smoke_copy / "config")
+    figure = table.paper_figures(PAPER)[0]
+    alternative = Alternative("steps", "wide", {figure.name: figure})
+    path = smoke_copy / alternative.table(PAPER, figure.name)
+    write_figure_table(figure, smoke_copy / "results", path)
+
+    def findings():
+        audit = audit_paper(PAPER, table.paper_figures(PAPER), "smoke", "test", Checkout.of(Path(".")), [alternative])
+        under = next(f for f in audit.figures if f.name == f"{figure.name} under steps=wide")
+        return [(f.check, f.status) for f in under.findings]
+
+    assert ("table", OK) in findings() and not any(check == "files" for check, _ in findings())  # no drawing
+    flip_last_digit(path)
+    assert ("table", FAIL) in findings()
