@@ -287,3 +287,41 @@ def test_the_table_of_an_alternative_reading_is_audited_like_a_figures(smoke_cop
     assert ("table", OK) in findings() and not any(check == "files" for check, _ in findings())  # no drawing
     flip_last_digit(path)
     assert ("table", FAIL) in findings()
+
+
+def _forge(run: Path, relative: float, cpu_model: str | None) -> None:
+    """metrics.csv's floats scaled by 1 + relative, with run.json's hashes rewritten to match (and, given
+    cpu_model, the platform it records): a rerun on another CPU that rounds differently, simulated."""
+    import pandas as pd
+
+    metrics = pd.read_csv(run / "metrics.csv")
+    floats = metrics.select_dtypes("float").columns
+    metrics[floats] = metrics[floats] * (1 + relative)
+    metrics.to_csv(run / "metrics.csv", index=False, float_format="%.17g")
+    record = json.loads((run / "run.json").read_text())
+    if cpu_model:
+        record["platform"]["cpu_model"] = cpu_model
+    record[METRICS_SHA256] = sha256(run / "metrics.csv")
+    record[RECORD_SHA256] = record_sha256(record)
+    (run / "run.json").write_text(json.dumps(record))
+
+
+@pytest.mark.parametrize("relative, cpu_model, outcome", [
+    (1e-9, "Another CPU", "numerically equal within relative tolerance 1e-06"),  # last bits, another platform
+    (1e-9, None, "rerun differs"),  # the same platform: nothing explains it
+    (1e-3, "Another CPU", "rerun differs"),  # beyond the tolerance, wherever it ran
+])
+def test_a_rerun_elsewhere_equal_in_all_but_the_last_bits_is_explained_by_the_platform(
+        smoke_copy, capsys, relative, cpu_model, outcome):
+    run = run_dirs(smoke_copy)[1]
+    _forge(run, relative, cpu_model)
+    _, table = load_and_validate({"scale": "smoke"}, smoke_copy / "config")
+    for figure in table.paper_figures(PAPER):  # the tables follow the metrics, as they would after the rerun
+        write_figure_table(figure, Path("results"), Path("results") / PAPER / f"{figure.name}.csv")
+    code, out = audit(capsys, "--rerun", "5")
+    line = next(line for line in out.splitlines() if "rerun numerically" in line or "rerun differs" in line)
+    assert outcome in line and code == (0 if outcome.startswith("numerically") else 1), line
+    if cpu_model:
+        assert f"cpu_model: {cpu_model} -> " in line
+    else:
+        assert "same platform" in line

@@ -70,6 +70,7 @@ def execute_run(
         "git": provenance.git_state(repo),
         "packages": provenance.package_versions(),
         "device": provenance.device_info(device),
+        "platform": provenance.platform_info(),
         "seeds": list(range(spec["seeds"])),
         "data_files": data_files,
         "started": started.isoformat(),

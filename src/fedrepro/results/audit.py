@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 
 from fedrepro.errors import ResultsError
@@ -491,18 +492,76 @@ def rerun(run_id: str, spec: dict[str, Any], record: dict[str, Any], checkout: C
         redone = execute_run(run_id, spec, again, {p.stem: p for p in prepared}, data_records, device=device,
                              threads=record["device"].get("torch_threads", 1), log_path=Path(tmp) / "run.log",
                              repo=checkout.root)
-        recorded = files.metrics.read_bytes() if files.metrics.is_file() else b""
-        if again.metrics.read_bytes() != recorded:
-            return Finding("rerun", FAIL, f"rerun differs: {checkout.relative(files.metrics)} has sha256 "
-                           f"{_sha256(recorded)}, the rerun's metrics.csv {redone[METRICS_SHA256]}")
-        # what figures and verdicts read of run.json besides the metrics: the per-seed facts and divergence
-        changed = [key for key in ("summary", "diverged")
-                   if canonical_json(redone.get(key)) != canonical_json(record.get(key))]
-        if changed:
-            return Finding("rerun", FAIL, f"rerun differs: {checkout.relative(files.record)}'s "
-                                          f"{' and '.join(changed)} differ from the rerun's (metrics.csv identical)")
+        return compare_rerun(files, again, record, redone, checkout)
+
+
+# A rerun on another platform (CPU, math library, its code path) may round differently: equal within this
+# relative tolerance (and 1e-12 absolute, for values near zero) it is explained by the platform, not tampering.
+RERUN_RTOL = 1e-6
+
+
+def compare_rerun(files: RunFiles, again: RunFiles, record: dict[str, Any], redone: dict[str, Any],
+                  checkout: Checkout) -> Finding:
+    """One of three outcomes: byte-identical (OK); equal within RERUN_RTOL where the recorded platform differs
+    from this one (WARN, naming the differences); else different (FAIL). What figures and verdicts read of
+    run.json besides the metrics (the per-seed facts and divergence) is compared the same way."""
+    recorded = files.metrics.read_bytes() if files.metrics.is_file() else b""
+    keys = ("summary", "diverged")
+    changed = [key for key in keys if canonical_json(redone.get(key)) != canonical_json(record.get(key))]
+    if again.metrics.read_bytes() == recorded and not changed:
         return Finding("rerun", OK, f"rerun in {redone['wall_seconds']:.1f} s: metrics.csv byte-identical "
                                     f"(sha256 {redone[METRICS_SHA256]}), run.json's summary equal")
+    differ = provenance.platform_differences(record.get("platform"), provenance.platform_info())
+    gap = _relative_gap(files.metrics, again.metrics) if recorded else None
+    facts_close = all(_close(redone.get(key), record.get(key)) for key in keys)
+    if differ and gap is not None and gap <= RERUN_RTOL and facts_close:
+        return Finding("rerun", WARN, f"rerun numerically equal within relative tolerance {RERUN_RTOL:g}, not "
+                                      f"byte-identical (largest relative difference {gap:.2g} in metrics.csv): the "
+                                      f"platform differs ({'; '.join(differ)})")
+    where = f"; the platform differs ({'; '.join(differ)})" if differ else "; same platform"
+    if again.metrics.read_bytes() != recorded:
+        size = f" (largest relative difference {gap:.2g}, tolerance {RERUN_RTOL:g})" if gap is not None else ""
+        return Finding("rerun", FAIL, f"rerun differs: {checkout.relative(files.metrics)} has sha256 "
+                       f"{_sha256(recorded)}, the rerun's metrics.csv {redone[METRICS_SHA256]}{size}{where}")
+    return Finding("rerun", FAIL, f"rerun differs: {checkout.relative(files.record)}'s {' and '.join(changed)} "
+                                  f"differ from the rerun's (metrics.csv identical){where}")
+
+
+def _relative_gap(recorded: Path, rerun: Path) -> float | None:
+    """The largest relative difference between two metrics files' numbers, beyond 1e-12 absolute (0: equal
+    values); None when they differ in shape, columns, text or where values are missing."""
+    try:
+        a, b = pd.read_csv(recorded), pd.read_csv(rerun)
+    except (OSError, ValueError):
+        return None
+    if list(a.columns) != list(b.columns) or a.shape != b.shape:
+        return None
+    numbers = a.select_dtypes("number").columns
+    if list(numbers) != list(b.select_dtypes("number").columns) or not a.drop(columns=numbers).equals(
+            b.drop(columns=numbers)):
+        return None
+    x, y = a[numbers].to_numpy(float), b[numbers].to_numpy(float)
+    if not np.array_equal(np.isnan(x), np.isnan(y)) or not np.array_equal(np.isinf(x), np.isinf(y)):
+        return None
+    finite = np.isfinite(x) & (x != y)
+    if not finite.any():
+        return 0.0 if np.array_equal(x[np.isinf(x)], y[np.isinf(y)]) else None
+    gap = np.abs(x - y)[finite]
+    scale = np.maximum(np.abs(x), np.abs(y))[finite]
+    return float(np.max(np.where(gap <= 1e-12, 0.0, gap / scale)))
+
+
+def _close(a: Any, b: Any) -> bool:
+    """Two JSON values equal, numbers within RERUN_RTOL (run.json's summary)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+            return False
+        return a == b or abs(a - b) <= max(1e-12, RERUN_RTOL * max(abs(a), abs(b)))
+    return a == b
 
 
 def _sha256(data: bytes) -> str:

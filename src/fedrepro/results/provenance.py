@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import platform
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,52 @@ def device_info(device: str) -> dict[str, Any]:
         info["cuda_version"] = torch.version.cuda
         info["cudnn_deterministic"] = torch.backends.cudnn.deterministic
     return info
+
+
+# Instruction sets by which the math libraries pick their code path (MKL's dispatch, OpenBLAS's core type,
+# torch's CPU capability): two CPUs that differ here may round differently in the same code.
+CPU_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_vnni",
+             "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8")
+
+
+def platform_info() -> dict[str, Any]:
+    """What decides a run's floats besides the code, the packages and the data: the CPU (its model and the
+    instruction sets the math libraries dispatch on) and those libraries with the code path they take
+    (audit --rerun names the differences when a rerun elsewhere is equal only within tolerance)."""
+    import torch
+    from threadpoolctl import threadpool_info
+
+    cpu = _cpuinfo()
+    config = torch.__config__.show()
+    mkl = re.search(r"Math Kernel Library Version ([\d.]+)", config)
+    blas = re.search(r"BLAS_INFO=(\w+)", config)
+    return {
+        "cpu_model": cpu.get("model name") or platform.processor() or None,
+        "cpu_flags": sorted(set(cpu.get("flags", "").split()) & set(CPU_FLAGS)),
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "torch_blas": f"MKL {mkl.group(1)}" if mkl else (blas.group(1) if blas else None),
+        "mkl_cbwr": os.environ.get("MKL_CBWR") or "unset (MKL picks its code path per CPU)",
+        "numpy_blas": [f"{i['internal_api']} {i.get('version')} ({i.get('architecture') or i.get('threading_layer')})"
+                       for i in threadpool_info() if i["user_api"] == "blas"],
+    }
+
+
+def _cpuinfo() -> dict[str, str]:
+    """The first processor's entries of /proc/cpuinfo (empty where there is none)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return {}
+    first = text.split("\n\n")[0]
+    return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in first.splitlines()) if k.strip()}
+
+
+def platform_differences(recorded: dict[str, Any] | None, here: dict[str, Any]) -> list[str]:
+    """What differs between the platform a run recorded and this one, as "key: recorded -> here"; a record
+    from before platforms were recorded differs in everything it cannot show ("not recorded")."""
+    if not recorded:
+        return ["platform: not recorded by the run (written before fedrepro recorded it)"]
+    return [f"{key}: {recorded.get(key)} -> {value}" for key, value in here.items() if recorded.get(key) != value]
 
 
 def data_files(provenance_files: list[Path]) -> list[dict[str, Any]]:
