@@ -104,6 +104,31 @@ def test_standin_files_and_provenance(tmp_path):
     record = write_standin_provenance("synthetic_ihm", tmp_path)
     assert record["files"] == [] and record["synthetic"]["seed"] == synthetic.SEED
     assert "MIMIC-III not provided" in record["synthetic"]["label"]
+    assert record["synthetic"]["params"]["positive_rate"] == 0.16  # the generator's defaults, as synthesize runs
+
+
+def test_a_run_on_a_standin_records_the_generated_data_and_the_audit_checks_it(tmp_path):
+    """No file was downloaded, so the run records what it read: the generated arrays' sha256 with the generator,
+    its seed and parameters; the audit finds them changed like a downloaded file."""
+    from fedrepro.results.audit import Checkout, _data_findings
+    from fedrepro.results.provenance import data_files
+
+    synthesize("synthetic_ihm", tmp_path / "data" / "prepared" / "synthetic_ihm.npz", n_train=30, n_test=10)
+    write_standin_provenance("synthetic_ihm", tmp_path / "data" / "raw")
+    synthesize("synthetic_12view", tmp_path / "data" / "prepared" / "views", n_train=24, n_test=12, side=16)
+    prepared = [tmp_path / "data" / "prepared" / "synthetic_ihm.npz", tmp_path / "data" / "prepared" / "views"]
+    entries = data_files([tmp_path / "data" / "raw" / "synthetic_ihm" / "PROVENANCE.json"], prepared, tmp_path)
+    assert [e["path"] for e in entries] == ["data/prepared/synthetic_ihm.npz", "data/prepared/views"]
+    assert all(len(e["sha256"]) == 64 and e["source"] == "synthetic" and e["seed"] == synthetic.SEED
+               and e["generator"].endswith("synthetic_ihm") for e in entries)
+
+    def statuses():
+        return [f.status for f in _data_findings({"data_files": entries}, Checkout.of(tmp_path))]
+
+    assert statuses() == ["OK", "OK"]
+    label = next((tmp_path / "data" / "prepared" / "views").rglob("*labels*"))
+    label.write_bytes(label.read_bytes()[:-1] + bytes([label.read_bytes()[-1] ^ 1]))  # one bit of the folder
+    assert statuses() == ["OK", "FAIL"]
 
 
 def test_tdcd_views_standardise_with_cifar_statistics():

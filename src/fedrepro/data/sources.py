@@ -112,6 +112,18 @@ _GENERATORS = {"cifar10_splitpair": "fedrepro.data.synthetic.split_pair_cifar",
                "synthetic_12view": "fedrepro.data.synthetic.twelve_view_batches"}
 
 
+def generator_defaults(key: str) -> dict[str, Any]:
+    """The keyword defaults of a stand-in's generator (what `synthesize` uses unless the rule sets them; a
+    multi-view folder's own side and sizes are in its meta.json)."""
+    import importlib
+    import inspect
+
+    module, _, name = _GENERATORS[key].rpartition(".")
+    signature = inspect.signature(getattr(importlib.import_module(module), name))
+    return {k: p.default for k, p in signature.parameters.items()
+            if p.default is not inspect.Parameter.empty and k != "seed"}
+
+
 def write_standin_provenance(key: str, raw_root: Path | str = "data/raw", seed: int | None = None) -> dict[str, Any]:
     """data/raw/<stand-in>/PROVENANCE.json: no files; the label, the generator and its data seed (sizes and
     image side are in the prepared file's name or meta)."""
@@ -120,7 +132,8 @@ def write_standin_provenance(key: str, raw_root: Path | str = "data/raw", seed: 
     if key not in STAND_INS:
         raise DataError(f"unknown stand-in {key!r}; known: {', '.join(STAND_INS)}")
     record = {"dataset": key, "files": [], "synthetic": {
-        "label": STAND_INS[key].label, "generator": _GENERATORS[key], "seed": SEED if seed is None else seed}}
+        "label": STAND_INS[key].label, "generator": _GENERATORS[key], "seed": SEED if seed is None else seed,
+        "params": generator_defaults(key)}}
     write_json(Path(raw_root) / key / PROVENANCE_NAME, record)
     return record
 

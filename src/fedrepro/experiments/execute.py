@@ -56,7 +56,7 @@ def execute_run(
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     log.info("run %s on %s: %s", run_id, device, spec)
-    data_files = provenance.data_files(data_provenance)  # before training: a missing record fails in seconds
+    data_files = provenance.data_files(data_provenance, list(prepared.values()), repo)  # before training: fails fast
 
     data = {name: load_input(path) for name, path in prepared.items()}
     ctx = RunContext(run_id, spec, device, files.checkpoint, log, started=t0)

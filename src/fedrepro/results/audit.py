@@ -36,7 +36,7 @@ from fedrepro.results import provenance
 from fedrepro.results.store import (METRICS_SHA256, RunFiles, canonical_json, read_record, run_files,
                                     verify_metrics, verify_record)
 from fedrepro.results.tables import figure_table_csv
-from fedrepro.utils.digest import file_sha256
+from fedrepro.utils.digest import tree_sha256
 
 OK, WARN, MISSING, FAIL = "OK", "WARN", "MISSING", "FAIL"
 _RANK = {OK: 0, WARN: 1, MISSING: 2, FAIL: 3}
@@ -160,7 +160,7 @@ class Checkout:
 
     def sha256(self, path: Path) -> str:
         if path not in self._hashes:
-            self._hashes[path] = file_sha256(path)
+            self._hashes[path] = tree_sha256(path)  # a file, or a prepared multi-view folder
         return self._hashes[path]
 
     def code_changes(self, commit: str) -> list[str] | None:
@@ -261,9 +261,10 @@ def _metrics_finding(record: dict[str, Any], files: RunFiles, checkout: Checkout
 def _data_findings(record: dict[str, Any], checkout: Checkout) -> list[Finding]:
     findings = []
     for entry in record.get("data_files", []):
-        path = checkout.root / "data" / "raw" / entry["dataset"] / entry["name"]
+        # a downloaded file under data/raw/<dataset>/; generated stand-in data by its own path (a file or folder)
+        path = checkout.root / (entry.get("path") or Path("data") / "raw" / entry["dataset"] / entry["name"])
         origin = f"{entry.get('source')}, verified by {entry.get('verified_by')}"
-        if not path.is_file():
+        if not path.exists():
             findings.append(Finding("data", WARN, f"{checkout.relative(path)} ({origin}): not here to check "
                                                   f"(recorded sha256 {entry['sha256']})"))
         elif checkout.sha256(path) != entry["sha256"]:

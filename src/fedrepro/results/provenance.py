@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from fedrepro.errors import DataError
+from fedrepro.utils.digest import tree_sha256
 
 PACKAGES = ("fedrepro", "torch", "numpy", "scipy", "pandas", "snakemake", "dvc")
 
@@ -99,9 +100,11 @@ def platform_differences(recorded: dict[str, Any] | None, here: dict[str, Any]) 
     return [f"{key}: {recorded.get(key)} -> {value}" for key, value in here.items() if recorded.get(key) != value]
 
 
-def data_files(provenance_files: list[Path]) -> list[dict[str, Any]]:
-    """Per data file: name, sha256 and whether it came from the canonical host or a mirror. Read before a
-    run trains (execute.execute_run), so a missing or unreadable record stops it at once."""
+def data_files(provenance_files: list[Path], prepared: list[Path] = (), repo: Path = Path(".")) -> list[dict[str, Any]]:
+    """Per data file: name, sha256 and whether it came from the canonical host or a mirror. A synthetic
+    stand-in has no such file: its entry is the generated data the run reads (`prepared`, an .npz or a
+    multi-view folder, by its path under `repo`) with its sha256, the generator, its seed and parameters. Read
+    before a run trains (execute.execute_run), so a missing or unreadable record stops it at once."""
     files = []
     for path in provenance_files:
         try:
@@ -111,4 +114,10 @@ def data_files(provenance_files: list[Path]) -> list[dict[str, Any]]:
                             f"dataset again (snakemake re-runs its download step when the file is missing)") from None
         for entry in record["files"]:
             files.append({"dataset": record["dataset"], **entry})
+        if "synthetic" in record:
+            for data in prepared:
+                where = Path(os.path.relpath(Path(data).resolve(), Path(repo).resolve())).as_posix()
+                files.append({"dataset": record["dataset"], "name": Path(data).name, "path": where,
+                              "sha256": tree_sha256(data), "source": "synthetic",
+                              "verified_by": "the generator's seed and parameters", **record["synthetic"]})
     return files

@@ -40,3 +40,13 @@ def file_sha256(path: Path | str) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def tree_sha256(path: Path | str) -> str:
+    """A file's sha256, or a folder's: the sha256 of its files' relative names and sha256s, in name order (a
+    prepared multi-view folder)."""
+    path = Path(path)
+    if path.is_file():
+        return file_sha256(path)
+    lines = [f"{f.relative_to(path).as_posix()}\0{file_sha256(f)}\n" for f in sorted(path.rglob("*")) if f.is_file()]
+    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
