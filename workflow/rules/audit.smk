@@ -20,7 +20,7 @@ rule audit_paper:
     params:
         scale=config["scale"],
         figures=lambda wildcards: FigureList(RUNS.paper_figures(wildcards.paper)),
-        alternatives=lambda wildcards: RUNS.alternatives.get(wildcards.paper, []),
+        alternatives=lambda wildcards: FigureList(RUNS.alternatives.get(wildcards.paper, [])),
     log:
         "logs/audit/{paper}.log",
     threads: 1

@@ -135,8 +135,8 @@ def paper_value(values: dict[str, dict[Any, Any]], key: str, value: Any) -> Any:
 
 
 class FigureList(list):
-    """Figures as one parameter of a rule: the report shows each one's text (Figure.__str__), not the list's
-    repr of dataclasses; the repr, which Snakemake compares, stays a list's."""
+    """Figures (or Alternatives) as one parameter of a rule: the report shows each one's text (their __str__),
+    not the list's repr of dataclasses; the repr, which Snakemake compares, stays a list's."""
 
     def __str__(self) -> str:
         return " | ".join(map(str, self))
@@ -158,6 +158,10 @@ class Alternative:
 
     def table(self, paper: str, figure: str) -> str:
         return f"results/{paper}/readings/{self.reading}/{self.name}/{figure}.csv"
+
+    def __str__(self) -> str:
+        """As the HTML report shows a rule's parameter (the dataclass repr stays what Snakemake compares)."""
+        return f"{self.reading}={self.name}: " + (", ".join(self.figures) or "changes no run")
 
 
 @dataclass
