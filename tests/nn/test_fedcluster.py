@@ -123,6 +123,7 @@ def test_centralized_sgd_is_sgd_on_distinct_pooled_slots():
 def test_fedcluster_lr_rule():
     assert fedcluster_lr(0.1, 10) == pytest.approx(0.01)
     assert fedcluster_lr(0.1, 10, "fixed") == 0.1
+    assert fedcluster_lr(0.1, 20, "div_10") == pytest.approx(0.01) and fedcluster_lr(0.1, 20) == pytest.approx(0.005)
     with pytest.raises(ValueError, match="fc_lr_rule"):
         fedcluster_lr(0.1, 10, "sqrt")
 

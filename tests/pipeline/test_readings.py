@@ -90,3 +90,19 @@ def test_an_alternative_adds_exactly_the_runs_its_patch_changes():
     alt_runs, alternatives = resolve_alternatives(same, claims, "smoke", Path("data/raw"), figures)
     unchanged = [a for a in alternatives if a.reading == "fedbuff_staleness"]
     assert unchanged[0].figures == {} and {r for r, s in alt_runs.items() if s["method"] == "fedbuff"} <= set(runs)
+
+
+def test_fedclusters_rate_alternative_retrains_only_the_cluster_counts_it_changes():
+    """FedAvg's rate / 10 at every M (the one rate the paper states): M = 10 is that rate already, so its runs
+    keep their ids; only FedCluster at M = 5 and 20 trains again."""
+    cfg = load_paper_config(CONFIG / "papers" / "fedcluster.yaml")
+    claims = yaml.safe_load((CONFIG / "claims" / "fedcluster.yaml").read_text())["claims"]
+    runs, figures = resolve_paper(cfg, "quick")
+    alt_runs, alternatives = resolve_alternatives(cfg, claims, "quick", Path("data/raw"), figures)
+    (div_10,) = [a for a in alternatives if a.name == "div_10"]
+    assert set(div_10.figures) == {"fig5"}
+    new = set(div_10.figures["fig5"].run_ids) - set(runs)
+    assert {(alt_runs[r]["algorithm"], alt_runs[r]["M"], alt_runs[r]["fc_lr_rule"]) for r in new} == {
+        ("fedcluster", 5, "div_10"), ("fedcluster", 20, "div_10")}
+    kept = set(div_10.figures["fig5"].run_ids) & set(runs)
+    assert {runs[r]["M"] for r in kept if runs[r]["algorithm"] == "fedcluster"} == {10}

@@ -20,12 +20,16 @@ from fedrepro.nn import LocalTrainer, Streams
 CLUSTER_ORDERS = ("reshuffle", "fixed")
 
 
+# FedCluster's rate from FedAvg's: over M (the reason paper §IV-A gives for its / 10 at M = 10), over 10 at every
+# M (the one rate the paper states), or FedAvg's own
+FC_LR_RULES = {"div_M": lambda lr, M: lr / M, "div_10": lambda lr, M: lr / 10, "fixed": lambda lr, M: lr}
+
+
 def fedcluster_lr(lr_fedavg: float, M: int, rule: str = "div_M") -> float:
-    """The paper's FedCluster rate: FedAvg's over M, "as in each cycle only one of the [M] clusters is
-    involved" (paper §IV-A; docs/papers/fedcluster.md R14); `fixed` keeps FedAvg's rate."""
-    if rule not in ("div_M", "fixed"):
-        raise ValueError(f"unknown fc_lr_rule {rule!r}; expected div_M or fixed")
-    return lr_fedavg / M if rule == "div_M" else lr_fedavg
+    """The FedCluster rate by `rule` (FC_LR_RULES; docs/papers/fedcluster.md R14)."""
+    if rule not in FC_LR_RULES:
+        raise ValueError(f"unknown fc_lr_rule {rule!r}; expected one of {', '.join(FC_LR_RULES)}")
+    return FC_LR_RULES[rule](lr_fedavg, M)
 
 
 class FedCluster:

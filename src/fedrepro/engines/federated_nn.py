@@ -60,8 +60,8 @@ def resolve_backend(spec: dict[str, Any], device: str) -> str:
 
 
 def algorithm_lr(spec: dict[str, Any]) -> float:
-    """FedAvg: lr_fedavg; FedCluster: lr_fedavg / M (`fc_lr_rule: div_M`, docs/papers/fedcluster.md R14) or the same
-    (`fixed`); centralized SGD: lr_csgd."""
+    """FedAvg: lr_fedavg; FedCluster: lr_fedavg by `fc_lr_rule` (algorithms/fedcluster.py FC_LR_RULES: / M by
+    default, docs/papers/fedcluster.md R14); centralized SGD: lr_csgd."""
     if spec["algorithm"] == "csgd":
         return float(spec["lr_csgd"])
     if spec["algorithm"] == "fedcluster":
