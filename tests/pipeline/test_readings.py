@@ -106,3 +106,19 @@ def test_fedclusters_rate_alternative_retrains_only_the_cluster_counts_it_change
         ("fedcluster", 5, "div_10"), ("fedcluster", 20, "div_10")}
     kept = set(div_10.figures["fig5"].run_ids) & set(runs)
     assert {runs[r]["M"] for r in kept if runs[r]["algorithm"] == "fedcluster"} == {10}
+
+
+def test_the_claims_table_counts_and_the_claims_figure_marks_what_depends_on_a_reading():
+    import pandas as pd
+
+    from fedrepro.claims.table import ledger_html
+    from fedrepro.plots.claims import claims_figure
+
+    ledger = pd.DataFrame({"claim_id": ["X1", "X2", "X3"], "figure": ["f"] * 3, "scale": ["quick"] * 3,
+                           "status": ["PASS", "FAIL", "PASS"], "support": [1.0, 0.0, 1.0], "note": [""] * 3,
+                           "robustness": ["depends (steps=grid: FAIL)", "robust (steps=grid: FAIL)", None]})
+    assert "across readings: 1 depends, 1 robust" in ledger_html(ledger, "t")
+    ticks = [t.get_text() for t in claims_figure(ledger, "p", "quick", 0.9).axes[0].get_yticklabels()]
+    assert ticks == ["X1 [PASS] depends", "X2 [FAIL]", "X3 [PASS]"]
+    none = ledger.assign(robustness=float("nan"))  # a paper that rests on no reading: an empty column
+    assert "across readings" not in ledger_html(none, "t")

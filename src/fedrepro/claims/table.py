@@ -28,8 +28,9 @@ def ledger_html(ledger: pd.DataFrame, title: str, note: str = "") -> str:
               .map(lambda status: f"background-color: {STATUS_COLOURS.get(status, 'white')}", subset=["status"]))
     counts = ", ".join(f"{n} {status}" for status, n in ledger["status"].value_counts().items())
     if "robustness" in ledger:  # robust / depends / untested across the alternative readings
-        kinds = ledger["robustness"].fillna("").str.split(" ").str[0].loc[lambda k: k != ""]
-        counts += "; across readings: " + ", ".join(f"{n} {k}" for k, n in kinds.value_counts().items())
+        kinds = ledger["robustness"].astype("string").fillna("").str.split(" ").str[0].loc[lambda k: k != ""]
+        if len(kinds):
+            counts += "; across readings: " + ", ".join(f"{n} {k}" for k, n in kinds.value_counts().items())
     return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
             f"<style>{STYLE}</style></head>\n<body><h3>{html.escape(title)}</h3><p>{counts}</p>\n"
             + (f"<p>{html.escape(note)}</p>\n" if note else "") +

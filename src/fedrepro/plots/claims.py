@@ -37,7 +37,8 @@ def claims_figure(ledger: pd.DataFrame, paper: str, scale: str, decide: float) -
         ax.axhline(start - 0.5, color="0.6", linewidth=0.6)
     for start, group in zip(starts, order):
         ax.text(1.02, start, group, va="center", fontsize=6, transform=ax.get_yaxis_transform())
-    depends = rows.get("robustness", pd.Series("", index=rows.index)).fillna("").str.startswith("depends")
+    robustness = rows.get("robustness", pd.Series("", index=rows.index)).astype("string").fillna("")
+    depends = robustness.str.startswith("depends")  # the verdict flips under an alternative reading
     ax.set_yticks(range(len(rows)), [f"{c} [{s}]" + (" depends" if d else "")
                                      for c, s, d in zip(rows["claim_id"], rows["status"], depends)], fontsize=6)
     for tick, status in zip(ax.get_yticklabels(), rows["status"]):
