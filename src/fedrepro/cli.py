@@ -168,8 +168,9 @@ def listing(paper: str | None) -> str:
     if readings:
         lines += ["", "readings (alternatives: * run with --config readings=all):"]
         for name, r in readings.items():
-            alternatives = ", ".join(a + ("*" if "set" in alt else "") for a, alt in (r.get("alternatives") or {}).items())
-            lines.append(f"  {name:18s} ({r['source']}) {r['what']}" + (f"; alternatives: {alternatives}" if alternatives else ""))
+            alternatives = [a + ("*" if "set" in alt else "") for a, alt in (r.get("alternatives") or {}).items()]
+            lines.append(f"  {name:18s} ({r['source']}) {r['what']}"
+                         + (f"; alternatives: {', '.join(alternatives)}" if alternatives else ""))
     return "\n".join(lines)
 
 
@@ -252,8 +253,8 @@ def audit_papers(args: argparse.Namespace) -> bool:
         else:
             scales[paper] = (config["scale"], "from config/config.yaml (no claims ledger yet)")
     readings = {p: ledger_readings(p, root) for p in papers}  # the alternatives' tables are audited where judged
-    tables = {(s, r): load_and_validate({"scale": s, "readings": r}, root / "config")[1]
-              for p, (s, _) in scales.items() for r in [readings[p]]}
+    tables = {(s, readings[p]): load_and_validate({"scale": s, "readings": readings[p]}, root / "config")[1]
+              for p, (s, _) in scales.items()}
     checkout = Checkout.of(root)
     audits = [audit_paper(p, tables[(s, readings[p])].paper_figures(p), s, f"`{s}` {why}", checkout,
                           tables[(s, readings[p])].alternatives.get(p, [])) for p, (s, why) in scales.items()]

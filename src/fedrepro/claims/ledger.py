@@ -58,7 +58,6 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-
 class Judge:
     """The checks of claims on one set of figure tables: a claim's verdict before the readings it rests on
     are weighed (status, ruling, Result, Support, the figures read). Claims that read the same figures share

@@ -151,7 +151,7 @@ def setting_keys(specs: list[dict[str, Any]]) -> list[str]:
 @dataclass
 class Alternative:
     """An alternative reading as run (config `readings: all`): the figures that the claims resting on its reading
-    read and whose runs it changes. None: the patch changes no run of those figures at this scale."""
+    read and whose runs it changes (none: the patch changes no run of those figures at this scale)."""
     reading: str
     name: str
     figures: dict[str, Figure]

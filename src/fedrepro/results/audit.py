@@ -547,21 +547,25 @@ def _relative_gap(recorded: Path, rerun: Path) -> float | None:
     finite = np.isfinite(x) & (x != y)
     if not finite.any():
         return 0.0 if np.array_equal(x[np.isinf(x)], y[np.isinf(y)]) else None
-    gap = np.abs(x - y)[finite]
-    scale = np.maximum(np.abs(x), np.abs(y))[finite]
-    return float(np.max(np.where(gap <= 1e-12, 0.0, gap / scale)))
+    return float(np.max(_relative(x[finite], y[finite])))
+
+
+def _relative(x: Any, y: Any) -> Any:
+    """|x - y| relative to the larger magnitude; 0 within 1e-12 absolute (values near zero)."""
+    gap = np.abs(np.asarray(x, dtype=float) - np.asarray(y, dtype=float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(gap <= 1e-12, 0.0, gap / np.maximum(np.abs(x), np.abs(y)))
 
 
 def _close(a: Any, b: Any) -> bool:
-    """Two JSON values equal, numbers within RERUN_RTOL (run.json's summary)."""
+    """Two JSON values equal, floats within RERUN_RTOL (run.json's summary)."""
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
     if isinstance(a, float) or isinstance(b, float):
-        if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
-            return False
-        return a == b or abs(a - b) <= max(1e-12, RERUN_RTOL * max(abs(a), abs(b)))
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+        return numbers and (a == b or bool(_relative(a, b) <= RERUN_RTOL))
     return a == b
 
 
