@@ -3,15 +3,16 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= all
-# e.g. `make reproduce SCALE=paper`; empty = config/config.yaml (quick)
-SCALE ?=
+# e.g. `make reproduce SCALE=paper`; default: `scale` of config/config.yaml. Each scale has its own tree,
+# results/<scale>/ and figures/<scale>/, which record and pull take as one unit.
+SCALE ?= $(shell sed -n 's/^scale: *//p' config/config.yaml)
 # every alternative reading is run and judged (docs/claims.md, "Robust or depends"); READINGS=primary skips them
 READINGS ?= all
-SNAKEMAKE_ARGS := --config readings=$(READINGS) $(if $(SCALE),scale=$(SCALE),)
-# what DVC records after a reproduction
-DVC_TRACKED := data/raw data/prepared results figures
+SNAKEMAKE_ARGS := --config readings=$(READINGS) scale=$(SCALE)
+# what DVC records after a reproduction: the data (shared by the scales) and this scale's outputs
+DVC_TRACKED := data/raw data/prepared results/$(SCALE) figures/$(SCALE)
 
-.PHONY: install reproduce report record pull test test-fast lint clean study tune
+.PHONY: install reproduce report record pull touch test test-fast lint clean study tune
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -24,18 +25,29 @@ reproduce: install
 	$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
 	$(MAKE) report record
 
+# The papers that have results at this scale: a report names every file it shows, and a touch stamps every file
+# of its targets, so a paper not run at this scale cannot be in either.
+PRESENT = $(basename $(notdir $(wildcard results/$(SCALE)/claims/*.csv)))
+NONE_PRESENT = { echo "no results at scale $(SCALE) (results/$(SCALE)/claims/ is empty)" >&2; exit 1; }
+
 report: install
-	$(BIN)/snakemake --cores 1 --report report.html $(SNAKEMAKE_ARGS)
+	@test -n "$(PRESENT)" || $(NONE_PRESENT)
+	$(BIN)/snakemake --cores 1 --report results/$(SCALE)/report.html $(SNAKEMAKE_ARGS) -- $(PRESENT)
 
 # DVC records the hashes of data and results; commit the *.dvc files, then `dvc push`.
 record: install
 	$(BIN)/dvc add --quiet $(DVC_TRACKED)
 
-# In a fresh clone: fetch the recorded data and results, then give them Snakemake's order of
+# In a fresh clone: fetch the recorded data and this scale's results, then give them Snakemake's order of
 # modification times (DVC restores files with arbitrary ones), so nothing is rerun.
 pull: install
-	$(BIN)/dvc pull
-	$(BIN)/snakemake --cores 1 --touch --quiet $(SNAKEMAKE_ARGS)
+	$(BIN)/dvc pull $(addsuffix .dvc,$(DVC_TRACKED))
+	$(MAKE) --no-print-directory touch
+
+# (a make of its own: PRESENT is read after the pull)
+touch:
+	@test -n "$(PRESENT)" || $(NONE_PRESENT)
+	$(BIN)/snakemake --cores 1 --touch --quiet $(SNAKEMAKE_ARGS) -- $(PRESENT)
 
 test: install
 	$(BIN)/python -m pytest
@@ -46,8 +58,9 @@ test-fast: install
 lint: install
 	$(BIN)/snakemake --lint
 
+# this scale's outputs only (`make clean SCALE=smoke`)
 clean:
-	rm -rf results figures logs report.html .snakemake
+	rm -rf results/$(SCALE) figures/$(SCALE) logs/$(SCALE)
 
 # Which reduced-scale choice moves which claim: `make study STUDY=fedcluster_scale` (config/studies/).
 STUDY ?= fedcluster_scale

@@ -1,13 +1,15 @@
 # fedrepro: reproduce the figures and claims of five federated-learning papers.
 #   snakemake --cores all                         everything selected by config/config.yaml
 #   snakemake --cores 2 fedpage                   one paper
-#   snakemake --cores 2 figures/fedpage/fig2a.pdf one figure (reuses cached runs)
+#   snakemake --cores 2 figures/quick/fedpage/fig2a.pdf   one figure, at the scale its path names (reuses runs)
 #   snakemake --cores 2 --config scale=paper -- fedpage   one paper at its own settings (`--` ends --config)
+# Every output lies in its scale's tree: results/<scale>/, figures/<scale>/, logs/<scale>/ (fedrepro/layout.py).
 from pathlib import Path
 
 from snakemake.utils import min_version
 
 from fedrepro.errors import ConfigError
+from fedrepro.layout import old_layout
 from fedrepro.validate import check_device, load_and_validate
 
 min_version("9.0")
@@ -16,11 +18,29 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+if old_layout():
+    raise WorkflowError(f"{', '.join(map(str, old_layout()))}: outputs of the layout before one tree per scale; "
+                        f"`fedrepro migrate` moves them once into results/<scale>/ and figures/<scale>/ (nothing is "
+                        f"retrained)")
+
+
+def run_table(scale):
+    """The runs and figures of a scale, resolved and validated once: the configured scale's at start-up, another
+    (a target such as figures/smoke/...) when a rule first asks for it."""
+    if scale not in RUN_TABLES:
+        try:
+            RUN_TABLES[scale] = load_and_validate({**config, "scale": scale}, Path("config"), SCHEMAS)[1]
+        except ConfigError as error:
+            raise WorkflowError(str(error)) from None
+    return RUN_TABLES[scale]
+
+
+SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 try:
-    config, RUNS = load_and_validate(config, Path("config"), Path(workflow.basedir) / "workflow" / "schemas")
+    config, RUNS = load_and_validate(config, Path("config"), SCHEMAS)
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
-
+RUN_TABLES = {config["scale"]: RUNS}
 PAPERS = sorted({paper for paper, _ in RUNS.figures})
 
 
@@ -45,7 +65,7 @@ include: "workflow/rules/audit.smk"
 rule all:
     default_target: True
     input:
-        [paper_targets(paper) for paper in config["papers"]],
+        [paper_targets(paper, config["scale"]) for paper in config["papers"]],
 
 
 for _paper in PAPERS:
@@ -54,4 +74,4 @@ for _paper in PAPERS:
         name:
             _paper
         input:
-            paper_targets(_paper),
+            paper_targets(_paper, config["scale"]),

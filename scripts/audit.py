@@ -12,11 +12,11 @@ sm = snakemake  # noqa: F821 (injected by Snakemake)
 
 def main():
     checkout = Checkout.of(Path("."))
-    scale = sm.params.scale
+    scale = sm.wildcards.scale
     audit = audit_paper(sm.wildcards.paper, sm.params.figures, scale, f"`{scale}` of this pipeline run", checkout,
                         sm.params.alternatives)
     write_report(audit, checkout, Path(sm.output.md))
-    text = summary([audit], {audit.paper: sm.output.md})
+    text = summary([audit], {(scale, audit.paper): sm.output.md})
     logging.getLogger("fedrepro.audit").info("%s", text)
     print(text, file=sys.stderr)
 

@@ -14,7 +14,7 @@ def main():
     for table in [*sm.input.tables, *sm.input.alternatives]:
         verify_figure_table(Path(table))
     ledger = Path(sm.output.ledger)
-    write_ledger(Path(sm.input.claims), [Path(p) for p in sm.input.tables], sm.params.figures, sm.params.scale,
+    write_ledger(Path(sm.input.claims), [Path(p) for p in sm.input.tables], sm.params.figures, sm.wildcards.scale,
                  ledger, Path(sm.output.record), sm.params.scale_note, sm.params.readings, sm.params.alternatives)
     draw_claims_figure(ledger, sm.wildcards.paper, DECIDE, Path(sm.output.pdf), Path(sm.output.png))
 

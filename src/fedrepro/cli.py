@@ -83,14 +83,14 @@ def parser() -> argparse.ArgumentParser:
                            "figure tables and the claims; write audit/<paper>.md; exit 1 on any mismatch.")
     audit.add_argument("papers", nargs="*", metavar="PAPER", help="papers to audit (default: `papers` of "
                        "config/config.yaml)")
-    audit.add_argument("--scale", choices=list(SCALES), help="the scale whose runs to audit (default: the scale of "
-                       "each paper's claims ledger, else `scale` of config/config.yaml)")
+    audit.add_argument("--scale", choices=list(SCALES), help="the scale to audit (default: every scale with results "
+                       "of the paper on disk, results/<scale>/<paper>; with none, `scale` of config/config.yaml)")
     audit.add_argument("--rerun", type=int, default=0, metavar="K", help="recompute K runs chosen at random in a "
                        "temporary directory and compare their metrics.csv byte for byte, and their run.json summary")
     audit.add_argument("--seed", type=int, help="seed of the choice of runs to rerun (default: a fresh one, "
                        "printed)")
-    audit.add_argument("--out", default=Path("audit"), type=Path, help="directory of the reports (default: "
-                       "audit/)")
+    audit.add_argument("--out", default=Path("audit"), type=Path, help="directory of the reports, one folder per "
+                       "scale (default: audit/)")
     study = sub.add_parser("study", help="which reduced-scale choice moves which claim (config/studies/<name>.yaml)",
                            description="Train each variant of a scale study (settings over a scale) and judge the "
                            "study's claims per variant; writes results/studies/<name>.csv and .md.")
@@ -102,6 +102,12 @@ def parser() -> argparse.ArgumentParser:
                           "freeze in the paper's configuration.")
     tune.add_argument("name", help="a tuning of config/tuning/, e.g. tdcd_quick")
     tune.add_argument("--jobs", type=int, default=2, help="runs trained at once, 1 torch thread each")
+    migrate = sub.add_parser("migrate", help="move results of the old layout (results/runs, figures/<paper>, ...) "
+                             "into their scale's tree, once", description="Move results/runs, results/claims, "
+                             "results/audit, results/<paper>, figures/<paper> and the jobs' logs into results/<scale>/, "
+                             "figures/<scale>/ and logs/<scale>/ by renaming them: nothing is retrained.")
+    migrate.add_argument("--scale", choices=list(SCALES), help="their scale (default: the one their claims ledgers "
+                         "record)")
     return top
 
 
@@ -123,6 +129,8 @@ def main(argv: list[str] | None = None) -> None:
         from fedrepro.experiments.tune import run_tuning
 
         run_step(lambda: print(run_tuning(args.name, jobs=args.jobs).to_string(index=False)))
+    if args.command == "migrate":
+        run_step(lambda: print(migrated(args.scale)))
     if args.command == "fetch":
         from fedrepro.data import fetch_dataset, prepare_dataset, resolve_mirror
 
@@ -226,17 +234,26 @@ def run_one(args: argparse.Namespace) -> None:
     print(files.metrics.read_text())
 
 
+def migrated(scale: str | None) -> str:
+    from fedrepro.layout import migrate
+
+    moves = migrate(Path("."), scale)
+    if not moves:
+        return "nothing to migrate: no results of the old layout here"
+    return "\n".join(f"{source} -> {dest}" for source, dest in moves)
+
+
 def audit_papers(args: argparse.Namespace) -> bool:
     """`fedrepro audit`: the papers' audits (results/audit.py), their reports and a summary; True on a mismatch."""
     import yaml
 
-    from fedrepro.results.audit import (FAIL, Checkout, audit_paper, choose_reruns, ledger_readings, ledger_scale,
-                                        rerun)
+    from fedrepro.layout import Layout
+    from fedrepro.results.audit import FAIL, Checkout, audit_paper, choose_reruns, ledger_readings, rerun
     from fedrepro.results.audit_report import summary, write_report
     from fedrepro.schemas import known_papers
     from fedrepro.validate import load_and_validate, with_defaults
 
-    root = Path(".")  # relative, so that the reports name files as results/runs/<run_id>/...
+    root = Path(".")  # relative, so that the reports name files as results/<scale>/runs/<run_id>/...
     if not (root / "config" / "config.yaml").is_file():
         raise ConfigError(f"fedrepro audit: no config/config.yaml in {Path.cwd()}; run it at the root of the checkout")
     with open(root / "config" / "config.yaml") as fh:
@@ -244,20 +261,19 @@ def audit_papers(args: argparse.Namespace) -> bool:
     papers = args.papers or config["papers"]
     for paper in papers:
         known(paper, known_papers(), "paper")
-    scales = {}
-    for paper in papers:
-        if args.scale:
-            scales[paper] = (args.scale, "given by --scale")
-        elif scale := ledger_scale(paper, root):
-            scales[paper] = (scale, f"from its claims ledger results/claims/{paper}.csv")
-        else:
-            scales[paper] = (config["scale"], "from config/config.yaml (no claims ledger yet)")
-    readings = {p: ledger_readings(p, root) for p in papers}  # the alternatives' tables are audited where judged
-    tables = {(s, readings[p]): load_and_validate({"scale": s, "readings": readings[p]}, root / "config")[1]
-              for p, (s, _) in scales.items()}
+    if args.scale:
+        chosen = [(p, args.scale, "given by --scale") for p in papers]
+    else:
+        chosen = [(p, s, f"results of {p} on disk ({Layout(s).results / p})") for s in SCALES for p in papers
+                  if (Layout(s, root).results / p).is_dir()]
+        chosen = chosen or [(p, config["scale"], "from config/config.yaml (no results on disk)") for p in papers]
+    # the alternatives' tables are audited where the ledger judged them
+    readings = {(p, s): ledger_readings(p, Layout(s, root)) for p, s, _ in chosen}
+    tables = {(s, r): load_and_validate({"scale": s, "readings": r}, root / "config")[1]
+              for s, r in {(s, readings[(p, s)]) for p, s, _ in chosen}}
     checkout = Checkout.of(root)
-    audits = [audit_paper(p, tables[(s, readings[p])].paper_figures(p), s, f"`{s}` {why}", checkout,
-                          tables[(s, readings[p])].alternatives.get(p, [])) for p, (s, why) in scales.items()]
+    audits = [audit_paper(p, tables[(s, readings[(p, s)])].paper_figures(p), s, f"`{s}`: {why}", checkout,
+                          tables[(s, readings[(p, s)])].alternatives.get(p, [])) for p, s, why in chosen]
 
     if args.rerun > 0:
         seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1_000_000)
@@ -267,14 +283,14 @@ def audit_papers(args: argparse.Namespace) -> bool:
         for run_id in chosen:
             audit = next(a for a in audits if run_id in a.runs)
             run = audit.runs[run_id]
-            run.findings.append(rerun(run_id, tables[(audit.scale, readings[audit.paper])].runs[run_id], run.record,
-                                      checkout))
+            run.findings.append(rerun(run_id, tables[(audit.scale, readings[(audit.paper, audit.scale)])].runs[run_id],
+                                      run.record, checkout, Layout(audit.scale, root)))
             print(f"  {run_id}: {run.findings[-1].status} {run.findings[-1].detail}")
 
     reports = {}
     for audit in audits:
-        path = args.out / f"{audit.paper}.md"
+        path = args.out / audit.scale / f"{audit.paper}.md"
         write_report(audit, checkout, path)
-        reports[audit.paper] = str(path)
+        reports[(audit.scale, audit.paper)] = str(path)
     print(summary(audits, reports))
     return any(f.status == FAIL for a in audits for f in a.all_findings)

@@ -14,6 +14,7 @@ import pytest
 from fedrepro.claims.ledger import write_ledger
 from fedrepro.data import fetch_dataset, prepare_dataset
 from fedrepro.experiments.execute import execute_run
+from fedrepro.layout import Layout
 from fedrepro.plots import draw_figure
 from fedrepro.results.store import run_files
 from fedrepro.results.tables import write_figure_table
@@ -36,7 +37,8 @@ def fedvr_smoke(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("fedvr-smoke")
     for name in ("config", "workflow"):
         shutil.copytree(REPO / name, root / name)
-    for name in ("requirements.lock", ".gitignore", ".dvcignore", "data/.gitignore"):
+    for name in ("requirements.lock", ".gitignore", ".dvcignore", "data/.gitignore", "results/.gitignore",
+                 "figures/.gitignore"):
         (root / name).parent.mkdir(exist_ok=True)
         shutil.copy(REPO / name, root / name)
     git(root, "init", "-q")
@@ -47,7 +49,7 @@ def fedvr_smoke(tmp_path_factory) -> Path:
     prepare_dataset("insurance", root / "data" / "raw" / "insurance", root / "data" / "prepared" / "insurance.npz")
     _, table = load_and_validate({"scale": "smoke"}, root / "config")
     figures = table.paper_figures(PAPER)
-    results = root / "results"
+    results = Layout("smoke", root).results
     (root / "logs").mkdir()
     for run_id in sorted({rid for f in figures for rid in f.run_ids}):
         inputs = table.input_files(run_id)
@@ -58,7 +60,7 @@ def fedvr_smoke(tmp_path_factory) -> Path:
     for figure in figures:
         tables.append(results / PAPER / f"{figure.name}.csv")
         write_figure_table(figure, results, tables[-1])
-        draw_figure(figure, tables[-1], *(root / "figures" / PAPER / f"{figure.name}.{ext}" for ext in ("pdf", "png")))
+        draw_figure(figure, tables[-1], *(Layout("smoke", root).figure(PAPER, figure.name, ext) for ext in ("pdf", "png")))
     write_ledger(root / "config" / "claims" / f"{PAPER}.yaml", tables, {f.name: f.claims_settings() for f in figures},
                  "smoke", results / "claims" / f"{PAPER}.csv")
     return root

@@ -14,6 +14,7 @@ import pytest
 
 from fedrepro.cli import main
 from fedrepro.errors import ResultsError
+from fedrepro.layout import Layout
 from fedrepro.results.store import METRICS_SHA256, RECORD_SHA256, record_sha256
 from fedrepro.results.tables import table_digest, verify_figure_table, write_figure_table
 from fedrepro.validate import load_and_validate
@@ -42,7 +43,7 @@ def flip_last_digit(path: Path) -> None:
 
 
 def run_dirs(root: Path) -> list[Path]:
-    return sorted((root / "results" / "runs").iterdir())
+    return sorted((root / "results" / "smoke" / "runs").iterdir())
 
 
 def figure_of_run(root: Path, run_id: str):
@@ -58,15 +59,15 @@ def test_aggregate_refuses_a_metrics_file_changed_after_its_run(smoke_copy):
     recorded = json.loads((run / "run.json").read_text())[METRICS_SHA256]
     assert recorded == sha256(run / "metrics.csv")
     figure = figure_of_run(smoke_copy, run.name)
-    table = smoke_copy / "results" / PAPER / f"{figure.name}.csv"
+    table = smoke_copy / "results" / "smoke" / PAPER / f"{figure.name}.csv"
     before = table.read_bytes()
     flip_last_digit(run / "metrics.csv")
     with pytest.raises(ResultsError) as error:
-        write_figure_table(figure, Path("results"), table)
+        write_figure_table(figure, Path("results/smoke"), table)
     message = str(error.value)
-    assert f"results/runs/{run.name}/metrics.csv was changed" in message
+    assert f"results/smoke/runs/{run.name}/metrics.csv was changed" in message
     assert recorded in message and sha256(run / "metrics.csv") in message
-    assert "dvc checkout --force results" in message and "\n" not in message
+    assert f"dvc checkout --force results/smoke/runs/{run.name}/metrics.csv" in message and "\n" not in message
     assert table.read_bytes() == before  # the figure table is left as it was
 
 
@@ -78,24 +79,24 @@ def test_an_edited_fact_in_run_json_is_refused_by_aggregate_and_fails_the_audit(
     assert edited != record.read_text()
     record.write_text(edited)
     figure = figure_of_run(smoke_copy, run.name)
-    table = smoke_copy / "results" / PAPER / f"{figure.name}.csv"
+    table = smoke_copy / "results" / "smoke" / PAPER / f"{figure.name}.csv"
     before = table.read_bytes()
-    with pytest.raises(ResultsError, match=f"results/runs/{run.name}/run.json was changed after its run wrote it"):
-        write_figure_table(figure, Path("results"), table)
+    with pytest.raises(ResultsError, match=f"results/smoke/runs/{run.name}/run.json was changed after its run wrote it"):
+        write_figure_table(figure, Path("results/smoke"), table)
     assert table.read_bytes() == before
     code, out = audit(capsys)
     assert code == 1
-    assert f"results/runs/{run.name}/run.json was changed after its run wrote it" in (
-        smoke_copy / "audit" / "fedvr.md").read_text()
+    assert f"results/smoke/runs/{run.name}/run.json was changed after its run wrote it" in (
+        smoke_copy / "audit" / "smoke" / "fedvr.md").read_text()
 
 
 def test_an_edited_figure_table_is_refused_before_a_figure_or_a_verdict_reads_it(smoke_copy):
     """The probe: one digit of a figure table edited, with a fresh mtime, so that snakemake would redraw from it."""
-    table = sorted((smoke_copy / "results" / PAPER).glob("*.csv"))[0]
+    table = sorted((smoke_copy / "results" / "smoke" / PAPER).glob("*.csv"))[0]
     verify_figure_table(table)  # as aggregate wrote it
     flip_last_digit(table)
-    with pytest.raises(ResultsError, match=f"results/{PAPER}/{table.name} was changed after aggregate wrote it"):
-        verify_figure_table(Path("results") / PAPER / table.name)
+    with pytest.raises(ResultsError, match=f"results/smoke/{PAPER}/{table.name} was changed after aggregate wrote it"):
+        verify_figure_table(Path("results/smoke") / PAPER / table.name)
     table_digest(table).unlink()
     with pytest.raises(ResultsError, match=r"\.csv\.sha256 does not exist, so .* cannot be verified"):
         verify_figure_table(table)
@@ -111,7 +112,7 @@ def test_a_run_json_from_before_its_content_hash_is_a_warning_not_a_failure(smok
     (run / "run.json").write_text(json.dumps(record))
     code, out = audit(capsys)
     assert code == 0 and "WARN" in out
-    assert "predates the hash of its own content" in (smoke_copy / "audit" / "fedvr.md").read_text()
+    assert "predates the hash of its own content" in (smoke_copy / "audit" / "smoke" / "fedvr.md").read_text()
 
 
 def test_aggregate_refuses_a_run_json_without_a_metrics_hash(smoke_copy):
@@ -121,8 +122,8 @@ def test_aggregate_refuses_a_run_json_without_a_metrics_hash(smoke_copy):
     (run / "run.json").write_text(json.dumps(record))
     figure = figure_of_run(smoke_copy, run.name)
     with pytest.raises(ResultsError, match=f"records no sha256 of metrics.csv .written by an older fedrepro.*"
-                                           f"delete results/runs/{run.name}/ and run snakemake again"):
-        write_figure_table(figure, Path("results"), smoke_copy / "t.csv")
+                                           f"delete results/smoke/runs/{run.name}/ and run snakemake again"):
+        write_figure_table(figure, Path("results/smoke"), smoke_copy / "t.csv")
 
 
 # --- fedrepro audit -------------------------------------------------------------------------------------------
@@ -132,11 +133,11 @@ def test_an_intact_result_set_passes(smoke_copy, capsys):
     code, out = audit(capsys)
     assert code == 0, out
     assert "fedvr (scale smoke)" in out and "runs 5 OK" in out and "FAIL" not in out
-    report = (smoke_copy / "audit" / "fedvr.md").read_text()
+    report = (smoke_copy / "audit" / "smoke" / "fedvr.md").read_text()
     assert report.count("this checkout") and report.count("has the same code") == 5
-    assert "Scale `smoke` from its claims ledger" in report
+    assert "Scale `smoke`: results of fedvr on disk (results/smoke/fedvr)" in report
     assert report.count("sha256 as recorded") == 5  # each run's data file
-    assert "<table>" in (smoke_copy / "audit" / "fedvr.html").read_text()
+    assert "<table>" in (smoke_copy / "audit" / "smoke" / "fedvr.html").read_text()
     assert "not a DVC repository" in report
 
 
@@ -145,8 +146,8 @@ def test_a_code_change_since_the_run_is_a_warning_naming_the_file(smoke_copy, ca
         fh.write("# edited after the runs\n")
     code, out = audit(capsys)
     assert code == 0 and "WARN: code in 5 run(s)" in out
-    assert "1 code file(s) differ in this checkout" in (smoke_copy / "audit" / "fedvr.md").read_text()
-    assert "config/config.yaml" in (smoke_copy / "audit" / "fedvr.md").read_text()
+    assert "1 code file(s) differ in this checkout" in (smoke_copy / "audit" / "smoke" / "fedvr.md").read_text()
+    assert "config/config.yaml" in (smoke_copy / "audit" / "smoke" / "fedvr.md").read_text()
 
 
 def test_a_flipped_byte_fails_the_audit_naming_the_file_and_both_hashes(smoke_copy, capsys):
@@ -155,7 +156,7 @@ def test_a_flipped_byte_fails_the_audit_naming_the_file_and_both_hashes(smoke_co
     flip_last_digit(run / "metrics.csv")
     code, out = audit(capsys)
     assert code == 1
-    line = next(line for line in out.splitlines() if f"results/runs/{run.name}/metrics.csv" in line)
+    line = next(line for line in out.splitlines() if f"results/smoke/runs/{run.name}/metrics.csv" in line)
     assert line.lstrip().startswith("FAIL") and recorded in line and sha256(run / "metrics.csv") in line
 
 
@@ -165,23 +166,24 @@ def test_a_run_gone_from_behind_a_figure_fails_the_audit_naming_what_was_built_f
     (unfinished / "run.json").unlink()
     code, out = audit(capsys)
     assert code == 1 and "MISSING: 2 runs" in out
-    report = (smoke_copy / "audit" / "fedvr.md").read_text()
-    assert f"never trained: results/runs/{never.name}/run.json does not exist" in report
-    assert f"not finished: results/runs/{unfinished.name}/run.json does not exist" in report
+    report = (smoke_copy / "audit" / "smoke" / "fedvr.md").read_text()
+    assert f"never trained: results/smoke/runs/{never.name}/run.json does not exist" in report
+    assert f"not finished: results/smoke/runs/{unfinished.name}/run.json does not exist" in report
     figure = figure_of_run(smoke_copy, never.name)
-    assert (f"results/fedvr/{figure.name}.csv, figures/fedvr/{figure.name}.pdf, figures/fedvr/{figure.name}.png built "
+    assert (f"results/smoke/fedvr/{figure.name}.csv, figures/smoke/fedvr/{figure.name}.pdf, "
+            f"figures/smoke/fedvr/{figure.name}.png built "
             f"from run(s) ") in report and never.name in report and "which are gone" in report
 
 
 def test_a_ledger_built_from_a_table_that_is_gone_fails_and_runs_never_made_are_only_missing(smoke_copy, capsys):
-    table = sorted((smoke_copy / "results" / "fedvr").glob("*.csv"))[0]
+    table = sorted((smoke_copy / "results" / "smoke" / "fedvr").glob("*.csv"))[0]
     table.unlink()
     code, out = audit(capsys)
     assert code == 1
-    assert f"results/claims/fedvr.csv built from results/fedvr/{table.name}, which are gone" in (
-        smoke_copy / "audit" / "fedvr.md").read_text()
+    assert f"results/smoke/claims/fedvr.csv built from results/smoke/fedvr/{table.name}, which are gone" in (
+        smoke_copy / "audit" / "smoke" / "fedvr.md").read_text()
     # nothing built yet: every run, table, figure and the ledger only missing, not a contradiction
-    for built in ("results/fedvr", "figures/fedvr", "results/claims", "results/runs"):
+    for built in ("results/smoke/fedvr", "figures/smoke/fedvr", "results/smoke/claims", "results/smoke/runs"):
         shutil.rmtree(smoke_copy / built)
     code, out = audit(capsys)
     assert code == 0 and "MISSING" in out and "FAIL" not in out
@@ -198,9 +200,9 @@ def test_snakemake_remakes_a_run_deleted_after_its_figure(smoke_copy):
                           env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert done.returncode == 0, done.stderr
     planned = done.stdout + done.stderr
-    assert f"results/runs/{run.name}/metrics.csv" in planned and "rule train:" in planned
+    assert f"results/smoke/runs/{run.name}/metrics.csv" in planned and "rule train:" in planned
     figure = figure_of_run(smoke_copy, run.name)
-    assert f"output: results/fedvr/{figure.name}.csv" in planned  # and the table built from it
+    assert f"output: results/smoke/fedvr/{figure.name}.csv" in planned  # and the table built from it
 
 
 def test_rerun_reports_identical_runs(smoke_copy, capsys):
@@ -222,13 +224,13 @@ def test_rerun_catches_metrics_altered_together_with_their_hash(smoke_copy, caps
     (run / "run.json").write_text(json.dumps(record))
     _, table = load_and_validate({"scale": "smoke"}, smoke_copy / "config")
     for figure in table.paper_figures(PAPER):
-        write_figure_table(figure, Path("results"), Path("results") / PAPER / f"{figure.name}.csv")
+        write_figure_table(figure, Path("results/smoke"), Path("results/smoke") / PAPER / f"{figure.name}.csv")
     assert audit(capsys)[0] == 0  # nothing on disk contradicts a record
 
     code, out = audit(capsys, "--rerun", "5")
     assert code == 1
     line = next(line for line in out.splitlines() if "rerun differs" in line)
-    assert f"results/runs/{run.name}/metrics.csv" in line and record[METRICS_SHA256] in line and original in line
+    assert f"results/smoke/runs/{run.name}/metrics.csv" in line and record[METRICS_SHA256] in line and original in line
 
 
 def test_rerun_catches_a_run_json_fact_altered_together_with_its_hash(smoke_copy, capsys):
@@ -242,29 +244,29 @@ def test_rerun_catches_a_run_json_fact_altered_together_with_its_hash(smoke_copy
     code, out = audit(capsys, "--rerun", "5")
     assert code == 1
     line = next(line for line in out.splitlines() if "rerun differs" in line)
-    assert f"results/runs/{run.name}/run.json's summary differ from the rerun's (metrics.csv identical)" in line
+    assert f"results/smoke/runs/{run.name}/run.json's summary differ from the rerun's (metrics.csv identical)" in line
 
 
 def test_dvc_record_file_by_file_and_a_changed_figure_table(smoke_copy, dvc_record, capsys):
-    dvc_record(smoke_copy, "results", "figures")
+    dvc_record(smoke_copy, "results/smoke", "figures/smoke")
     code, out = audit(capsys)
     assert code == 0, out
-    report = smoke_copy / "audit" / "fedvr.md"
+    report = smoke_copy / "audit" / "smoke" / "fedvr.md"
     assert report.read_text().count("**OK** DVC: as DVC recorded") == 6  # the 5 runs' files and the claims ledger
     assert report.read_text().count("has the same code (it differs only in DVC records and docs)") == 5
     figure_rows = [row for row in report.read_text().splitlines() if row.startswith("| fig") and "| title |" not in row]
     assert len(figure_rows) == 7 and all("| OK | OK | OK |" in row for row in figure_rows)  # table, files, DVC
 
-    flip_last_digit(smoke_copy / "results" / PAPER / "fig3.csv")
+    flip_last_digit(smoke_copy / "results" / "smoke" / PAPER / "fig3.csv")
     code, out = audit(capsys)
     assert code == 1
-    assert "FAIL results/fedvr/fig3.csv differs from the table its runs give" in out
+    assert "FAIL results/smoke/fedvr/fig3.csv differs from the table its runs give" in out
 
     run = run_dirs(smoke_copy)[0]
     flip_last_digit(run / "run.json")  # still valid JSON: only DVC's record says it changed
     assert audit(capsys)[0] == 1
-    lines = [line for line in report.read_text().splitlines() if f"results/runs/{run.name}/run.json: modified" in line]
-    assert lines and all(line.startswith("- **FAIL** DVC:") and "`dvc checkout --force results` restores" in line
+    lines = [line for line in report.read_text().splitlines() if f"results/smoke/runs/{run.name}/run.json: modified" in line]
+    assert lines and all(line.startswith("- **FAIL** DVC:") and "`dvc checkout --force results/smoke` restores" in line
                          for line in lines)
 
 
@@ -276,8 +278,8 @@ def test_the_table_of_an_alternative_reading_is_audited_like_a_figures(smoke_cop
     _, table = load_and_validate({"scale": "smoke"}, smoke_copy / "config")
     figure = table.paper_figures(PAPER)[0]
     alternative = Alternative("steps", "wide", {figure.name: figure})
-    path = smoke_copy / alternative.table(PAPER, figure.name)
-    write_figure_table(figure, smoke_copy / "results", path)
+    path = Layout("smoke", smoke_copy).reading_table(PAPER, "steps", "wide", figure.name)
+    write_figure_table(figure, Layout("smoke", smoke_copy).results, path)
 
     def findings():
         audit = audit_paper(PAPER, table.paper_figures(PAPER), "smoke", "test", Checkout.of(Path(".")), [alternative])
@@ -317,7 +319,7 @@ def test_a_rerun_elsewhere_equal_in_all_but_the_last_bits_is_explained_by_the_pl
     _forge(run, relative, cpu_model)
     _, table = load_and_validate({"scale": "smoke"}, smoke_copy / "config")
     for figure in table.paper_figures(PAPER):  # the tables follow the metrics, as they would after the rerun
-        write_figure_table(figure, Path("results"), Path("results") / PAPER / f"{figure.name}.csv")
+        write_figure_table(figure, Path("results/smoke"), Path("results/smoke") / PAPER / f"{figure.name}.csv")
     code, out = audit(capsys, "--rerun", "5")
     line = next(line for line in out.splitlines() if "rerun numerically" in line or "rerun differs" in line)
     assert outcome in line and code == (0 if outcome.startswith("numerically") else 1), line

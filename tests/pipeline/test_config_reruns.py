@@ -14,10 +14,10 @@ from workflow_copy import BIN, copy_checkout, planned_jobs, run
 pytestmark = pytest.mark.slow
 TARGET = ["--config", "scale=smoke", "--", "fedvr"]
 # the paper's audit (rule audit_paper) reads its figures and ledger, so it follows any of them
-AUDIT = {("audit_paper", "results/audit/fedvr.md"), ("fedvr", "")}
-PLOT_FIG9 = {("plot", "figures/fedvr/fig9.pdf")} | AUDIT
+AUDIT = {("audit_paper", "results/smoke/audit/fedvr.md"), ("fedvr", "")}
+PLOT_FIG9 = {("plot", "figures/smoke/fedvr/fig9.pdf")} | AUDIT
 # the ledger and its HTML table (rule claims_table)
-CLAIMS = {("claims", "results/claims/fedvr.csv"), ("claims_table", "results/claims/fedvr.html")} | AUDIT
+CLAIMS = {("claims", "results/smoke/claims/fedvr.csv"), ("claims_table", "results/smoke/claims/fedvr.html")} | AUDIT
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def _planned_after(work: Path, path: str, old: str, new: str) -> set[tuple[str, 
                  id="plot option"),
     # a curve label is a column of the figure's table: the table, the figure and the ledger read it
     pytest.param("{method: fedavg_uniform}]", '{method: fedavg_uniform, label: "FedAvg [4]"}]',
-                 PLOT_FIG9 | CLAIMS | {("aggregate", "results/fedvr/fig9.csv")}, id="curve label"),
+                 PLOT_FIG9 | CLAIMS | {("aggregate", "results/smoke/fedvr/fig9.csv")}, id="curve label"),
 ])
 def test_a_figure_edit_reruns_only_its_jobs(workflow, old, new, expected):
     assert _planned_after(workflow, "config/papers/fedvr.yaml", old, new) == expected

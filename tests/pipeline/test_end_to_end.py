@@ -9,7 +9,7 @@ import pytest
 
 from workflow_copy import BIN, MIRROR, copy_checkout, run
 
-TRACKED = ["data/raw", "data/prepared", "results", "figures"]
+TRACKED = ["data/raw", "data/prepared", "results/smoke", "figures/smoke"]  # what `make record SCALE=smoke` records
 EXPECTED_FIGURES = {
     "fedpage": ["fig1a", "fig1b", "fig2a", "fig2b", "fig3a", "fig3b", "fig4", "fig5", "fig6"],
     "fedvr": ["fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9"],
@@ -34,41 +34,49 @@ def test_smoke_run_report_and_dvc_round_trip(tmp_path):
     copy_checkout(work)
 
     sh(BIN / "snakemake", "--cores", "2", "--config", "scale=smoke", "readings=all", cwd=work)
+    results, figures = work / "results" / "smoke", work / "figures" / "smoke"
+    assert sorted(p.name for p in (work / "results").iterdir()) == [".gitignore", "smoke"]  # the scale's own tree
     for paper, figs in EXPECTED_FIGURES.items():
-        made = sorted(p.name for p in (work / "figures" / paper).iterdir())
+        made = sorted(p.name for p in (figures / paper).iterdir())
         for fig in figs:
             assert f"{fig}.pdf" in made and f"{fig}.png" in made
-            assert (work / "results" / paper / f"{fig}.csv").exists()
-        claims = pd.read_csv(work / "results" / "claims" / f"{paper}.csv")
+            assert (results / paper / f"{fig}.csv").exists()
+        claims = pd.read_csv(results / "claims" / f"{paper}.csv")
         assert set(claims["status"]) <= {"PASS", "FAIL", "INCONCLUSIVE"} and (claims["scale"] == "smoke").all()
         assert {"support", "margin", "margin_se"} <= set(claims.columns)
-        assert {"claims.pdf", "claims.png"} <= set(made) and (work / "results" / "claims" / f"{paper}.json").exists()
+        assert {"claims.pdf", "claims.png"} <= set(made) and (results / "claims" / f"{paper}.json").exists()
     # make test runs the alternative readings at smoke: each is judged, and the ledger says what it did
-    robustness = pd.read_csv(work / "results" / "claims" / "defedavg.csv").set_index("claim_id")["robustness"]
+    robustness = pd.read_csv(results / "claims" / "defedavg.csv").set_index("claim_id")["robustness"]
     assert "fedbuff_staleness=none" in robustness["C4a"] and "favano=k_over_q" in robustness["C1b"]
     assert robustness["C4a"].split(" ")[0] in ("robust", "depends")
-    assert (work / "results" / "defedavg" / "readings" / "fedbuff_staleness" / "none" / "table1.csv").exists()
-    table1 = pd.read_csv(work / "figures" / "defedavg" / "table1.csv", dtype=str, keep_default_na=False)
+    assert (results / "defedavg" / "readings" / "fedbuff_staleness" / "none" / "table1.csv").exists()
+    table1 = pd.read_csv(figures / "defedavg" / "table1.csv", dtype=str, keep_default_na=False)
     assert len(table1) == 64 and (table1["ours"] != "").all() and (table1["paper"] != "").all()  # Table I, every cell
-    fedpage_claims = set(pd.read_csv(work / "results" / "claims" / "fedpage.csv")["claim_id"])
+    fedpage_claims = set(pd.read_csv(results / "claims" / "fedpage.csv")["claim_id"])
     assert {"C5a", "C6a", "C10", "C11"} <= fedpage_claims
-    record = next((work / "results" / "runs").glob("*/run.json")).read_text()
+    record = next((results / "runs").glob("*/run.json")).read_text()
     assert '"source": "mirror"' in record and '"sha256"' in record
+    # a figure's path names its scale: with the configured scale (quick) it is still the smoke figure, up to date,
+    # and another scale's target plans only that scale's files
+    assert "Nothing to be done" in sh(BIN / "snakemake", "-n", "--cores", "1", "figures/smoke/fedpage/fig2a.pdf", cwd=work)
+    quick = sh(BIN / "snakemake", "-n", "--cores", "1", "--config", "scale=quick", "--", "fedvr", cwd=work)
+    assert "figures/quick/fedvr/fig3.pdf" in quick and "/smoke/" not in quick
 
-    sh(BIN / "snakemake", "--cores", "1", "--config", "scale=smoke", "readings=all", "--report", "report.html", cwd=work)
-    report = (work / "report.html").read_text(errors="replace")
+    sh(BIN / "snakemake", "--cores", "1", "--config", "scale=smoke", "readings=all", "--report",
+       "results/smoke/report.html", cwd=work)
+    report = (results / "report.html").read_text(errors="replace")
     assert "fig2a" in report and "fedpage.csv" in report and "claims support" in report
     # the ledger as a table, a figure's settings as text (not the repr of its Figure)
     # (counted, not `in`: pytest's explanation of a failed `in` diffs the whole 10 MB report)
-    assert "results/claims/fedpage.html" in report and report.count("Figure(paper=") == 0
-    assert "Claims ledger of fedpage (scale smoke)" in (work / "results" / "claims" / "fedpage.html").read_text()
+    assert "results/smoke/claims/fedpage.html" in report and report.count("Figure(paper=") == 0
+    assert "Claims ledger of fedpage (scale smoke)" in (results / "claims" / "fedpage.html").read_text()
 
     # record, then a single changed byte is reported
     sh(BIN / "dvc", "add", "--quiet", *TRACKED, cwd=work)
     sh("git", "add", "-A", cwd=work)
     sh("git", "commit", "-qm", "results", cwd=work)
     assert "up to date" in sh(BIN / "dvc", "status", cwd=work)
-    table = work / "results" / "fedpage" / "fig2a.csv"
+    table = results / "fedpage" / "fig2a.csv"
     original = table.read_bytes()
     table.write_bytes(original[:-2] + bytes([original[-2] ^ 1]) + original[-1:])
     assert "modified" in sh(BIN / "dvc", "status", cwd=work)
@@ -79,15 +87,16 @@ def test_smoke_run_report_and_dvc_round_trip(tmp_path):
     sh(BIN / "dvc", "push", "--quiet", cwd=work)
     clone = tmp_path / "clone"
     sh("git", "clone", "-q", str(work), str(clone), cwd=tmp_path)
-    sh(BIN / "dvc", "pull", "--quiet", cwd=clone)  # what `make pull` does, without reinstalling
-    assert (clone / "results" / "fedpage" / "fig2a.csv").read_bytes() == original
-    assert (clone / "figures" / "fedpage" / "fig6.pdf").exists()
+    # what `make pull SCALE=smoke` does, without reinstalling
+    sh(BIN / "dvc", "pull", "--quiet", *(f"{t}.dvc" for t in TRACKED), cwd=clone)
+    assert (clone / "results" / "smoke" / "fedpage" / "fig2a.csv").read_bytes() == original
+    assert (clone / "figures" / "smoke" / "fedpage" / "fig6.pdf").exists()
     sh(BIN / "snakemake", "--cores", "1", "--touch", "--quiet", "--config", "scale=smoke", "readings=all", cwd=clone)
     dry = sh(BIN / "snakemake", "-n", "--cores", "1", "--config", "scale=smoke", "readings=all", cwd=clone)
     assert "Nothing to be done" in dry, dry[-6000:]
     assert "up to date" in sh(BIN / "dvc", "status", cwd=clone)
 
     # rerunning the figure's runs still reruns everything after them (nothing downstream is skipped)
-    dry = sh(BIN / "snakemake", "figures/fedpage/fig2a.png", "-n", "--cores", "1", "--forcerun", "train",
+    dry = sh(BIN / "snakemake", "figures/smoke/fedpage/fig2a.png", "-n", "--cores", "1", "--forcerun", "train",
              "--config", "scale=smoke", "readings=all", cwd=clone)
     assert "rule aggregate" in dry and "rule plot" in dry

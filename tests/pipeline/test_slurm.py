@@ -24,8 +24,9 @@ from slurm_cluster import JOBCOMP, PARTITION, Unavailable, local_cluster
 from workflow_copy import BIN, MIRROR, copy_checkout, run
 
 PAPER, FIGURE = "fedvr", "fig3"  # the cheapest smoke figure: 2 runs of 10 rounds (4 Monte Carlo seeds)
-TARGET = f"results/{PAPER}/{FIGURE}.csv"
-CONFIG = ["--config", "scale=smoke", f"papers=[{PAPER}]"]
+# the scale is the one the target path names (a remote job must find it there too, from its wildcards)
+TARGET = f"results/smoke/{PAPER}/{FIGURE}.csv"
+CONFIG = ["--config", f"papers=[{PAPER}]"]
 # Run on the submit host, never submitted: the workflow's localrules.
 LOCAL_RULES = {"download"}
 # What the test sets instead of the profile's CHANGE-ME placeholders, and to be quick on a tiny cluster:
@@ -69,7 +70,7 @@ def submitted_jobs(work: Path) -> list[tuple[str, str]]:
 
 def results(work: Path) -> dict[str, bytes]:
     """Every run's metrics.csv and the figure table, by path."""
-    paths = [*(work / "results" / "runs").glob("*/metrics.csv"), work / TARGET]
+    paths = [*(work / "results" / "smoke" / "runs").glob("*/metrics.csv"), work / TARGET]
     return {str(p.relative_to(work)): p.read_bytes() for p in paths}
 
 

@@ -7,22 +7,21 @@
 
 rule audit_paper:
     input:
-        lambda wildcards: paper_outputs(wildcards.paper),
+        lambda wildcards: paper_outputs(wildcards.paper, wildcards.scale),
     output:
-        md="results/audit/{paper}.md",
+        md=str(OUT.audit("{paper}", "md")),
         html=report(
-            "results/audit/{paper}.html",
+            str(OUT.audit("{paper}", "html")),
             caption="../report/audit.rst",
             category="{paper}",
             subcategory="audit",
             labels={"figure": "audit"},
         ),
     params:
-        scale=config["scale"],
-        figures=lambda wildcards: FigureList(RUNS.paper_figures(wildcards.paper)),
-        alternatives=lambda wildcards: FigureList(RUNS.alternatives.get(wildcards.paper, [])),
+        figures=lambda wildcards: FigureList(run_table(wildcards.scale).paper_figures(wildcards.paper)),
+        alternatives=lambda wildcards: FigureList(run_table(wildcards.scale).alternatives.get(wildcards.paper, [])),
     log:
-        "logs/audit/{paper}.log",
+        str(OUT.logs / "audit" / "{paper}.log"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -33,4 +32,4 @@ rule audit_paper:
 
 rule audit:
     input:
-        [f"results/audit/{paper}.html" for paper in config["papers"]],
+        [str(Layout(config["scale"]).audit(paper)) for paper in config["papers"]],

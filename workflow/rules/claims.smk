@@ -5,40 +5,37 @@
 
 rule claims:
     input:
-        tables=lambda wildcards: [
-            f"results/{wildcards.paper}/{f.name}.csv" for f in RUNS.paper_figures(wildcards.paper)
+        tables=paper_tables,
+        digests=lambda wildcards: [f"{t}.sha256" for t in paper_tables(wildcards)],
+        alternatives=lambda wildcards: run_table(wildcards.scale).alternative_tables(wildcards.paper),
+        alternative_digests=lambda wildcards: [
+            f"{t}.sha256" for t in run_table(wildcards.scale).alternative_tables(wildcards.paper)
         ],
-        digests=lambda wildcards: [
-            f"results/{wildcards.paper}/{f.name}.csv.sha256" for f in RUNS.paper_figures(wildcards.paper)
-        ],
-        alternatives=lambda wildcards: RUNS.alternative_tables(wildcards.paper),
-        alternative_digests=lambda wildcards: [f"{t}.sha256" for t in RUNS.alternative_tables(wildcards.paper)],
         claims="config/claims/{paper}.yaml",
     output:
         ledger=report(
-            "results/claims/{paper}.csv",
+            str(OUT.ledger("{paper}", "csv")),
             caption="../report/claims.rst",
             category="{paper}",
             subcategory="claims",
             labels={"figure": "claims ledger (CSV)"},
         ),
-        record="results/claims/{paper}.json",
-        pdf="figures/{paper}/claims.pdf",
+        record=str(OUT.ledger("{paper}", "json")),
+        pdf=str(OUT.figure("{paper}", "claims", "pdf")),
         png=report(
-            "figures/{paper}/claims.png",
+            str(OUT.figure("{paper}", "claims", "png")),
             caption="../report/claims_figure.rst",
             category="{paper}",
             subcategory="claims",
             labels={"figure": "claims support"},
         ),
     params:
-        scale=config["scale"],
         figures=claims_settings,
-        scale_note=lambda wildcards: RUNS.scale_note(wildcards.paper),
-        readings=lambda wildcards: RUNS.readings[wildcards.paper],
-        alternatives=lambda wildcards: RUNS.alternatives_settings(wildcards.paper),
+        scale_note=lambda wildcards: run_table(wildcards.scale).scale_note(wildcards.paper),
+        readings=lambda wildcards: run_table(wildcards.scale).readings[wildcards.paper],
+        alternatives=lambda wildcards: run_table(wildcards.scale).alternatives_settings(wildcards.paper),
     log:
-        "logs/claims/{paper}.log",
+        str(OUT.logs / "claims" / "{paper}.log"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -50,19 +47,19 @@ rule claims:
 # The ledger as an HTML table: the report shows it in place (a CSV only as a download).
 rule claims_table:
     input:
-        "results/claims/{paper}.csv",
+        str(OUT.ledger("{paper}", "csv")),
     output:
         report(
-            "results/claims/{paper}.html",
+            str(OUT.ledger("{paper}", "html")),
             caption="../report/claims.rst",
             category="{paper}",
             subcategory="claims",
             labels={"figure": "claims ledger"},
         ),
     params:
-        scale_note=lambda wildcards: RUNS.scale_note(wildcards.paper),
+        scale_note=lambda wildcards: run_table(wildcards.scale).scale_note(wildcards.paper),
     log:
-        "logs/claims_table/{paper}.log",
+        str(OUT.logs / "claims_table" / "{paper}.log"),
     threads: 1
     resources:
         mem_mb=1000,

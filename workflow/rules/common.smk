@@ -1,14 +1,20 @@
-# Helpers shared by the rules: everything is looked up in the run table RUNS (Snakefile).
+# Helpers shared by the rules: everything is looked up in the run table of the job's scale (Snakefile run_table),
+# and written in that scale's tree: OUT's patterns have a {scale} wildcard (fedrepro/layout.py).
 from fedrepro.data import REGISTRY
 from fedrepro.data.mimic3_ihm import raw_files as mimic3_raw_files
 from fedrepro.data.sources import STAND_INS, USER_DATASETS
 from fedrepro.data.views import VIEWS
 from fedrepro.engines import ENGINES
+from fedrepro.experiments import SCALES
 from fedrepro.experiments.runtable import Figure, FigureList
+from fedrepro.layout import Layout
 from fedrepro.utils.digest import config_digest
+
+OUT = Layout("{scale}")
 
 
 wildcard_constraints:
+    scale="|".join(SCALES),
     paper="|".join(PAPERS),
     dataset="|".join([*REGISTRY, "cifar10_splitpair"]),  # download and prepare narrow it to REGISTRY
     user_dataset="|".join(USER_DATASETS),
@@ -16,7 +22,7 @@ wildcard_constraints:
     mode="rgb|gray",
     side=r"\d+",
     run_id="[0-9a-f]{16}",
-    figure=r"(?!claims\b)[A-Za-z0-9_]+",  # figures/<paper>/claims.* is the claims rule's figure
+    figure=r"(?!claims\b)[A-Za-z0-9_]+",  # figures/<scale>/<paper>/claims.* is the claims rule's figure
     view="|".join(VIEWS),
     reading="[A-Za-z0-9_]+",
     alternative="[A-Za-z0-9_]+",
@@ -31,11 +37,12 @@ def user_raw_files(wildcards):
 
 
 def figure_of(wildcards):
-    return RUNS.figure(wildcards.paper, wildcards.figure)
+    return run_table(wildcards.scale).figure(wildcards.paper, wildcards.figure)
 
 
 def alternative_figure(wildcards):
-    return RUNS.alternative(wildcards.paper, wildcards.reading, wildcards.alternative).figures[wildcards.figure]
+    alternative = run_table(wildcards.scale).alternative(wildcards.paper, wildcards.reading, wildcards.alternative)
+    return alternative.figures[wildcards.figure]
 
 
 def settings_of(part):
@@ -47,42 +54,56 @@ def settings_of(part):
 
 def claims_settings(wildcards):
     """What rule claims reads of a paper's figures, by name (Figure.claims_settings)."""
-    return {f.name: f.claims_settings() for f in RUNS.paper_figures(wildcards.paper)}
+    return {f.name: f.claims_settings() for f in run_table(wildcards.scale).paper_figures(wildcards.paper)}
 
 
-def run_outputs(run_ids):
-    return [f"results/runs/{rid}/{name}" for rid in run_ids for name in ("metrics.csv", "run.json")]
+def paper_tables(wildcards):
+    out = Layout(wildcards.scale)
+    return [str(out.table(wildcards.paper, f.name)) for f in run_table(wildcards.scale).paper_figures(wildcards.paper)]
 
 
-def paper_outputs(paper):
-    # a drawing is figures/<paper>/<name>.{pdf,png}, a table figure .{csv,md,tex} (Figure.formats)
-    figures = RUNS.paper_figures(paper)
-    return [f"figures/{paper}/{f.name}.{ext}" for f in figures for ext in f.formats] + [
-        f"results/claims/{paper}.csv",
-        f"results/claims/{paper}.html",
-        f"figures/{paper}/claims.png",
+def run_outputs(scale, run_ids):
+    return [str(Layout(scale).runs / rid / name) for rid in run_ids for name in ("metrics.csv", "run.json")]
+
+
+def paper_outputs(paper, scale):
+    # a drawing is <name>.{pdf,png}, a table figure <name>.{csv,md,tex} (Figure.formats)
+    out = Layout(scale)
+    return [str(out.figure(paper, f.name, ext)) for f in run_table(scale).paper_figures(paper) for ext in f.formats] + [
+        str(out.ledger(paper, "csv")),
+        str(out.ledger(paper, "html")),
+        str(out.figure(paper, "claims", "png")),
     ]
 
 
-def paper_targets(paper):
+def paper_targets(paper, scale):
     """A paper's outputs, their audit (rule audit_paper) and the runs behind them: Snakemake does not remake a
     missing input of a job whose output is up to date, so a run deleted after its figure was built is remade
     (and everything built from it redone) only because the target names it."""
-    figures = RUNS.paper_figures(paper) + [f for a in RUNS.alternatives.get(paper, []) for f in a.figures.values()]
+    table = run_table(scale)
+    figures = table.paper_figures(paper) + [f for a in table.alternatives.get(paper, []) for f in a.figures.values()]
     runs = sorted({rid for f in figures for rid in f.run_ids})
-    return paper_outputs(paper) + [f"results/audit/{paper}.html"] + run_outputs(runs)
+    return paper_outputs(paper, scale) + [str(Layout(scale).audit(paper))] + run_outputs(scale, runs)
+
+
+def run_spec(wildcards):
+    try:
+        return run_table(wildcards.scale).runs[wildcards.run_id]
+    except KeyError:
+        raise WorkflowError(f"run {wildcards.run_id} is not a run of the {wildcards.scale} scale under this "
+                            f"configuration (`fedrepro list` names the papers and figures)") from None
 
 
 def train_inputs(wildcards):
-    return RUNS.input_files(wildcards.run_id)
+    run_spec(wildcards)
+    return run_table(wildcards.scale).input_files(wildcards.run_id)
 
 
 def train_gpus(wildcards):
     """At paper scale, a job of an engine that trains networks asks a cluster for one GPU."""
-    spec = RUNS.runs[wildcards.run_id]
-    return int(RUNS.scale == "paper" and ENGINES[spec["engine"]].trains_networks)
+    return int(wildcards.scale == "paper" and ENGINES[run_spec(wildcards)["engine"]].trains_networks)
 
 
 def train_runtime(wildcards):
-    spec = RUNS.runs[wildcards.run_id]
+    spec = run_spec(wildcards)
     return ENGINES[spec["engine"]].runtime_minutes(spec)

@@ -6,15 +6,15 @@
 
 rule aggregate:
     input:
-        lambda wildcards: run_outputs(figure_of(wildcards).run_ids),
+        lambda wildcards: run_outputs(wildcards.scale, figure_of(wildcards).run_ids),
     output:
-        "results/{paper}/{figure}.csv",
-        "results/{paper}/{figure}.csv.sha256",
+        str(OUT.table("{paper}", "{figure}")),
+        str(OUT.table("{paper}", "{figure}")) + ".sha256",
     params:
         figure=figure_of,
         settings=settings_of(Figure.table_settings),
     log:
-        "logs/aggregate/{paper}/{figure}.log",
+        str(OUT.logs / "aggregate" / "{paper}" / "{figure}.log"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -27,15 +27,15 @@ rule aggregate:
 # alternative's patch gives (runs it does not change are the figure's own, trained once).
 rule aggregate_reading:
     input:
-        lambda wildcards: run_outputs(alternative_figure(wildcards).run_ids),
+        lambda wildcards: run_outputs(wildcards.scale, alternative_figure(wildcards).run_ids),
     output:
-        "results/{paper}/readings/{reading}/{alternative}/{figure}.csv",
-        "results/{paper}/readings/{reading}/{alternative}/{figure}.csv.sha256",
+        str(OUT.reading_table("{paper}", "{reading}", "{alternative}", "{figure}")),
+        str(OUT.reading_table("{paper}", "{reading}", "{alternative}", "{figure}")) + ".sha256",
     params:
         figure=alternative_figure,
         settings=lambda wildcards: config_digest(alternative_figure(wildcards).table_settings()),
     log:
-        "logs/aggregate/{paper}/readings/{reading}/{alternative}/{figure}.log",
+        str(OUT.logs / "aggregate" / "{paper}" / "readings" / "{reading}" / "{alternative}" / "{figure}.log"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -46,12 +46,12 @@ rule aggregate_reading:
 
 rule plot:
     input:
-        table="results/{paper}/{figure}.csv",
-        digest="results/{paper}/{figure}.csv.sha256",
+        table=str(OUT.table("{paper}", "{figure}")),
+        digest=str(OUT.table("{paper}", "{figure}")) + ".sha256",
     output:
-        pdf="figures/{paper}/{figure}.pdf",
+        pdf=str(OUT.figure("{paper}", "{figure}", "pdf")),
         png=report(
-            "figures/{paper}/{figure}.png",
+            str(OUT.figure("{paper}", "{figure}", "png")),
             caption="../report/figure.rst",
             category="{paper}",
             labels={"figure": "{figure}"},
@@ -60,7 +60,7 @@ rule plot:
         figure=figure_of,
         settings=settings_of(Figure.drawing_settings),
     log:
-        "logs/plot/{paper}/{figure}.log",
+        str(OUT.logs / "plot" / "{paper}" / "{figure}.log"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -71,22 +71,22 @@ rule plot:
 
 rule table:
     input:
-        table="results/{paper}/{figure}.csv",
-        digest="results/{paper}/{figure}.csv.sha256",
+        table=str(OUT.table("{paper}", "{figure}")),
+        digest=str(OUT.table("{paper}", "{figure}")) + ".sha256",
     output:
         csv=report(
-            "figures/{paper}/{figure}.csv",
+            str(OUT.figure("{paper}", "{figure}", "csv")),
             caption="../report/figure.rst",
             category="{paper}",
             labels={"figure": "{figure}"},
         ),
-        md="figures/{paper}/{figure}.md",
-        tex="figures/{paper}/{figure}.tex",
+        md=str(OUT.figure("{paper}", "{figure}", "md")),
+        tex=str(OUT.figure("{paper}", "{figure}", "tex")),
     params:
         figure=figure_of,
         settings=settings_of(Figure.drawing_settings),
     log:
-        "logs/table/{paper}/{figure}.log",
+        str(OUT.logs / "table" / "{paper}" / "{figure}.log"),
     threads: 1
     resources:
         mem_mb=2000,

@@ -22,6 +22,7 @@ from fedrepro.data.inputs import MULTIVIEW_DATASETS, prepared_name, prepared_pat
 from fedrepro.data.sources import STAND_INS, USER_DATASETS, DataSource, resolve_source
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.variants import patched
+from fedrepro.layout import Layout
 from fedrepro.utils.digest import config_digest
 
 # Keys that describe how a curve is shown, not what is computed: kept out of the run spec.
@@ -156,9 +157,6 @@ class Alternative:
     name: str
     figures: dict[str, Figure]
 
-    def table(self, paper: str, figure: str) -> str:
-        return f"results/{paper}/readings/{self.reading}/{self.name}/{figure}.csv"
-
     def __str__(self) -> str:
         """As the HTML report shows a rule's parameter (the dataclass repr stays what Snakemake compares)."""
         return f"{self.reading}={self.name}: " + (", ".join(self.figures) or "changes no run")
@@ -193,9 +191,16 @@ class RunTable:
         raise ConfigError(f"{paper}: no alternative {name!r} of reading {reading!r} is run at scale {self.scale!r} "
                           f"(config readings: all runs those that declare `set`)")
 
+    @property
+    def layout(self) -> Layout:
+        return Layout(self.scale)
+
+    def alternative_table(self, paper: str, alternative: Alternative, figure: str) -> str:
+        return str(self.layout.reading_table(paper, alternative.reading, alternative.name, figure))
+
     def alternative_tables(self, paper: str) -> list[str]:
-        """The figure tables of a paper's alternative readings (Alternative.table)."""
-        return [a.table(paper, f) for a in self.alternatives.get(paper, []) for f in a.figures]
+        """The figure tables of a paper's alternative readings."""
+        return [self.alternative_table(paper, a, f) for a in self.alternatives.get(paper, []) for f in a.figures]
 
     def alternatives_settings(self, paper: str) -> dict[str, dict[str, dict[str, Any]]] | None:
         """What rule claims reads of the alternatives: reading -> alternative -> figure -> its table's path and
@@ -205,7 +210,7 @@ class RunTable:
         out: dict[str, dict[str, dict[str, Any]]] = {}
         for a in self.alternatives[paper]:
             out.setdefault(a.reading, {})[a.name] = {
-                name: {"table": a.table(paper, name), **fig.claims_settings()} for name, fig in a.figures.items()}
+                name: {"table": self.alternative_table(paper, a, name), **fig.claims_settings()} for name, fig in a.figures.items()}
         return out
 
     def scale_note(self, paper: str) -> str:

@@ -32,6 +32,7 @@ import pandas as pd
 
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import Alternative, Figure, RunTable, run_id_of
+from fedrepro.layout import Layout
 from fedrepro.results import provenance
 from fedrepro.results.store import (METRICS_SHA256, RunFiles, canonical_json, read_record, run_files,
                                     verify_metrics, verify_record)
@@ -45,7 +46,7 @@ RECORD_KEYS = ("run_id", "spec", "git", "packages", "device", "seeds", "data_fil
 # Files that cannot change a result: DVC's records and settings, ignore lists, the documentation.
 NOT_CODE = (".dvc", ".md", ".gitignore", ".dvcignore")
 RECOVER = "rerun it (delete {run_dir}/ and run snakemake again) or restore the recorded version with " \
-          "`dvc checkout --force results`"
+          "`dvc checkout --force {run_dir}`"
 
 
 @dataclass(frozen=True)
@@ -346,8 +347,9 @@ def audit_paper(paper: str, figures: list[Figure], scale: str, scale_from: str, 
                 alternatives: Sequence[Alternative] = ()) -> PaperAudit:
     """The audit of a paper's figures and, when they were run (config readings: all), of the tables of its
     alternative readings, which the claims ledger reads as well."""
-    results = checkout.root / "results"
-    under = [(f"{figure.name} under {a.reading}={a.name}", figure, a.table(paper, figure.name))
+    out = Layout(scale, checkout.root)
+    under = [(f"{figure.name} under {a.reading}={a.name}", figure,
+              out.reading_table(paper, a.reading, a.name, figure.name))
              for a in alternatives for figure in a.figures.values()]
     runs: dict[str, RunAudit] = {}
     for name, figure in [(f.name, f) for f in figures] + [(name, f) for name, f, _ in under]:
@@ -355,15 +357,14 @@ def audit_paper(paper: str, figures: list[Figure], scale: str, scale_from: str, 
             runs.setdefault(curve.run_id, RunAudit(curve.run_id, [])).curves.append(
                 f"{name}: {curve.panel} / {curve.label}")
     for run in runs.values():
-        audit_run(run, run_files(results, run.run_id), checkout)
-    audited = [_audit_figure(paper, figure, runs, checkout) for figure in figures]
-    audited += [_audit_figure(paper, figure, runs, checkout, name, checkout.root / table) for name, figure, table in under]
+        audit_run(run, run_files(out.results, run.run_id), checkout)
+    audited = [_audit_figure(paper, figure, runs, checkout, out) for figure in figures]
+    audited += [_audit_figure(paper, figure, runs, checkout, out, name, table) for name, figure, table in under]
     findings = [Finding("DVC", WARN, checkout.dvc.note)] if checkout.dvc.note else []
-    claims, claims_finding = _claims(paper, scale, checkout)
+    claims, claims_finding = _claims(paper, out, checkout)
     findings.append(claims_finding)
-    ledger = checkout.root / "results" / "claims" / f"{paper}.csv"
-    tables = [checkout.root / "results" / paper / f"{f.name}.csv" for f in figures] + [
-        checkout.root / table for _, _, table in under]
+    ledger = out.ledger(paper)
+    tables = [out.table(paper, f.name) for f in figures] + [table for _, _, table in under]
     gone = [checkout.relative(t) for t in tables if not t.is_file()]
     if ledger.is_file() and gone:  # rule claims reads every figure table of the paper
         findings.append(Finding("claims", FAIL, f"{checkout.relative(ledger)} built from {', '.join(gone)}, which "
@@ -374,13 +375,13 @@ def audit_paper(paper: str, figures: list[Figure], scale: str, scale_from: str, 
     return PaperAudit(paper, scale, scale_from, audited, runs, findings, claims)
 
 
-def _audit_figure(paper: str, figure: Figure, runs: dict[str, RunAudit], checkout: Checkout, name: str = "",
-                  table: Path | None = None) -> FigureAudit:
+def _audit_figure(paper: str, figure: Figure, runs: dict[str, RunAudit], checkout: Checkout, out: Layout,
+                  name: str = "", table: Path | None = None) -> FigureAudit:
     """A figure's table and drawings against its runs; with `table`, a table of an alternative reading (`name`),
     which has no drawing."""
     audit = FigureAudit(name or figure.name, figure.title, figure.run_ids)
-    outputs = [] if table else [checkout.root / "figures" / paper / f"{figure.name}.{ext}" for ext in figure.formats]
-    table = table or checkout.root / "results" / paper / f"{figure.name}.csv"
+    outputs = [] if table else [out.figure(paper, figure.name, ext) for ext in figure.formats]
+    table = table or out.table(paper, figure.name)
     unverified = [rid for rid in figure.run_ids if runs[rid].status_of("metrics.csv") != OK
                   or runs[rid].status_of("run.json") not in (OK, WARN)]  # WARN: a record from before its hash
     gone = [rid for rid in figure.run_ids if runs[rid].status_of("run.json") == MISSING]
@@ -395,7 +396,7 @@ def _audit_figure(paper: str, figure: Figure, runs: dict[str, RunAudit], checkou
                                                      f"{', '.join(unverified)} not verified"))
     else:
         try:
-            expected = figure_table_csv(figure, checkout.root / "results").encode("utf-8")
+            expected = figure_table_csv(figure, out.results).encode("utf-8")
         except Exception as exc:  # the runs are verified; a table that cannot be rebuilt is itself a finding
             audit.findings.append(Finding("table", FAIL, f"{checkout.relative(table)} cannot be rebuilt from its "
                                                          f"runs: {exc}"))
@@ -418,11 +419,11 @@ def _table_finding(table: Path, expected: bytes, checkout: Checkout) -> Finding:
     return Finding("table", FAIL, f"{checkout.relative(table)} differs from the table its runs give: sha256 "
                    f"{_sha256(actual)} on disk, {_sha256(expected)} from the runs (changed "
                    f"after aggregate, or the configuration changed since); rerun snakemake or restore the recorded "
-                   f"version with `dvc checkout --force results`")
+                   f"version with `dvc checkout --force {checkout.relative(table)}`")
 
 
-def _claims(paper: str, scale: str, checkout: Checkout) -> tuple[pd.DataFrame | None, Finding]:
-    path = checkout.root / "results" / "claims" / f"{paper}.csv"
+def _claims(paper: str, out: Layout, checkout: Checkout) -> tuple[pd.DataFrame | None, Finding]:
+    path = out.ledger(paper)
     if not path.is_file():
         return None, Finding("claims", MISSING, f"{checkout.relative(path)} does not exist")
     ledger = pd.read_csv(path, dtype=str, keep_default_na=False)
@@ -433,33 +434,20 @@ def _claims(paper: str, scale: str, checkout: Checkout) -> tuple[pd.DataFrame | 
     counts = ledger["status"].value_counts()
     summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("PASS", "FAIL", "INCONCLUSIVE"))
     scales = set(ledger["scale"])
-    if scales != {scale}:
+    if scales != {out.scale}:
         return ledger, Finding("claims", WARN, f"{checkout.relative(path)} was computed at scale "
-                                               f"{', '.join(sorted(scales))}, not {scale}: {summary}")
+                                               f"{', '.join(sorted(scales))}, not {out.scale}: {summary}")
     return ledger, Finding("claims", OK, f"{checkout.relative(path)}: {summary}")
 
 
-def ledger_readings(paper: str, root: Path) -> str:
+def ledger_readings(paper: str, out: Layout) -> str:
     """The config `readings` a paper's claims ledger was computed with: "all" when its robustness column says
     the alternative readings were judged (claims/ledger.py robustness), else "primary"."""
-    path = root / "results" / "claims" / f"{paper}.csv"
     try:
-        column = pd.read_csv(path, usecols=["robustness"], dtype=str, keep_default_na=False)["robustness"]
+        column = pd.read_csv(out.ledger(paper), usecols=["robustness"], dtype=str, keep_default_na=False)["robustness"]
     except (OSError, ValueError):  # no ledger, or one from before the column
         return "primary"
     return "primary" if column.str.contains("not evaluated").any() else "all"
-
-
-def ledger_scale(paper: str, root: Path) -> str | None:
-    """The scale a paper's claims ledger was computed at: the scale of the results on disk."""
-    path = root / "results" / "claims" / f"{paper}.csv"
-    if not path.is_file():
-        return None
-    try:
-        scales = set(pd.read_csv(path, usecols=["scale"], dtype=str)["scale"])
-    except ValueError:  # no such column: _claims says what is wrong with the file
-        return None
-    return scales.pop() if len(scales) == 1 else None
 
 
 # --- rerun --------------------------------------------------------------------------------------------------
@@ -471,13 +459,13 @@ def choose_reruns(audits: list[PaperAudit], k: int, seed: int) -> list[str]:
     return random.Random(seed).sample(candidates, min(k, len(candidates)))
 
 
-def rerun(run_id: str, spec: dict[str, Any], record: dict[str, Any], checkout: Checkout) -> Finding:
+def rerun(run_id: str, spec: dict[str, Any], record: dict[str, Any], checkout: Checkout, out: Layout) -> Finding:
     """Recompute a run in a temporary directory as rule train would and compare metrics.csv byte for byte."""
     import torch
 
     from fedrepro.experiments.execute import execute_run
 
-    files = run_files(checkout.root / "results", run_id)
+    files = run_files(out.results, run_id)
     inputs = RunTable("", {run_id: spec}, {}).input_files(run_id)
     prepared = [checkout.root / p for p in inputs["prepared"]]
     data_records = [checkout.root / p for p in inputs["provenance"]]

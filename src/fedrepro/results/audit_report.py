@@ -78,14 +78,15 @@ def render(audit: PaperAudit, checkout: Checkout) -> str:
     return "\n".join(lines)
 
 
-def summary(audits: list[PaperAudit], reports: dict[str, str]) -> str:
-    """One line per paper, then the first failures and missing outputs (the reports have them all)."""
+def summary(audits: list[PaperAudit], reports: dict[tuple[str, str], str]) -> str:
+    """One line per paper and scale (`reports`: (scale, paper) -> its report), then the first failures and missing
+    outputs (the reports have them all)."""
     lines = []
     for audit in audits:
         findings = audit.all_findings
         claims = "no ledger" if audit.claims is None else _counts(audit.claims["status"].tolist(), VERDICTS)
         lines.append(f"{audit.paper} (scale {audit.scale}): {worst(findings)}; runs "
-                     f"{_counts([r.status for r in audit.runs.values()])}; claims: {claims} -> {reports[audit.paper]}")
+                     f"{_counts([r.status for r in audit.runs.values()])}; claims: {claims} -> {reports[(audit.scale, audit.paper)]}")
     shown = [f"  {f.status} {f.detail}" for a in audits for f in a.all_findings if f.status == FAIL]
     missing = Counter(MISSING_NOUNS.get(f.check, f.check) for a in audits for f in a.all_findings
                       if f.status == MISSING)

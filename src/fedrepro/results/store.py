@@ -93,7 +93,7 @@ def verify_metrics(files: RunFiles, record: dict[str, Any]) -> str:
         raise ResultsError(
             f"{files.metrics} was changed after its run wrote it: sha256 {actual}, but run.json recorded {recorded}; "
             f"rerun it (delete {files.run_dir}/ and run snakemake again) or restore the recorded version with "
-            f"`dvc checkout --force results`")
+            f"`dvc checkout --force {files.metrics}`")
     return actual
 
 
@@ -120,7 +120,7 @@ def verify_record(files: RunFiles, record: dict[str, Any]) -> str | None:
         raise ResultsError(
             f"{files.record} was changed after its run wrote it: its content hashes to {actual}, but it recorded "
             f"{recorded}; rerun it (delete {files.run_dir}/ and run snakemake again) or restore the recorded "
-            f"version with `dvc checkout --force results`")
+            f"version with `dvc checkout --force {files.record}`")
     return actual
 
 

@@ -141,7 +141,7 @@ def verify_figure_table(table: Path) -> None:
     if actual != recorded:
         raise ResultsError(f"{table} was changed after aggregate wrote it: sha256 {actual}, but {digest.name} records "
                            f"{recorded}; rebuild it (delete {table} and run snakemake again) or restore the recorded "
-                           f"version with `dvc checkout --force results`")
+                           f"version with `dvc checkout --force {table}`")
 
 
 def read_figure_table(path: Path) -> pd.DataFrame:

@@ -1,0 +1,119 @@
+"""Where the pipeline writes: one tree per scale, results/<scale>/, figures/<scale>/ and logs/<scale>/.
+
+Smoke, quick and paper outputs then sit side by side. DVC records each scale's tree as one unit, so pulling one
+scale never touches another's files. Runs are stored under their scale as well (results/<scale>/runs/<run_id>):
+a run id is the hash of its spec, the same at every scale, but two scales share almost no spec (quick and paper
+5 of 581 runs, smoke none), and a shared run store would be one DVC directory that every scale's pull replaces.
+Layout("{scale}") gives the workflow's patterns, in which scale is a wildcard. docs/outputs.md maps the files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from fedrepro.errors import ConfigError
+from fedrepro.experiments import SCALES
+
+TREES = ("results", "figures", "logs")  # the top-level folders that hold one subfolder per scale
+
+
+@dataclass(frozen=True)
+class Layout:
+    scale: str
+    root: Path = Path(".")
+
+    @property
+    def results(self) -> Path:
+        return self.root / "results" / self.scale
+
+    @property
+    def figures(self) -> Path:
+        return self.root / "figures" / self.scale
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs" / self.scale
+
+    @property
+    def runs(self) -> Path:
+        return self.results / "runs"
+
+    def table(self, paper: str, figure: str) -> Path:
+        """The tidy table behind a figure (rule aggregate)."""
+        return self.results / paper / f"{figure}.csv"
+
+    def reading_table(self, paper: str, reading: str, alternative: str, figure: str) -> Path:
+        """A figure's table under an alternative reading (rule aggregate_reading)."""
+        return self.results / paper / "readings" / reading / alternative / f"{figure}.csv"
+
+    def ledger(self, paper: str, ext: str = "csv") -> Path:
+        """The claims ledger (csv, html) and its record (json)."""
+        return self.results / "claims" / f"{paper}.{ext}"
+
+    def audit(self, paper: str, ext: str = "html") -> Path:
+        return self.results / "audit" / f"{paper}.{ext}"
+
+    def figure(self, paper: str, name: str, ext: str) -> Path:
+        return self.figures / paper / f"{name}.{ext}"
+
+    @property
+    def report(self) -> Path:
+        return self.results / "report.html"
+
+
+def scales_on_disk(root: Path = Path(".")) -> list[str]:
+    """The scales that have a results tree under `root`, smallest first."""
+    return [s for s in SCALES if (root / "results" / s).is_dir()]
+
+
+# Rules whose logs lie in a scale's tree (logs/<scale>/<rule>/); the data rules' logs stay in logs/, as their
+# data is shared by every scale.
+SCALE_LOGS = ("train", "aggregate", "plot", "table", "claims", "claims_table", "audit")
+
+
+def old_layout(root: Path = Path(".")) -> list[Path]:
+    """What was written before the per-scale layout (results/runs, results/claims, figures/<paper>, ...)."""
+    from fedrepro.schemas import known_papers
+
+    papers = known_papers()
+    old = [*(root / "results" / n for n in ["runs", "claims", "audit", *papers]),
+           *(root / "figures" / p for p in papers), *(root / "logs" / r for r in SCALE_LOGS)]
+    return [p for p in old if p.exists()]
+
+
+def recorded_scale(root: Path = Path(".")) -> str:
+    """The scale that results in the old layout were computed at, as their claims ledgers record it."""
+    import pandas as pd
+
+    scales: set[str] = set()
+    for ledger in sorted((root / "results" / "claims").glob("*.csv")):
+        try:
+            scales |= set(pd.read_csv(ledger, usecols=["scale"], dtype=str)["scale"])
+        except ValueError:  # no scale column: not a ledger this project wrote
+            continue
+    if len(scales) != 1:
+        found = f"the claims ledgers record {', '.join(sorted(scales))}" if scales else "no claims ledger records one"
+        raise ConfigError(f"cannot tell the scale of the results in {root / 'results'}: {found}; "
+                          f"give it: fedrepro migrate --scale SCALE")
+    return scales.pop()
+
+
+def migrate(root: Path = Path("."), scale: str | None = None) -> list[tuple[Path, Path]]:
+    """Move outputs of the old layout into `scale`'s tree (default: the scale their ledgers record), by rename:
+    nothing is copied or retrained, and Snakemake keeps their modification times. Refuses, moving nothing, when
+    a destination exists. Returns the moves made."""
+    old = old_layout(root)
+    if not old:
+        return []
+    scale = scale or recorded_scale(root)
+    if scale not in SCALES:
+        raise ConfigError(f"unknown scale {scale!r}; allowed: {', '.join(SCALES)}")
+    moves = [(p, root / p.relative_to(root).parts[0] / scale / Path(*p.relative_to(root).parts[1:])) for p in old]
+    clash = [str(dest) for _, dest in moves if dest.exists()]
+    if clash:
+        raise ConfigError(f"cannot migrate: {', '.join(clash)} already exist(s); move or remove them first")
+    for source, dest in moves:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        source.rename(dest)
+    return moves
