@@ -64,6 +64,7 @@ class Figure:
     curves: list[Curve] = field(default_factory=list)
     setting_keys: list[str] = field(default_factory=list)  # the runs' scalar settings, columns of its table
     values: dict[str, dict[Any, Any]] = field(default_factory=dict)  # the scale's value maps: paper value -> this scale's
+    stand_ins: list[str] = field(default_factory=list)  # the stand-in data its runs read (data/sources.py labels)
 
     def paper_value(self, key: str, value: Any) -> Any:
         """The paper-scale value of a setting that this scale maps (e.g. n = 2 of 20 clients -> 10), else `value`."""
@@ -292,21 +293,29 @@ def _plot_options(paper_plot: dict[str, Any], figure_plot: dict[str, Any]) -> di
     return _merge(paper_plot if same_kind else {}, figure_plot)
 
 
-def _title(template: str, specs: list[dict[str, Any]], where: str) -> str:
+def _title(template: str, specs: list[tuple[dict[str, Any], dict[str, Any]]], where: str) -> str:
     """A figure's title, which may name the values a setting takes in its runs, e.g. "N = {n_clients}
     clients": every value of n_clients among the runs drawn, in the order drawn, so that the title of a
-    scale that drops a panel never names it."""
+    scale that drops a panel never names it. `specs` pairs each run's spec with the spec the paper's settings
+    give the same curve: where a scale changed the value, the title gives both, "N = 20 (paper 100)"."""
     try:
         keys = [key for _, key, _, _ in string.Formatter().parse(template) if key is not None]
     except ValueError as error:
         raise ConfigError(f"{where}: title {template!r}: {error}") from None
     values = {}
     for key in keys:
-        seen = [spec[key] for spec in specs if key in spec]
+        seen = [(spec[key], paper.get(key)) for spec, paper in specs if key in spec]
         if not key.isidentifier() or not seen:
             raise ConfigError(f"{where}: title names {{{key}}}, which is not a setting of its runs")
-        values[key] = ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in dict.fromkeys(seen))
+        ours, papers = list(dict.fromkeys(v for v, _ in seen)), list(dict.fromkeys(p for _, p in seen))
+        values[key] = _values_text(ours)
+        if None not in papers and papers != ours:
+            values[key] += f" (paper {_values_text(papers)})"
     return template.format_map(values)
+
+
+def _values_text(values: list[Any]) -> str:
+    return ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
 
 
 def _as_run(keys: list[str], curves: list[Curve], runs: dict[str, dict]) -> str:
@@ -398,6 +407,7 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("
         panels[name] = _merge(_pick(panels, name, "panel", f"{where}: scales.{scale}.panels"), settings)
 
     runs: dict[str, dict] = {}
+    paper_specs: dict[str, dict] = {}  # run id -> the spec of its curve under the paper's own settings (titles)
     figures: dict[tuple[str, str], Figure] = {}
     for name, fig in paper_cfg["figures"].items():
         override = fig_overrides.get(name, {})
@@ -419,6 +429,8 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("
                 fixed = curve.get("fixed", {})
                 for point in _grid_points(grid):
                     spec = _merge(defaults, base, method, panel.get("set", {}), curve, point, fixed)
+                    as_paper = _merge(paper_cfg.get("defaults", {}), paper_cfg["panels"][panel["use"]], method,
+                                      panel.get("set", {}), curve, point, fixed)
                     spec.pop("fixed", None)
                     for key, mapping in values.items():  # e.g. n = 10 of 100 clients -> 2 of 20
                         if key in spec and spec[key] in mapping:
@@ -436,16 +448,19 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("
                     spec["method"] = curve["method"]
                     rid = run_id_of(spec)
                     runs[rid] = spec
+                    paper_specs.setdefault(rid, as_paper)
                     if any(c.panel == panel["name"] and c.run_id == rid for c in figure.curves):
                         continue  # a curve with `fixed` settings: one run, drawn once in its panel
                     point = {k: fixed.get(k, v) for k, v in point.items()}
                     figure.curves.append(Curve(panel["name"], label, curve["method"], rid, point, analysis))
         if stand_ins:
             figure.caption = (figure.caption.rstrip() + " Data: " + "; ".join(stand_ins) + ".").strip()
+            figure.stand_ins = list(stand_ins)
         if fig.get("caption_settings"):
             as_run = _as_run(fig["caption_settings"], figure.curves, runs)
             figure.caption = (figure.caption.rstrip() + " " + as_run).strip()
-        figure.title = _title(fig["title"], [runs[c.run_id] for c in figure.curves], f"{where}: figures.{name}")
+        figure.title = _title(fig["title"], [(runs[c.run_id], paper_specs[c.run_id]) for c in figure.curves],
+                              f"{where}: figures.{name}")
         figure.setting_keys = setting_keys([runs[rid] for rid in figure.run_ids]) + sorted(
             {k for c in figure.curves for k in c.analysis})
         figures[(paper, name)] = figure

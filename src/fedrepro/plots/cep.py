@@ -12,7 +12,7 @@ import pandas as pd
 from matplotlib.patches import Circle
 
 from fedrepro.experiments.runtable import Figure
-from fedrepro.plots.common import scale_note, theme
+from fedrepro.plots.common import suptitle, theme
 from fedrepro.plots.mc_lines import method_colors
 from fedrepro.results.monte_carlo import curves_of
 
@@ -60,6 +60,6 @@ def cep(table: pd.DataFrame, figure: Figure, *, coords: Sequence[int] = (0, 1),
             ax.set_aspect("equal", adjustable="box")
         for ax in axes[row, len(mine):]:
             ax.set_visible(False)
-    fig.suptitle(f"{figure.title}\n[{scale_note(figure)}; final round K = {curves[0][1].x[-1]}]", fontsize=9)
+    suptitle(fig, figure, f"final round K = {curves[0][1].x[-1]}")
     fig.tight_layout()
     return fig

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import matplotlib
@@ -11,7 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
-from matplotlib.ticker import LogFormatter  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+from matplotlib.ticker import LogFormatter, MaxNLocator  # noqa: E402
 
 from fedrepro.experiments.runtable import Figure  # noqa: E402
 from fedrepro.utils.atomic import atomic_path  # noqa: E402
@@ -21,10 +23,59 @@ def theme() -> None:
     sns.set_theme(style="whitegrid", context="paper", font_scale=1.0)
 
 
+# The math the configuration and the plots write as plain text (titles, panels, labels, legends), as mathtext
+# ("@" stands for the pattern's group); longest first, so that f(θ_k) − f* is one formula, not θ_k inside text.
+MATH = [
+    (r"f\(θ_k\) − f\*", r"$f(\theta_k) - f^\star$"),
+    (r"f\(θ_k\)", r"$f(\theta_k)$"),
+    (r"\|\|grad f\(x\^r\)\|\|", r"$\Vert\nabla f(x^r)\Vert$"),
+    (r"ρ_(device|cluster)", r"$\rho_{\mathrm{@}}$"),
+    (r"θ_\{?(\w)\}?", r"$\theta_{@}$"),
+    (r"θ\*", r"$\theta^\star$"),
+    (r"θ\^0", r"$\theta^0$"),
+    (r"\bR\^(\d+)", r"$\mathbb{R}^{@}$"),
+]
+# x columns counted in whole steps: their ticks are integers (a short run would get 0.5, 1.5 ...)
+COUNTED = ("round", "iteration")
+
+
+def mathtext(text: str) -> str:
+    for pattern, formula in MATH:
+        text = re.sub(pattern, lambda m, f=formula: f.replace("@", m.group(1) if m.groups() else ""), text)
+    return text
+
+
 def scale_note(figure: Figure) -> str:
     # a scale without deviations (e.g. quick = paper for a small paper) is not reduced
     reduced = figure.scale != "paper" and figure.deviations
     return f"scale: {figure.scale}" + (" (reduced; see caption)" if reduced else "")
+
+
+def stand_in_note(figure: Figure) -> str:
+    """What a figure drawn from stand-in data says so in its title and files; "" for the real data."""
+    return "STAND-IN DATA, not the paper's: " + "; ".join(figure.stand_ins) if figure.stand_ins else ""
+
+
+def suptitle(fig: plt.Figure, figure: Figure, note: str) -> None:
+    """The figure's title, then [its scale; `note`], then the stand-in data it shows, if any."""
+    lines = [figure.title, f"[{scale_note(figure)}; {note}]", stand_in_note(figure)]
+    fig.suptitle("\n".join(filter(None, lines)), fontsize=9, color="firebrick" if figure.stand_ins else "black")
+
+
+def panel_name(figure: Figure, panel: str) -> str:
+    """A panel's name, which the configuration writes in the paper's terms ("n = 10"), with the value this scale
+    runs where its `values` map one: "n = 2 (paper 10)"."""
+    for key, mapping in figure.values.items():
+        for old, new in mapping.items():
+            panel = re.sub(rf"\b{re.escape(key)} = {re.escape(f'{old:g}')}\b(?!\.)", f"{key} = {new:g} (paper {old:g})",
+                           panel)
+    return panel
+
+
+def counted_x(ax: plt.Axes, x: str) -> None:
+    """Integer ticks on an axis of rounds or iterations."""
+    if x in COUNTED:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 2.5, 5, 10]))
 
 
 class _PlainLogFormatter(LogFormatter):
@@ -59,19 +110,23 @@ def finish_figure(fig: plt.Figure, axes, used: int, table: pd.DataFrame, figure:
     for ax in list(axes.flat)[used:]:
         ax.set_visible(False)
     seeds = table.groupby("run_id")["seed"].nunique().max()
-    note = "; " + band.format(seeds=seeds) if seeds > 1 else "; 1 seed"
-    fig.suptitle(f"{figure.title}\n[{scale_note(figure)}{note}]", fontsize=9)
+    suptitle(fig, figure, band.format(seeds=seeds) if seeds > 1 else "1 seed")
     fig.tight_layout()
     return fig
 
 
 def save_figure(fig: plt.Figure, figure: Figure, pdf: Path, png: Path) -> None:
-    """Write PDF and PNG atomically; the scale and deviations go into the file metadata."""
-    save_pdf_png(fig, pdf, png, figure.title, f"{figure.title}. {scale_note(figure)}. " + "; ".join(figure.deviations))
+    """Write PDF and PNG atomically; the scale, deviations and stand-in data go into the file metadata."""
+    title = f"{figure.title} [{stand_in_note(figure)}]" if figure.stand_ins else figure.title
+    save_pdf_png(fig, pdf, png, title, ". ".join(filter(None, [figure.title, stand_in_note(figure),
+                                                                scale_note(figure), "; ".join(figure.deviations)])))
 
 
 def save_pdf_png(fig: plt.Figure, pdf: Path, png: Path, title: str, description: str) -> None:
-    """Write PDF and PNG atomically with `title` and `description` in the file metadata."""
+    """Write PDF and PNG atomically with `title` and `description` in the file metadata; the math of every text
+    drawn as mathtext."""
+    for text in fig.findobj(Text):
+        text.set_text(mathtext(text.get_text()))
     pdf_meta = {"Title": title, "Subject": description, "Creator": "fedrepro"}
     # PDF dates would make every rebuild differ byte-wise; leave them out.
     pdf_meta.update({"CreationDate": None, "ModDate": None})

@@ -1,7 +1,8 @@
 """Metric against x (communication rounds by default): one axes per panel, median over seeds, min-max band.
 
 `style` names a label column (e.g. a step size) that sets the line style when one curve label is run
-at several of its values; `style_name` is its name in the legend.
+at several of its values; `style_name` is its name in the legend. When each curve runs at one value (a scale
+that keeps one step size), the legend names it beside the curve instead.
 """
 
 from __future__ import annotations
@@ -14,12 +15,20 @@ import pandas as pd
 import seaborn as sns
 
 from fedrepro.experiments.runtable import Figure
-from fedrepro.plots.common import finish_figure, mark_diverged, theme
+from fedrepro.plots.common import counted_x, finish_figure, log_y, mark_diverged, panel_name, theme
 
 
 def _varies_within_curves(table: pd.DataFrame, column: str | None) -> bool:
     """Whether one curve label of a panel is run at several values of `column` (then they need a style)."""
     return column is not None and column in table and table.groupby(["panel", "curve"])[column].nunique().max() > 1
+
+
+def _named_value(table: pd.DataFrame, column: str, name: str) -> pd.DataFrame:
+    """Each curve label with its one value of `column` (e.g. "FedPAGE, step size = 0.1"); a curve without one
+    keeps its label."""
+    value = table[column].map(lambda v: "" if pd.isna(v) else f", {name} = {v:g}" if isinstance(v, float)
+                              else f", {name} = {v}")
+    return table.assign(curve=table["curve"].astype(str) + value)
 
 
 def convergence(table: pd.DataFrame, figure: Figure, *, y: str, ylabel: str | None = None,
@@ -30,8 +39,11 @@ def convergence(table: pd.DataFrame, figure: Figure, *, y: str, ylabel: str | No
     ncols = min(3, len(panels))
     nrows = math.ceil(len(panels) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.6 * nrows), squeeze=False)
-    style = style if _varies_within_curves(table, style) else None
-    names = {style: style_name} if style and style_name else {}
+    if _varies_within_curves(table, style):
+        names = {style: style_name} if style_name else {}
+    else:
+        table = _named_value(table, style, style_name or style) if style in table else table
+        style, names = None, {}
     for ax, panel in zip(axes.flat, panels):
         sub = table[table["panel"] == panel]
         clean = sub[np.isfinite(sub[y]) & (sub[y] > 0 if logy else True)]
@@ -39,8 +51,9 @@ def convergence(table: pd.DataFrame, figure: Figure, *, y: str, ylabel: str | No
                      estimator="median", errorbar=("pi", 100), ax=ax, linewidth=1.3)
         mark_diverged(ax, sub, y, x)
         if logy:
-            ax.set_yscale("log")
-        ax.set_title(panel)
+            log_y(ax)
+        counted_x(ax, x)
+        ax.set_title(panel_name(figure, panel))
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel or y)
         ax.legend(fontsize=7, title=None, ncols=2 if style else 1)

@@ -8,14 +8,16 @@ panel holds a curve at several values of `style` (e.g. rho_device), lighter shad
 Methods listed in `dashed` (centralized SGD, a reference) are drawn dashed. Methods listed in
 `style_independent` do not depend on `style` (centralized SGD trains on the pooled data, whatever
 rho_device): one line per panel, at the panel's first value, under the bare curve name. Metrics listed
-in `log_metrics` get a log y axis (a train loss whose curves merge on a linear one). `legend: outside` puts a
+in `log_metrics` get a log y axis (a train loss whose curves merge on a linear one). `step_size` maps step-size
+columns to their names: each legend entry gives its curve's values (e.g. "Q = 10, lr = 0.05"), also when a
+figure has only one. `legend: outside` puts a
 panel's legend to the right of its last axes, where it covers no curve (for one panel a row: ncols 1).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -23,7 +25,7 @@ import pandas as pd
 import seaborn as sns
 
 from fedrepro.experiments.runtable import Figure
-from fedrepro.plots.common import finish_figure, log_y, mark_diverged, theme
+from fedrepro.plots.common import counted_x, finish_figure, log_y, mark_diverged, panel_name, theme
 
 NAMES = {"train_loss": "train loss", "test_accuracy": "test accuracy", "train_accuracy": "train accuracy",
          "test_loss": "test loss", "test_f1": "test F1", "test_top5": "top-5 test accuracy",
@@ -54,7 +56,8 @@ def _style_values(curve: pd.DataFrame, style: str | None, independent: bool) -> 
 
 def loss_accuracy(table: pd.DataFrame, figure: Figure, *, metrics: Sequence[str] = ("train_loss",), ncols: int = 1,
                   style: str | None = None, dashed: Sequence[str] = (), style_independent: Sequence[str] = (),
-                  log_metrics: Sequence[str] = (), legend: str = "inside", x: str = "round",
+                  log_metrics: Sequence[str] = (), step_size: Mapping[str, str] | None = None,
+                  legend: str = "inside", x: str = "round",
                   xlabel: str = "learning rounds", common_x: bool = False) -> plt.Figure:
     # common_x: the figure table already ends each panel where its shortest curve does (results/tables.py)
     if legend not in LEGENDS or (legend == "outside" and ncols > 1):
@@ -80,18 +83,37 @@ def loss_accuracy(table: pd.DataFrame, figure: Figure, *, metrics: Sequence[str]
                 for value, color in zip(values, _shades(base[label], len(values))):
                     run = curve if value is None else curve[curve[style] == value]
                     named = value is not None and not independent
-                    name = f"{label}, {NAMES.get(style, style)} = {value:g}" if named else label
+                    name = f"{label}, {NAMES.get(style, style)} = {_scaled(figure, style, value)}" if named else label
+                    name += _steps(run, step_size or {})
                     _line(ax, run, metric, x, color=color, ls="--" if method in dashed else "-", label=name)
                     drawn.append(run)
             mark_diverged(ax, pd.concat(drawn), metric, x)
             if metric in log_metrics:
                 log_y(ax)
-            ax.set_title(panel if len(metrics) == 1 else f"{panel}: {NAMES.get(metric, metric)}", fontsize=9)
+            title = panel_name(figure, panel)
+            ax.set_title(title if len(metrics) == 1 else f"{title}: {NAMES.get(metric, metric)}", fontsize=9)
             ax.set_xlabel(xlabel)
+            counted_x(ax, x)
             ax.set_ylabel(NAMES.get(metric, metric))
         _legend(axes[row, col * len(metrics)], axes[row, col * len(metrics) + len(metrics) - 1], legend)
     band = "line: mean of {seeds} seeds, band: ±1 sd"
     return finish_figure(fig, axes, len(panels) * len(metrics), table, figure, band)
+
+
+def _scaled(figure: Figure, key: str, value) -> str:
+    """A value of the style column, with the paper's where this scale maps it: "2 (paper 10)"."""
+    paper = figure.paper_value(key, value)
+    return f"{value:g}" if paper == value else f"{value:g} (paper {paper:g})"
+
+
+def _steps(run: pd.DataFrame, columns: Mapping[str, str]) -> str:
+    """", lr = 0.05" for each step-size column with one value in the curve's rows."""
+    shown = []
+    for column, name in columns.items():
+        values = run[column].dropna().unique() if column in run else []
+        if len(values) == 1:
+            shown.append(f"{name} = {values[0]:g}")
+    return "".join(f", {s}" for s in shown)
 
 
 def _legend(first: plt.Axes, last: plt.Axes, where: str) -> None:

@@ -18,7 +18,7 @@ import pandas as pd
 import seaborn as sns
 
 from fedrepro.experiments.runtable import Figure
-from fedrepro.plots.common import scale_note, theme
+from fedrepro.plots.common import counted_x, log_y, suptitle, theme
 from fedrepro.results.monte_carlo import curves_of
 
 # series -> (thin per-run key, thick key, name of the thick line)
@@ -67,19 +67,19 @@ def _lines(table: pd.DataFrame, figure: Figure, *, series: str, ylabel: str, log
             ax.plot(mc.x[keep], lines[thick_key][keep], color=color, lw=2.4)
             ax.set_title(f"{labels['curve']} ({panel})\n{thick_name} at {x} {mc.x[-1]}: "
                          f"{lines[thick_key][-1]:.2e}", fontsize=9)
-            _style(ax, logy, ylim, ylabel if ax.get_subplotspec().is_first_col() else None, xlabel)
+            _style(ax, logy, ylim, ylabel if ax.get_subplotspec().is_first_col() else None, xlabel, x)
             if overlay:
                 o_keep = _overlay_points(mc.x, overlay, series, start)
                 axes[-1].plot(mc.x[o_keep], lines[o_key][o_keep], color=color, lw=2.0, label=labels["curve"])
         if overlay:
-            _style(axes[-1], logy, ylim if overlay == series else None, o_name, xlabel)
+            _style(axes[-1], logy, ylim if overlay == series else None, o_name, xlabel, x)
             axes[-1].set_title(f"{o_name} of each algorithm ({panel})", fontsize=9)
             axes[-1].legend(fontsize=7)
         for ax in axes[len(mine):per_row]:
             ax.set_visible(False)
     runs = max(mc.n_runs for _, mc in curves)
-    fig.suptitle(f"{figure.title}\n[{scale_note(figure)}; thin: each of {runs} Monte Carlo runs, thick: {thick_name}"
-                 f"{'; y axis limited' if ylim is not None else ''}]", fontsize=9)
+    suptitle(fig, figure, f"thin: each of {runs} Monte Carlo runs, thick: {thick_name}"
+                          f"{'; y axis limited' if ylim is not None else ''}")
     fig.tight_layout()
     return fig
 
@@ -92,9 +92,10 @@ def _overlay_points(xs, overlay: str, series: str, start: float):
     return xs > xs[0] if overlay == "variance" else xs == xs
 
 
-def _style(ax: plt.Axes, logy: bool, ylim: Sequence[float] | None, ylabel: str | None, xlabel: str) -> None:
+def _style(ax: plt.Axes, logy: bool, ylim: Sequence[float] | None, ylabel: str | None, xlabel: str, x: str) -> None:
+    counted_x(ax, x)
     if logy:
-        ax.set_yscale("log")
+        log_y(ax)
     if ylim is not None:
         ax.set_ylim(*ylim)
     ax.set_xlabel(xlabel)
