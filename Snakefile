@@ -10,12 +10,16 @@ from snakemake.utils import min_version
 
 from fedrepro.errors import ConfigError
 from fedrepro.layout import old_layout
+from fedrepro.results.report_pages import Overview
 from fedrepro.validate import check_device, load_and_validate
 
 min_version("9.0")
 
 
 configfile: "config/config.yaml"
+
+
+report: "workflow/report/workflow.rst"
 
 
 if old_layout():
@@ -29,7 +33,7 @@ def run_table(scale):
     (a target such as figures/smoke/...) when a rule first asks for it."""
     if scale not in RUN_TABLES:
         try:
-            RUN_TABLES[scale] = load_and_validate({**config, "scale": scale}, Path("config"), SCHEMAS)[1]
+            RUN_TABLES[scale] = load_and_validate({**SETTINGS, "scale": scale}, Path("config"), SCHEMAS)[1]
         except ConfigError as error:
             raise WorkflowError(str(error)) from None
     return RUN_TABLES[scale]
@@ -41,6 +45,8 @@ try:
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
 RUN_TABLES = {config["scale"]: RUNS}
+SETTINGS = dict(config)  # as validated; the report's front page is no setting
+config["overview"] = Overview(Path("."), config["scale"])  # read when the report renders (workflow.rst)
 PAPERS = sorted({paper for paper, _ in RUNS.figures})
 
 

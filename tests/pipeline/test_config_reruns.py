@@ -15,9 +15,12 @@ pytestmark = pytest.mark.slow
 TARGET = ["--config", "scale=smoke", "--", "fedvr"]
 # the paper's audit (rule audit_paper) reads its figures and ledger, so it follows any of them
 AUDIT = {("audit_paper", "results/smoke/audit/fedvr.md"), ("fedvr", "")}
-PLOT_FIG9 = {("plot", "figures/smoke/fedvr/fig9.pdf")} | AUDIT
-# the ledger and its HTML table (rule claims_table)
-CLAIMS = {("claims", "results/smoke/claims/fedvr.csv"), ("claims_table", "results/smoke/claims/fedvr.html")} | AUDIT
+# a figure's report page shows its drawing
+PLOT_FIG9 = {("plot", "figures/smoke/fedvr/fig9.pdf"), ("figure_page", "figures/smoke/fedvr/fig9.html")} | AUDIT
+# the ledger and its HTML table (rule claims_table), and every figure's report page, which shows its ledger rows
+PAGES = {("figure_page", f"figures/smoke/fedvr/fig{n}.html") for n in range(3, 10)}
+CLAIMS = {("claims", "results/smoke/claims/fedvr.csv"), ("claims_table", "results/smoke/claims/fedvr.html")} | PAGES \
+    | AUDIT
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from browser import CHROMIUM, rendered_dom
 from workflow_copy import BIN, MIRROR, copy_checkout, run
 
 TRACKED = ["data/raw", "data/prepared", "results/smoke", "figures/smoke"]  # what `make record SCALE=smoke` records
@@ -66,6 +67,12 @@ def test_smoke_run_report_and_dvc_round_trip(tmp_path):
        "results/smoke/report.html", cwd=work)
     report = (results / "report.html").read_text(errors="replace")
     assert "fig2a" in report and "fedpage.csv" in report and "claims support" in report
+    if CHROMIUM:  # in a real browser: the front page has the verdict table; a figure's page, its provenance and claims
+        front = rendered_dom(results / "report.html")
+        assert "across readings" in front and "code (runs per commit)" in front and ">fedpage<" in front, front[:3000]
+        page = rendered_dom(figures / "fedpage" / "fig2a.html")
+        assert "<h3>Provenance</h3>" in page and "mirror" in page and "<h3>Claims that read this figure</h3>" in page
+        assert page.count('<tr class="') >= 1  # a ledger row that reads fig2a
     # the ledger as a table, a figure's settings as text (not the repr of its Figure)
     # (counted, not `in`: pytest's explanation of a failed `in` diffs the whole 10 MB report)
     assert "results/smoke/claims/fedpage.html" in report and report.count("Figure(paper=") == 0

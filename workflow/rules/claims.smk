@@ -58,6 +58,7 @@ rule claims_table:
         ),
     params:
         scale_note=lambda wildcards: run_table(wildcards.scale).scale_note(wildcards.paper),
+        names=lambda wildcards: run_table(wildcards.scale).method_names(wildcards.paper),
     log:
         str(OUT.logs / "claims_table" / "{paper}.log"),
     threads: 1

@@ -8,6 +8,7 @@ from fedrepro.engines import ENGINES
 from fedrepro.experiments import SCALES
 from fedrepro.experiments.runtable import Figure, FigureList
 from fedrepro.layout import Layout
+from fedrepro.results.report_pages import report_group
 from fedrepro.utils.digest import config_digest
 
 OUT = Layout("{scale}")
@@ -66,10 +67,16 @@ def run_outputs(scale, run_ids):
     return [str(Layout(scale).runs / rid / name) for rid in run_ids for name in ("metrics.csv", "run.json")]
 
 
+def page_source(wildcards):
+    """What a figure's page shows: its PNG, or a table figure's Markdown."""
+    return "md" if figure_of(wildcards).plot.get("kind") == "table" else "png"
+
+
 def paper_outputs(paper, scale):
-    # a drawing is <name>.{pdf,png}, a table figure <name>.{csv,md,tex} (Figure.formats)
+    # a drawing is <name>.{pdf,png}, a table figure <name>.{csv,md,tex} (Figure.formats); each has its page (.html)
     out = Layout(scale)
-    return [str(out.figure(paper, f.name, ext)) for f in run_table(scale).paper_figures(paper) for ext in f.formats] + [
+    return [str(out.figure(paper, f.name, ext)) for f in run_table(scale).paper_figures(paper)
+            for ext in (*f.formats, "html")] + [
         str(out.ledger(paper, "csv")),
         str(out.ledger(paper, "html")),
         str(out.figure(paper, "claims", "png")),

@@ -50,12 +50,7 @@ rule plot:
         digest=str(OUT.table("{paper}", "{figure}")) + ".sha256",
     output:
         pdf=str(OUT.figure("{paper}", "{figure}", "pdf")),
-        png=report(
-            str(OUT.figure("{paper}", "{figure}", "png")),
-            caption="../report/figure.rst",
-            category="{paper}",
-            labels={"figure": "{figure}"},
-        ),
+        png=str(OUT.figure("{paper}", "{figure}", "png")),
     params:
         figure=figure_of,
         settings=settings_of(Figure.drawing_settings),
@@ -74,12 +69,7 @@ rule table:
         table=str(OUT.table("{paper}", "{figure}")),
         digest=str(OUT.table("{paper}", "{figure}")) + ".sha256",
     output:
-        csv=report(
-            str(OUT.figure("{paper}", "{figure}", "csv")),
-            caption="../report/figure.rst",
-            category="{paper}",
-            labels={"figure": "{figure}"},
-        ),
+        csv=str(OUT.figure("{paper}", "{figure}", "csv")),
         md=str(OUT.figure("{paper}", "{figure}", "md")),
         tex=str(OUT.figure("{paper}", "{figure}", "tex")),
     params:
@@ -93,3 +83,32 @@ rule table:
         runtime=10,
     script:
         "../../scripts/table.py"
+
+
+# A figure's page in the HTML report (the report's item for the figure): the drawing (or the table), what its
+# runs ran on (their run.json) and the ledger rows that read it (fedrepro/results/report_pages.py).
+rule figure_page:
+    input:
+        drawing=lambda wildcards: str(Layout(wildcards.scale).figure(wildcards.paper, wildcards.figure, page_source(wildcards))),
+        ledger=str(OUT.ledger("{paper}", "csv")),
+        records=lambda wildcards: run_outputs(wildcards.scale, figure_of(wildcards).run_ids)[1::2],
+    output:
+        report(
+            str(OUT.figure("{paper}", "{figure}", "html")),
+            caption="../report/figure.rst",
+            category="{paper}",
+            subcategory=lambda wildcards: report_group(figure_of(wildcards)),
+            labels=lambda wildcards: {"figure": wildcards.figure, "title": figure_of(wildcards).title},
+        ),
+    params:
+        figure=figure_of,
+        settings=settings_of(Figure.drawing_settings),
+        names=lambda wildcards: run_table(wildcards.scale).method_names(wildcards.paper),
+    log:
+        str(OUT.logs / "figure_page" / "{paper}" / "{figure}.log"),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../../scripts/figure_page.py"

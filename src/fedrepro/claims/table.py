@@ -1,10 +1,12 @@
-"""The claims ledger as a readable HTML table (results/claims/<paper>.html) for the HTML report, which shows
-an HTML file in place but a CSV only as a download: one row per claim, its verdict coloured, the numbers
-rounded, every text escaped."""
+"""The claims ledger as a readable HTML table (results/<scale>/claims/<paper>.html) for the HTML report, which
+shows an HTML file in place but a CSV only as a download: one row per claim, the paper's words and our verdict
+first, its verdict coloured, methods by their names, the numbers rounded, every text escaped, within the page's
+width."""
 
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -12,20 +14,44 @@ import pandas as pd
 from fedrepro.utils.atomic import write_text
 
 STATUS_COLOURS = {"PASS": "#c8e6c9", "FAIL": "#ffcdd2", "INCONCLUSIVE": "#e0e0e0"}
-NUMBERS = {"support": "{:.1%}", "margin": "{:.3g}", "margin_se": "{:.3g}"}
+# The columns a reader reads first lead: the paper's words, our verdict and whether it rests on a reading; the
+# numbers and names follow. Plain headers for the ledger's columns.
+COLUMNS = {"quote": "claim (the paper's words)", "status": "verdict", "robustness": "across readings",
+           "measured": "measured", "expected": "expected", "support": "support", "margin": "margin",
+           "note": "note", "claim_id": "id", "figure": "figures"}
 STYLE = """
 body { font-family: sans-serif; font-size: 13px; margin: 8px; }
-table { border-collapse: collapse; }
-th, td { border: 1px solid #bbb; padding: 3px 6px; vertical-align: top; text-align: left; }
+table { border-collapse: collapse; table-layout: fixed; width: 100%; max-width: 1380px; }
+th, td { border: 1px solid #bbb; padding: 3px 6px; vertical-align: top; text-align: left; overflow-wrap: anywhere; }
 th { background: #f0f0f0; position: sticky; top: 0; }
-td { max-width: 28em; }
+col.quote { width: 17%; } col.status { width: 7.5em; } col.robustness { width: 10%; } col.measured { width: 24%; }
+col.expected { width: 11%; } col.support { width: 4.5em; } col.margin { width: 6.5em; } col.note { width: 14%; }
+col.claim_id { width: 3.5em; } col.figure { width: 5em; }
 """
 
 
-def ledger_html(ledger: pd.DataFrame, title: str, note: str = "") -> str:
-    styled = (ledger.style.hide(axis="index")
-              .format({k: v for k, v in NUMBERS.items() if k in ledger}, escape="html", na_rep="")
-              .map(lambda status: f"background-color: {STATUS_COLOURS.get(status, 'white')}", subset=["status"]))
+def plain_words(text: str, names: dict[str, str]) -> str:
+    """A measured value with the methods' keys (fedavg_svrg) replaced by their names in the figures (FedAvg-SVRG)."""
+    for key in sorted(names, key=len, reverse=True):
+        text = re.sub(rf"\b{re.escape(key)}\b", names[key], text)
+    return text
+
+
+def ledger_html(ledger: pd.DataFrame, title: str, note: str = "", names: dict[str, str] | None = None) -> str:
+    shown = ledger.copy()
+    if "measured" in shown:
+        shown["measured"] = shown["measured"].astype("string").fillna("").map(lambda t: plain_words(t, names or {}))
+    if {"margin", "margin_se"} <= set(shown):  # one cell: the margin and its bootstrap standard deviations
+        shown["margin"] = [("" if pd.isna(m) else f"{m:.3g}") + ("" if pd.isna(se) else f" ({se:.3g} sd)")
+                           for m, se in zip(shown["margin"], shown["margin_se"])]
+    columns = [c for c in COLUMNS if c in shown]
+    shown = shown[columns]
+    styled = (shown.style.hide(axis="index")
+              .format({"support": "{:.1%}"} if "support" in shown else {}, escape="html", na_rep="")
+              .map(lambda status: f"background-color: {STATUS_COLOURS.get(status, 'white')}", subset=["status"])
+              .relabel_index([COLUMNS[c] for c in columns], axis="columns"))
+    colgroup = "<colgroup>" + "".join(f'<col class="{c}">' for c in columns) + "</colgroup>"
+    table = styled.to_html().replace(">\n  <thead>", f">{colgroup}\n  <thead>", 1)
     counts = ", ".join(f"{n} {status}" for status, n in ledger["status"].value_counts().items())
     if "robustness" in ledger:  # robust / depends / untested across the alternative readings
         kinds = ledger["robustness"].astype("string").fillna("").str.split(" ").str[0].loc[lambda k: k != ""]
@@ -34,10 +60,11 @@ def ledger_html(ledger: pd.DataFrame, title: str, note: str = "") -> str:
     return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
             f"<style>{STYLE}</style></head>\n<body><h3>{html.escape(title)}</h3><p>{counts}</p>\n"
             + (f"<p>{html.escape(note)}</p>\n" if note else "") +
-            f"{styled.to_html()}</body></html>\n")
+            f"{table}</body></html>\n")
 
 
-def write_ledger_html(ledger_csv: Path, out: Path, paper: str, note: str = "") -> None:
+def write_ledger_html(ledger_csv: Path, out: Path, paper: str, note: str = "", names: dict[str, str] | None = None
+                      ) -> None:
     ledger = pd.read_csv(ledger_csv, dtype={"claim_id": str})
     scale = ", ".join(map(str, ledger["scale"].unique())) if "scale" in ledger else "?"
-    write_text(out, ledger_html(ledger, f"Claims ledger of {paper} (scale {scale})", note))
+    write_text(out, ledger_html(ledger, f"Claims ledger of {paper} (scale {scale})", note, names))

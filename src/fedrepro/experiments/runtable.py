@@ -214,6 +214,15 @@ class RunTable:
                 name: {"table": self.alternative_table(paper, a, name), **fig.claims_settings()} for name, fig in a.figures.items()}
         return out
 
+    def method_names(self, paper: str) -> dict[str, str]:
+        """Each method's curve label, where it has one label across the paper's figures: the names the ledger's
+        table gives the method keys its checks measure with."""
+        labels: dict[str, set[str]] = {}
+        for figure in self.paper_figures(paper):
+            for curve in figure.curves:
+                labels.setdefault(curve.method, set()).add(curve.label)
+        return {m: next(iter(ls)) for m, ls in sorted(labels.items()) if len(ls) == 1 and ls != {m}}
+
     def scale_note(self, paper: str) -> str:
         """How this scale departs from the paper's in every figure of `paper` (the deviations its figures
         share: the scale's settings and its note), for the claims ledger; "" at the paper scale."""

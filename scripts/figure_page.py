@@ -1,0 +1,10 @@
+# rule figure_page: a figure's page in the HTML report: the figure, what its runs ran on, the claims that read it.
+from pathlib import Path
+
+from fedrepro.cli import run_step
+from fedrepro.layout import Layout
+from fedrepro.results.report_pages import write_figure_page
+
+sm = snakemake  # noqa: F821 (injected by Snakemake)
+run_step(lambda: write_figure_page(sm.params.figure, Path(sm.input.drawing), Path(sm.input.ledger),
+                                   Layout(sm.wildcards.scale).results, Path(sm.output[0]), sm.params.names), sm.log[0])

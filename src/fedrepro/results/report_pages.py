@@ -1,0 +1,213 @@
+"""The HTML report's own pages: its front page (what the project is; per paper and scale on disk, the verdicts,
+the data's source and the code the runs ran) and one page per figure (the figure, what its runs ran on, and the
+ledger rows that read it). Both are read from the files on disk: the claims ledgers and the runs' run.json."""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fedrepro.claims.table import plain_words
+from fedrepro.experiments.runtable import Figure
+from fedrepro.layout import Layout, scales_on_disk
+from fedrepro.results.store import read_record, run_files
+from fedrepro.utils.atomic import write_text
+
+VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE")
+SHOWN_PACKAGES = ("python", "torch", "numpy", "pandas", "snakemake", "fedrepro")
+INTRO = ("fedrepro reproduces the figures and checks the claims of five federated-learning optimization papers: "
+         "FedPAGE, the SVRG method for probabilistically activated agents (fedvr), FedCluster, DeFedAvg and TDCD. "
+         "Each figure's page gives the setting it ran, the scale and every deviation from the paper, what its runs "
+         "ran on, and the claims that read it. A verdict that rests on our reading of an open choice says so "
+         "(column robustness).")
+
+
+# --- provenance of a set of runs ----------------------------------------------------------------------------
+
+
+@dataclass
+class Provenance:
+    """What a set of runs ran on, as their run.json files record it."""
+    runs: int
+    missing: int  # runs without a readable run.json
+    commits: Counter  # "abc1234", or "abc1234*" with uncommitted changes (COMMIT_NOTE)
+    devices: Counter
+    packages: dict[str, Counter]
+    data: dict[tuple[str, str], tuple[str, str]]  # (dataset, file) -> (source, sha256 or tree sha256)
+
+    @classmethod
+    def of(cls, results: Path, run_ids: list[str]) -> Provenance:
+        commits, devices, packages, data, missing = Counter(), Counter(), {}, {}, 0
+        for run_id in run_ids:
+            try:
+                record = read_record(run_files(results, run_id).record)
+            except (OSError, ValueError):
+                missing += 1
+                continue
+            git = record.get("git") or {}
+            commit = (git.get("commit") or "unknown")[:7]
+            commits[commit + ("*" if git.get("dirty") else "")] += 1
+            devices[(record.get("device") or {}).get("device", "?")] += 1
+            for name in SHOWN_PACKAGES:
+                packages.setdefault(name, Counter())[str((record.get("packages") or {}).get(name))] += 1
+            for entry in record.get("data_files") or []:
+                source = entry.get("source") or ("stand-in" if "generator" in entry else "?")
+                digest = entry.get("sha256") or entry.get("tree_sha256") or ""
+                data[(entry.get("dataset", "?"), entry.get("name") or entry.get("path", "?"))] = (source, digest)
+        return cls(len(run_ids), missing, commits, devices, packages, data)
+
+    @property
+    def sources(self) -> str:
+        return ", ".join(sorted({source for source, _ in self.data.values()})) or "none recorded"
+
+
+COMMIT_NOTE = "a commit with * ran with uncommitted changes to the code"
+SHOWN = 3  # values of a fact shown, the most frequent first
+
+
+def _counted(counter: Counter, most: int = SHOWN) -> str:
+    """"a (82), b (24), c (13) and 4 more" (the `most` most frequent), or the one value."""
+    if len(counter) == 1:
+        return str(next(iter(counter)))
+    shown = [f"{key} ({n})" for key, n in counter.most_common(most)]
+    return ", ".join(shown) + (f" and {len(counter) - most} more" if len(counter) > most else "")
+
+
+# --- the front page -----------------------------------------------------------------------------------------
+
+
+def _rst_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = [".. list-table::", "   :header-rows: 1", ""]
+    for row in [header, *rows]:
+        lines += [f"   * - {row[0]}", *(f"     - {cell}" for cell in row[1:])]
+    return "\n".join(lines) + "\n"
+
+
+def overview(root: Path, scale: str) -> str:
+    """The report's front page (reStructuredText): every paper with a claims ledger at any scale on disk."""
+    rows = []
+    for on_disk in scales_on_disk(root):
+        out = Layout(on_disk, root)
+        runs = {}
+        for record in out.runs.glob("*/run.json"):
+            try:
+                runs[record.parent.name] = read_record(record)["spec"]["paper"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        for ledger_path in sorted((out.results / "claims").glob("*.csv")):
+            paper = ledger_path.stem
+            ledger = pd.read_csv(ledger_path, dtype=str, keep_default_na=False)
+            counts = ledger["status"].value_counts()
+            kinds = Counter(r.split(" ")[0] for r in ledger.get("robustness", pd.Series(dtype=str)) if r)
+            provenance = Provenance.of(out.results, [rid for rid, p in runs.items() if p == paper])
+            rows.append([f"``{paper}``", f"**{on_disk}**" if on_disk == scale else on_disk,
+                         *(str(counts.get(v, 0)) for v in VERDICTS),
+                         ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "-",
+                         provenance.sources, _counted(provenance.commits, most=1) or "-"])
+    header = ["paper", "scale", "PASS", "FAIL", "INCONCLUSIVE", "across readings", "data", "code (runs per commit)"]
+    table = _rst_table(header, rows) if rows else "No claims ledger on disk yet.\n"
+    return (f"{INTRO}\n\nThis report shows the ``{scale}`` scale. Verdicts of every paper and scale on disk "
+            f"(``results/<scale>/claims/<paper>.csv``; *data*: where the runs read it, canonical host, offline "
+            f"mirror or a synthetic stand-in; *code*: the runs per commit, {COMMIT_NOTE}):\n\n{table}")
+
+
+@dataclass(frozen=True)
+class Overview:
+    """The front page, read from disk only when the report renders it (config["overview"] in the Snakefile): the
+    ledgers it counts are written by the run before the report, not known when the workflow is parsed."""
+    root: Path
+    scale: str
+
+    def __str__(self) -> str:
+        return overview(self.root, self.scale)
+
+
+# --- a figure's page ---
+
+# The report's subcategory of a figure, by its kind: what a reader looks for (curves over rounds or time, Monte
+# Carlo statistics, time lines, tables); the claims ledger and the audit have their own.
+REPORT_GROUPS = {"convergence": "convergence curves", "loss_accuracy": "training curves",
+                 "mc_error": "Monte Carlo statistics", "mc_variance": "Monte Carlo statistics",
+                 "cep": "Monte Carlo statistics", "gantt": "timelines and participation",
+                 "clients": "timelines and participation", "table": "tables"}
+
+
+def report_group(figure: Figure) -> str:
+    return REPORT_GROUPS.get(figure.plot.get("kind"), "figures")
+
+
+PAGE_STYLE = """body {font-family: sans-serif; font-size: 13px; margin: 10px; max-width: 1200px}
+img {max-width: 100%} table {border-collapse: collapse; margin: 6px 0}
+th, td {border: 1px solid #bbb; padding: 3px 6px; text-align: left; vertical-align: top}
+th {background: #f0f0f0} .stand-in {color: #b71c1c; font-weight: bold}
+.PASS {background: #c8e6c9} .FAIL {background: #ffcdd2} .INCONCLUSIVE {background: #e0e0e0}"""
+
+
+def _html_table(header: list[str], rows: list[list[str]], row_class: list[str] | None = None) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join(f'<tr class="{(row_class or [""] * len(rows))[i]}">' + "".join(f"<td>{c}</td>" for c in row)
+                   + "</tr>" for i, row in enumerate(rows))
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _folded(text: str, shown: int = 240) -> str:
+    """Escaped text; beyond `shown` characters, the rest behind a click (<details>)."""
+    if len(text) <= shown:
+        return html.escape(text)
+    return f"<details><summary>{html.escape(text[:shown])} ...</summary>{html.escape(text[shown:])}</details>"
+
+
+def claim_rows(ledger: pd.DataFrame, figure: str) -> pd.DataFrame:
+    """The ledger rows whose claim reads `figure`."""
+    return ledger[ledger["figure"].str.split().apply(lambda names: figure in names)]
+
+
+def figure_page(figure: Figure, drawing: Path, ledger_csv: Path, results: Path, names: dict[str, str] | None = None
+                ) -> str:
+    """A figure's page: its drawing (a PNG, embedded) or table (Markdown), what its runs ran on, its claims (the
+    methods in their measured values by `names`, as in the ledger's table)."""
+    from markdown_it import MarkdownIt
+
+    if drawing.suffix == ".png":
+        shown = f'<img alt="{html.escape(figure.title)}" src="data:image/png;base64,' \
+                f'{base64.b64encode(drawing.read_bytes()).decode()}">'
+    else:
+        shown = MarkdownIt("commonmark", {"html": False}).enable("table").render(drawing.read_text())
+    prov = Provenance.of(results, figure.run_ids)
+    facts = [["runs", f"{prov.runs}" + (f" ({prov.missing} without a run.json)" if prov.missing else "")],
+             ["code", html.escape(_counted(prov.commits) or "-") + f" ({COMMIT_NOTE})" * any(
+                 c.endswith("*") for c in prov.commits)], ["device", html.escape(_counted(prov.devices))],
+             ["packages", html.escape("; ".join(f"{name} {_counted(versions)}"
+                                                for name, versions in prov.packages.items()))]]
+    data = [[html.escape(d), html.escape(name), html.escape(source), f"<code>{html.escape(digest[:12])}</code>"]
+            for (d, name), (source, digest) in sorted(prov.data.items())]
+    ledger = pd.read_csv(ledger_csv, dtype=str, keep_default_na=False)
+    claims = claim_rows(ledger, figure.name)
+    claim_table = _html_table(
+        ["claim", "quote", "verdict", "robustness", "measured", "expected"],
+        [[html.escape(r["claim_id"]), html.escape(r.get("quote", "")), html.escape(r["status"]),
+          html.escape(r.get("robustness", "")), _folded(plain_words(r.get("measured", ""), names or {})),
+          html.escape(r.get("expected", ""))]
+         for _, r in claims.iterrows()], list(claims["status"])) if len(claims) else "<p>No claim reads this figure.</p>"
+    stand_in = (f'<p class="stand-in">Stand-in data, not the paper\'s: {html.escape("; ".join(figure.stand_ins))}</p>'
+                if figure.stand_ins else "")
+    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(figure.title)}</title>'
+            f"<style>{PAGE_STYLE}</style></head>\n<body><h2>{html.escape(figure.title)}</h2>\n{stand_in}"
+            f"<p>{html.escape(figure.paper)} {html.escape(figure.name)} at scale {html.escape(figure.scale)}"
+            + "</p>\n" + (f"<details><summary>{len(figure.deviations)} deviation(s) from the paper's settings at this "
+                           f"scale</summary><p>{html.escape('; '.join(figure.deviations))}</p></details>"
+                           if figure.deviations else "")
+            + f"\n{shown}\n<h3>Provenance</h3>\n{_html_table(['', ''], facts)}\n"
+            f"{_html_table(['dataset', 'file', 'source', 'sha256'], data) if data else '<p>No data files recorded.</p>'}"
+            f"\n<h3>Claims that read this figure</h3>\n{claim_table}\n</body></html>\n")
+
+
+def write_figure_page(figure: Figure, drawing: Path, ledger_csv: Path, results: Path, out: Path,
+                      names: dict[str, str] | None = None) -> None:
+    write_text(out, figure_page(figure, drawing, ledger_csv, results, names))

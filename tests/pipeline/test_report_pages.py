@@ -1,0 +1,130 @@
+"""The report's own pages, read from files on disk: the front page's verdicts per paper and scale, and a figure's
+page with what its runs ran on and only the claims that read it, rendered in a real headless browser."""
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from docutils.core import publish_parts
+
+from browser import needs_chromium, rendered_dom
+from fedrepro.claims.table import ledger_html
+from fedrepro.layout import Layout
+from fedrepro.results.report_pages import Overview, report_group, write_figure_page
+from fedrepro.validate import load_and_validate
+
+CONFIG = Path(__file__).resolve().parents[2] / "config"
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cf"
+                    "c0f01f0005000201a5b1f6a70000000049454e44ae426082")  # a 1x1 PNG
+
+
+def _ledger(path: Path, scale: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"claim_id": ["C1", "C2", "C3"], "figure": ["fig3", "fig3 fig4", "fig9"], "scale": [scale] * 3,
+                  "status": ["PASS", "FAIL", "INCONCLUSIVE"],
+                  "robustness": ["robust (r=a: PASS)", "depends (r=a: PASS)", ""], "support": [0.97, 0.95, None],
+                  "margin": [0.1, -0.2, None], "margin_se": [3.0, 2.5, None],
+                  "measured": ["fedavg_svrg 0.001 vs fedavg_prob 0.01", "fedavg_svrg 3 vs fedavg_prob 2", ""],
+                  "expected": ["a < b", "a < b", ""], "note": ["", "", "not tested"],
+                  "quote": ["SVRG is faster", "SVRG has less variance", "three algorithms"]}).to_csv(path, index=False)
+
+
+def _runs(out: Layout, run_ids: list[str], paper: str) -> None:
+    for i, run_id in enumerate(run_ids):
+        (out.runs / run_id).mkdir(parents=True)
+        (out.runs / run_id / "run.json").write_text(json.dumps({
+            "spec": {"paper": paper}, "git": {"commit": "0123456789abcdef", "dirty": bool(i)},
+            "device": {"device": "cpu"}, "packages": {"python": "3.11.7", "torch": "2.13.0+cpu"},
+            "data_files": [{"dataset": "insurance", "name": "insurance.csv", "source": "mirror",
+                            "sha256": "505c1cbc2e63d0363bac59501563df2530aadf4cdb9cfee226f4ef32f5468281"}]}))
+
+
+class _Cells(HTMLParser):
+    """The first table's cells as text, row by row (pandas.read_html would need lxml)."""
+
+    def __init__(self, page: str):
+        super().__init__()
+        self.rows, self._cell, self._tables = [], None, 0
+        self.feed(page)
+
+    def handle_starttag(self, tag, attrs):
+        self._tables += tag == "table"
+        if self._tables == 1 and tag == "tr":
+            self.rows.append([])
+        if self._tables == 1 and tag in ("td", "th"):
+            self._cell = ""
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.rows[-1].append(self._cell.strip())
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell += data
+
+
+def _table(page: str) -> pd.DataFrame:
+    header, *rows = [r for r in _Cells(page).rows if r]
+    return pd.DataFrame(rows, columns=header)
+
+
+@pytest.fixture
+def fedvr_on_disk(tmp_path):
+    """fedvr's smoke fig3 with its runs' records and a ledger; a quick ledger beside it."""
+    _, table = load_and_validate({"scale": "smoke"}, CONFIG)
+    figure = table.figure("fedvr", "fig3")
+    out = Layout("smoke", tmp_path)
+    _runs(out, figure.run_ids, "fedvr")
+    _ledger(out.ledger("fedvr"), "smoke")
+    _ledger(Layout("quick", tmp_path).ledger("fedvr"), "quick")
+    out.figure("fedvr", "fig3", "png").parent.mkdir(parents=True)
+    out.figure("fedvr", "fig3", "png").write_bytes(PNG)
+    return tmp_path, out, figure, table
+
+
+def test_the_front_page_counts_the_verdicts_of_every_paper_and_scale_on_disk(fedvr_on_disk):
+    root, _, _, _ = fedvr_on_disk
+    page = publish_parts(str(Overview(root, "smoke")), writer="html")["html_body"]  # as the report renders it
+    rows = _table(page)
+    assert list(rows["scale"]) == ["smoke", "quick"] and set(rows["paper"]) == {"fedvr"}
+    smoke = rows.iloc[0]
+    assert (smoke["PASS"], smoke["FAIL"], smoke["INCONCLUSIVE"]) == ("1", "1", "1")
+    assert smoke["across readings"] == "1 depends, 1 robust" and smoke["data"] == "mirror"
+    assert smoke["code (runs per commit)"].startswith("0123456")  # runs of the quick scale: none on disk
+    assert rows.iloc[1]["data"] == "none recorded"
+
+
+def test_a_figure_page_gives_what_its_runs_ran_on_and_only_its_claims(fedvr_on_disk, tmp_path):
+    root, out, figure, table = fedvr_on_disk
+    page = tmp_path / "fig3.html"
+    write_figure_page(figure, out.figure("fedvr", "fig3", "png"), out.ledger("fedvr"), out.results, page,
+                      table.method_names("fedvr"))
+    text = page.read_text()
+    assert "data:image/png;base64," in text and "0123456*" in text and "505c1cbc2e63" in text
+    assert "torch 2.13.0+cpu" in text and "SVRG is faster" in text and "SVRG has less variance" in text
+    assert "three algorithms" not in text  # C3 reads fig9 only
+    assert "FedAvg-SVRG (ours) 0.001 vs FedAvg of [15] 0.01" in text  # method keys in plain words
+    assert report_group(figure) == "Monte Carlo statistics"
+
+
+@needs_chromium
+def test_a_figure_page_renders_its_provenance_and_claims_in_a_browser(fedvr_on_disk, tmp_path):
+    root, out, figure, table = fedvr_on_disk
+    page = tmp_path / "fig3.html"
+    write_figure_page(figure, out.figure("fedvr", "fig3", "png"), out.ledger("fedvr"), out.results, page)
+    dom = rendered_dom(page)
+    assert "<h3>Provenance</h3>" in dom and "<h3>Claims that read this figure</h3>" in dom
+    assert dom.count('class="PASS"') == 1 and dom.count('class="FAIL"') == 1
+
+
+def test_the_claims_table_leads_with_the_quote_and_verdict_in_plain_words(tmp_path):
+    _ledger(tmp_path / "fedvr.csv", "smoke")
+    page = ledger_html(pd.read_csv(tmp_path / "fedvr.csv"), "t", names={"fedavg_svrg": "FedAvg-SVRG",
+                                                                          "fedavg_prob": "FedAvg of [15]"})
+    headers = _table(page).columns.tolist()
+    assert headers[:3] == ["claim (the paper's words)", "verdict", "across readings"]
+    assert "FedAvg-SVRG 0.001 vs FedAvg of [15] 0.01" in page and "fedavg_svrg" not in page
+    assert "-0.2 (2.5 sd)" in page and "max-width: 1380px" in page
