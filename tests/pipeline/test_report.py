@@ -34,5 +34,5 @@ def test_the_ledger_becomes_an_html_table_with_escaped_text(tmp_path):
     assert "<p>Deviations: n &lt; 10 &amp; more</p>" in page
     assert page.count("<tr>") == 3 and "<th" in page  # header + one row per claim
     assert "&lt;b&gt;much&lt;/b&gt;" in page and "<b>much" not in page and "a &amp; b" in page
-    assert ">95.5%<" in page and ">0.123<" in page and "nan" not in page.lower()
+    assert ">95.5%<" in page and ">0.123 (2 sd)<" in page and "nan" not in page.lower()
     assert "#c8e6c9" in page  # PASS coloured
