@@ -102,6 +102,11 @@ def parser() -> argparse.ArgumentParser:
                           "freeze in the paper's configuration.")
     tune.add_argument("name", help="a tuning of config/tuning/, e.g. tdcd_quick")
     tune.add_argument("--jobs", type=int, default=2, help="runs trained at once, 1 torch thread each")
+    docs = sub.add_parser("docs", help="rewrite the generated parts of docs/papers/<paper>.md (figures from the "
+                          "configuration, verdicts from the quick ledger on disk)")
+    docs.add_argument("papers", nargs="*", metavar="PAPER", help="papers (default: all)")
+    docs.add_argument("--check", action="store_true", help="write nothing; exit 1 when a page's figures part is not "
+                      "what the configuration gives")
     migrate = sub.add_parser("migrate", help="move results of the old layout (results/runs, figures/<paper>, ...) "
                              "into their scale's tree, once", description="Move results/runs, results/claims, "
                              "results/audit, results/<paper>, figures/<paper> and the jobs' logs into results/<scale>/, "
@@ -129,6 +134,12 @@ def main(argv: list[str] | None = None) -> None:
         from fedrepro.experiments.tune import run_tuning
 
         run_step(lambda: print(run_tuning(args.name, jobs=args.jobs).to_string(index=False)))
+    if args.command == "docs":
+        stale: list[str] = []
+        run_step(lambda: stale.extend(paper_docs(args)))
+        if args.check and stale:
+            print(f"not current (run `fedrepro docs`): {', '.join(stale)}", file=sys.stderr)
+            sys.exit(1)
     if args.command == "migrate":
         run_step(lambda: print(migrated(args.scale)))
     if args.command == "fetch":
@@ -232,6 +243,14 @@ def run_one(args: argparse.Namespace) -> None:
     record = read_record(files.record)
     print(f"wall {record['wall_seconds']:.1f} s on {record['device']['device']}; diverged: {record['diverged']}")
     print(files.metrics.read_text())
+
+
+def paper_docs(args: argparse.Namespace) -> list[str]:
+    from fedrepro.paper_docs import write_docs
+    from fedrepro.schemas import known_papers
+
+    papers = [known(p, known_papers(), "paper") for p in args.papers] or known_papers()
+    return write_docs(papers, check=args.check)
 
 
 def migrated(scale: str | None) -> str:

@@ -1,0 +1,38 @@
+"""docs/papers/<paper>.md: the parts generated from the configuration are current, and `fedrepro docs` rewrites only
+the generated parts (the figures from the configuration, the verdicts from the quick ledger on disk)."""
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from fedrepro.paper_docs import current_part, write_docs
+from fedrepro.schemas import known_papers
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_every_papers_page_shows_what_the_configuration_gives():
+    assert write_docs(known_papers(), REPO / "docs" / "papers", check=True, root=REPO) == []
+
+
+def test_a_title_edit_makes_its_page_stale_and_docs_rewrites_only_the_generated_parts(tmp_path):
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    shutil.copytree(REPO / "docs" / "papers", tmp_path / "docs")
+    paper = tmp_path / "config" / "papers" / "fedvr.yaml"
+    paper.write_text(paper.read_text().replace('title: "Fig. 9: three algorithms', 'title: "Fig. 9: the three'))
+    page = tmp_path / "docs" / "fedvr.md"
+    before = page.read_text()
+    assert write_docs(["fedvr"], tmp_path / "docs", check=True, root=tmp_path) == [str(page)]
+    assert page.read_text() == before  # --check writes nothing
+
+    ledger = tmp_path / "results" / "quick" / "claims" / "fedvr.csv"
+    ledger.parent.mkdir(parents=True)
+    pd.DataFrame({"claim_id": ["C1"], "status": ["PASS"], "robustness": [""]}).to_csv(ledger, index=False)
+    write_docs(["fedvr"], tmp_path / "docs", root=tmp_path)
+    after = page.read_text()
+    assert "| fig9 | Fig. 9: the three" in current_part(after, "figures")
+    assert "| C1 | PASS | - |" in current_part(after, "ledger")
+    hand_written = before.split("<!-- generated: figures")[0]
+    assert after.startswith(hand_written)  # the page's own text is kept
+    assert write_docs(["fedvr"], tmp_path / "docs", check=True, root=tmp_path) == []
