@@ -93,12 +93,12 @@ def parser() -> argparse.ArgumentParser:
                        "scale (default: audit/)")
     study = sub.add_parser("study", help="which reduced-scale choice moves which claim (config/studies/<name>.yaml)",
                            description="Train each variant of a scale study (settings over a scale) and judge the "
-                           "study's claims per variant; writes results/studies/<name>.csv and .md.")
+                           "study's claims per variant; writes results/<scale>/studies/<name>.csv and .md.")
     study.add_argument("name", help="a study of config/studies/, e.g. fedcluster_scale")
     study.add_argument("--jobs", type=int, default=2, help="runs trained at once, 1 torch thread each")
     tune = sub.add_parser("tune", help="a setting's grid search per group of runs (config/tuning/<name>.yaml)",
                           description="Train each group of runs once per grid value and keep the value with the "
-                          "lowest score; writes results/tuning/<name>.csv and .md with the per_run entries to "
+                          "lowest score; writes results/<scale>/tuning/<name>.csv and .md with the per_run entries to "
                           "freeze in the paper's configuration.")
     tune.add_argument("name", help="a tuning of config/tuning/, e.g. tdcd_quick")
     tune.add_argument("--jobs", type=int, default=2, help="runs trained at once, 1 torch thread each")

@@ -67,6 +67,8 @@ def scales_on_disk(root: Path = Path(".")) -> list[str]:
     return [s for s in SCALES if (root / "results" / s).is_dir()]
 
 
+# Named experiments outside the workflow (`fedrepro tune`, `fedrepro study`): results/<scale>/<kind>/<name>*
+NAMED = ("tuning", "studies")
 # Rules whose logs lie in a scale's tree (logs/<scale>/<rule>/); the data rules' logs stay in logs/, as their
 # data is shared by every scale.
 SCALE_LOGS = ("train", "aggregate", "plot", "table", "claims", "claims_table", "audit")
@@ -100,20 +102,43 @@ def recorded_scale(root: Path = Path(".")) -> str:
 
 
 def migrate(root: Path = Path("."), scale: str | None = None) -> list[tuple[Path, Path]]:
-    """Move outputs of the old layout into `scale`'s tree (default: the scale their ledgers record), by rename:
-    nothing is copied or retrained, and Snakemake keeps their modification times. Refuses, moving nothing, when
-    a destination exists. Returns the moves made."""
+    """Move outputs of the old layout into `scale`'s tree (default: the scale their ledgers record), and each
+    tuning's or study's results into the tree of the scale its configuration names, by rename: nothing is copied or
+    retrained, and Snakemake keeps their modification times. Refuses, moving nothing, when a destination exists.
+    Returns the moves made."""
     old = old_layout(root)
-    if not old:
+    named = [p for kind in NAMED for p in sorted((root / "results" / kind).glob("*"))]
+    if not old and not named:
         return []
-    scale = scale or recorded_scale(root)
-    if scale not in SCALES:
+    scale = scale or (recorded_scale(root) if old else None)
+    if scale is not None and scale not in SCALES:
         raise ConfigError(f"unknown scale {scale!r}; allowed: {', '.join(SCALES)}")
     moves = [(p, root / p.relative_to(root).parts[0] / scale / Path(*p.relative_to(root).parts[1:])) for p in old]
+    for path in named:  # a tuning's or a study's results go to the scale its configuration names
+        kind, name = path.parent.name, path.name.split(".")[0]
+        to = _named_scale(root, kind, name) or scale
+        if to is None:
+            raise ConfigError(f"cannot tell the scale of {path}: no config/{kind}/{name}.yaml names one; give it: "
+                              f"fedrepro migrate --scale SCALE")
+        moves.append((path, Layout(to, root).results / kind / path.name))
     clash = [str(dest) for _, dest in moves if dest.exists()]
     if clash:
         raise ConfigError(f"cannot migrate: {', '.join(clash)} already exist(s); move or remove them first")
     for source, dest in moves:
         dest.parent.mkdir(parents=True, exist_ok=True)
         source.rename(dest)
+    for kind in NAMED:
+        if (root / "results" / kind).is_dir() and not any((root / "results" / kind).iterdir()):
+            (root / "results" / kind).rmdir()
     return moves
+
+
+def _named_scale(root: Path, kind: str, name: str) -> str | None:
+    """The scale config/<kind>/<name>.yaml names, if it exists."""
+    import yaml
+
+    path = root / "config" / kind / f"{name}.yaml"
+    if not path.is_file():
+        return None
+    scale = (yaml.safe_load(path.read_text()) or {}).get("scale")
+    return scale if scale in SCALES else None

@@ -76,3 +76,17 @@ def test_a_target_plans_only_its_own_scales_files(workdir):
     quick = planned_jobs(run(BIN / "snakemake", "-n", "--cores", "1", "--", "fedvr", cwd=workdir).stdout)
     assert {out.split("/")[1] for _, out in quick if out.startswith(("results/", "figures/"))} == {"quick"}
     assert {rule for rule, _ in quick} >= {"train", "aggregate", "plot", "claims", "audit_paper"}
+
+
+def test_migrate_moves_a_tuning_to_the_scale_its_configuration_names(tmp_path):
+    _old_results(tmp_path, "quick")
+    (tmp_path / "config" / "tuning").mkdir(parents=True)
+    (tmp_path / "config" / "tuning" / "steps.yaml").write_text("paper: tdcd\nscale: smoke\n")
+    for name in ("steps/runs/0123456789abcdef/run.json", "steps.csv", "orphan.md"):
+        (tmp_path / "results" / "tuning" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "results" / "tuning" / name).write_text("x")
+    migrate(tmp_path)
+    assert (Layout("smoke", tmp_path).results / "tuning" / "steps" / "runs" / "0123456789abcdef" / "run.json").is_file()
+    assert (Layout("smoke", tmp_path).results / "tuning" / "steps.csv").is_file()
+    assert (Layout("quick", tmp_path).results / "tuning" / "orphan.md").is_file()  # no configuration: the ledgers'
+    assert not (tmp_path / "results" / "tuning").exists()

@@ -43,20 +43,20 @@ def test_each_variant_runs_with_its_settings_and_is_judged_on_its_runs(project):
     assert set(result["status"]) <= {"PASS", "FAIL", "INCONCLUSIVE"}
     # I3 counts M global updates a round: an invariant of FedCluster that must hold in every variant
     assert (result.loc[result["claim_id"] == "I3", "status"] == "PASS").all()
-    runs = sorted((project / "results" / "studies" / "tiny" / "runs").iterdir())
+    runs = sorted((project / "results" / "smoke" / "studies" / "tiny" / "runs").iterdir())
     specs = [read_record(r / "run.json")["spec"] for r in runs]
     assert sorted(s["n_devices"] for s in specs) == [20] * 4 + [40] * 4  # FedAvg, FedCluster M = 5, 10, 20 each
     assert {s["rounds"] for s in specs} == {2} and {s["lr_fedavg"] for s in specs} == {0.3}  # what the study pins
-    written = pd.read_csv(project / "results" / "studies" / "tiny.csv")
+    written = pd.read_csv(project / "results" / "smoke" / "studies" / "tiny.csv")
     assert len(written) == len(result)
-    md = (project / "results" / "studies" / "tiny.md").read_text()
+    md = (project / "results" / "smoke" / "studies" / "tiny.md").read_text()
     assert "| C11b | few |" in md and "n_devices = 40" in md
 
 
 def test_a_rerun_trains_only_what_is_missing(project, capsys):
     write_study(project, "tiny", STUDY)
     run_study("tiny", jobs=1)
-    runs = project / "results" / "studies" / "tiny" / "runs"
+    runs = project / "results" / "smoke" / "studies" / "tiny" / "runs"
     stamps = {r.name: (r / "metrics.csv").stat().st_mtime_ns for r in runs.iterdir()}
     grown = {**STUDY, "variants": {**STUDY["variants"], "more": {"n_devices": 60, **TINY}}}
     write_study(project, "tiny", grown)

@@ -41,12 +41,12 @@ def test_each_group_keeps_its_lowest_scoring_value_and_the_block_freezes_it(proj
         assert group.loc[group["chosen"], "score"].iloc[0] == group["score"].min()
     huge = result[result["value"] == 1.0e4]
     assert not huge["chosen"].any() and (huge["score"] > result[result["value"] == 0.02]["score"].max()).all()
-    specs = [read_record(r / "run.json")["spec"] for r in (project / "results" / "tuning" / "tiny" / "runs").iterdir()]
+    specs = [read_record(r / "run.json")["spec"] for r in (project / "results" / "smoke" / "tuning" / "tiny" / "runs").iterdir()]
     assert len(specs) == 16 and {(s["seeds"], s["iterations"]) for s in specs} == {(1, 12)}
-    assert pd.read_csv(project / "results" / "tuning" / "tiny.csv")["chosen"].sum() == 8
+    assert pd.read_csv(project / "results" / "smoke" / "tuning" / "tiny.csv")["chosen"].sum() == 8
 
     # the Markdown's per_run block, laid into the scale, gives every tuned run the chosen value
-    md = (project / "results" / "tuning" / "tiny.md").read_text()
+    md = (project / "results" / "smoke" / "tuning" / "tiny.md").read_text()
     assert "differs from the chosen value in 8 of 8 groups" in md  # the configured smoke rate is 0.005
     block = yaml.safe_load(md.split("```yaml\n")[1].split("```")[0])
     cfg = load_paper_config(project / "config" / "papers" / "tdcd.yaml")

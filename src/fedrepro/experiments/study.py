@@ -6,9 +6,9 @@ scale's defaults. Optional `defaults` (settings of every variant) and `panels` (
 pin what the study holds fixed, so later changes to the scale itself do not change the study's runs.
 Each variant is the paper's configuration with those settings, resolved by the run table like any scale,
 so its runs, figure tables and claims are the pipeline's own (execute_run, figure_table,
-evaluate_claims). Runs are stored by run id under results/studies/<name>/runs, so variants
+evaluate_claims). Runs are stored by run id under results/<scale>/studies/<name>/runs, so variants
 that share a run train it once and a rerun of the study trains only what is missing; each variant's
-figure tables are in results/studies/<name>/tables/<variant>/.
+figure tables are in results/<scale>/studies/<name>/tables/<variant>/.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from fedrepro.errors import ConfigError
 from fedrepro.experiments.batch import train_missing
 from fedrepro.experiments.runtable import RunTable, label_values, load_paper_config, resolve_paper
 from fedrepro.experiments.variants import patched
+from fedrepro.layout import Layout
 from fedrepro.results.tables import read_figure_table, write_figure_table
 from fedrepro.utils import atomic
 from fedrepro.validate import check
@@ -58,11 +59,13 @@ def variant_config(paper_cfg: dict[str, Any], scale: str, settings: dict[str, An
     return cfg
 
 
-def run_study(name: str, config_dir: Path = Path("config"), out_dir: Path = Path("results/studies"),
+def run_study(name: str, config_dir: Path = Path("config"), out_dir: Path | None = None,
               jobs: int = 2) -> pd.DataFrame:
-    """Train what the study's variants need, judge its claims per variant, write <out>/<name>.csv and .md."""
+    """Train what the study's variants need, judge its claims per variant, write <out>/<name>.csv and .md (default
+    out: results/<scale>/studies, in the tree of the study's scale)."""
     study = load_study(config_dir / "studies" / f"{name}.yaml")
     paper, scale = study["paper"], study["scale"]
+    out_dir = out_dir or Layout(scale).results / "studies"
     paper_cfg = load_paper_config(config_dir / "papers" / f"{paper}.yaml")
     readings = paper_cfg.get("readings", {})
     claims_cfg = load_claims(config_dir / "claims" / f"{paper}.yaml", label_values(paper_cfg), readings)

@@ -6,8 +6,8 @@ tuned group of runs (`by`, e.g. dataset, N, K, Q), a grid of values per value of
 dataset), what selects (`select`: the metric, lowest wins, smoothed over the last evaluations), the
 settings of every trial (`trial`, e.g. one seed) and optionally the `figures` whose runs it tunes
 (default: all). Every run of the scale is resolved by the run table; each group's run is trained once per
-grid value (trials stored by run id under results/tuning/<name>/runs, so a rerun trains only what is
-missing); the value with the lowest score wins. The result (results/tuning/<name>.{csv,md}) gives the `per_run` entries to freeze in the paper's
+grid value (trials stored by run id under results/<scale>/tuning/<name>/runs, so a rerun trains only what is
+missing); the value with the lowest score wins. The result (results/<scale>/tuning/<name>.{csv,md}) gives the `per_run` entries to freeze in the paper's
 configuration and says where the configuration differs from them: the pipeline never reads a tuning
 result, only the configuration.
 """
@@ -25,6 +25,7 @@ from fedrepro.engines import ENGINES
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.batch import train_missing
 from fedrepro.experiments.runtable import RunTable, load_paper_config, resolve_paper, run_id_of
+from fedrepro.layout import Layout
 from fedrepro.results.store import read_verified_record, run_files
 from fedrepro.utils import atomic
 from fedrepro.validate import check
@@ -107,10 +108,12 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def run_tuning(name: str, config_dir: Path = Path("config"), out_dir: Path = Path("results/tuning"),
+def run_tuning(name: str, config_dir: Path = Path("config"), out_dir: Path | None = None,
                jobs: int = 2) -> pd.DataFrame:
-    """Train every trial, score it, choose per group; write <out>/<name>.csv (every trial) and .md."""
+    """Train every trial, score it, choose per group; write <out>/<name>.csv (every trial) and .md (default out:
+    results/<scale>/tuning, in the tree of the tuning's scale)."""
     tuning = load_tuning(config_dir / "tuning" / f"{name}.yaml")
+    out_dir = out_dir or Layout(tuning["scale"]).results / "tuning"
     paper_cfg = load_paper_config(config_dir / "papers" / f"{tuning['paper']}.yaml")
     if tuning.get("figures"):
         unknown = sorted(set(tuning["figures"]) - set(paper_cfg["figures"]))
