@@ -7,12 +7,14 @@ those parts, so a draw does not depend on job order, batching or parallelism.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from fedrepro.utils.digest import config_digest
+
+if TYPE_CHECKING:  # torch only where a torch stream is drawn: the table, plot and claims jobs never load it
+    import torch
 
 
 def derive_seed(*parts: object) -> int:
@@ -22,6 +24,8 @@ def derive_seed(*parts: object) -> int:
 
 
 def torch_generator(*parts: object, device: str | torch.device = "cpu") -> torch.Generator:
+    import torch
+
     gen = torch.Generator(device=device)
     gen.manual_seed(derive_seed(*parts))
     return gen

@@ -9,7 +9,7 @@ from fedrepro.claims.checks import CHECKS
 from fedrepro.claims.checks.final_values import falls
 from fedrepro.claims.checks.time_model import time_win_ratio
 from fedrepro.claims.data import ClaimData
-from fedrepro.engines.vertical_time import time_win_threshold
+from fedrepro.vertical_time import time_win_threshold
 
 LABELS = ["figure", "panel", "curve", "method", "run_id", "Q"]
 

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from fedrepro.data.vertical import split_features, split_sizes
-from fedrepro.engines.vertical_time import (event_time, iteration_time, round_time, time_at, time_column,
+from fedrepro.vertical_time import (event_time, iteration_time, round_time, time_at, time_column,
                                             time_win_threshold)
 from fedrepro.errors import DataError
 from fedrepro.models import build_model, seeded_model

@@ -38,7 +38,7 @@ from fedrepro.data.inputs import prepared_name
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer
 from fedrepro.engines.vertical_inputs import model_inputs
-from fedrepro.engines.vertical_time import time_at, time_column
+from fedrepro.vertical_time import time_at, time_column
 from fedrepro.errors import ConfigError
 from fedrepro.models import build_model, seeded_model
 from fedrepro.nn.silos import StateLayout, make_silo, sample_losses

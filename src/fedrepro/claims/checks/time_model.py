@@ -1,6 +1,6 @@
 """Checks of a simulated-time claim in its iteration form (TDCD claim C1', docs/papers/tdcd.md R21).
 
-With one round of Q local iterations costing t_Q = 3 t_comm + Q t_comp (engines/vertical_time.py), a run
+With one round of Q local iterations costing t_Q = 3 t_comm + Q t_comp (vertical_time.py), a run
 with Q reaches a target sooner in time than one with Q = 1 exactly when n_Q / n_1, the ratio of the
 iterations they need, is below Q (3 t_comm + t_comp) / (3 t_comm + Q t_comp). The check reads the
 iteration curves and reports each ratio next to these thresholds; the speed-up in time at t_comm c is then
@@ -30,7 +30,7 @@ from fedrepro.claims.checks.common import (
 )
 from fedrepro.claims.checks.final_values import Target
 from fedrepro.claims.data import ClaimData
-from fedrepro.engines.vertical_time import time_win_threshold
+from fedrepro.vertical_time import time_win_threshold
 
 
 def time_win_ratio(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str, target: Target,
