@@ -102,6 +102,9 @@ def parser() -> argparse.ArgumentParser:
                           "freeze in the paper's configuration.")
     tune.add_argument("name", help="a tuning of config/tuning/, e.g. tdcd_quick")
     tune.add_argument("--jobs", type=int, default=2, help="runs trained at once, 1 torch thread each")
+    cost = sub.add_parser("cost", help="what the jobs of a scale cost, per paper and rule (Snakemake's benchmark "
+                          "records)")
+    cost.add_argument("--scale", choices=list(SCALES), help="default: `scale` of config/config.yaml")
     docs = sub.add_parser("docs", help="rewrite the generated parts of docs/papers/<paper>.md (figures from the "
                           "configuration, verdicts from the quick ledger on disk)")
     docs.add_argument("papers", nargs="*", metavar="PAPER", help="papers (default: all)")
@@ -134,6 +137,8 @@ def main(argv: list[str] | None = None) -> None:
         from fedrepro.experiments.tune import run_tuning
 
         run_step(lambda: print(run_tuning(args.name, jobs=args.jobs).to_string(index=False)))
+    if args.command == "cost":
+        run_step(lambda: print(job_cost_table(args.scale)))
     if args.command == "docs":
         stale: list[str] = []
         run_step(lambda: stale.extend(paper_docs(args)))
@@ -243,6 +248,18 @@ def run_one(args: argparse.Namespace) -> None:
     record = read_record(files.record)
     print(f"wall {record['wall_seconds']:.1f} s on {record['device']['device']}; diverged: {record['diverged']}")
     print(files.metrics.read_text())
+
+
+def job_cost_table(scale: str | None) -> str:
+    import yaml
+
+    from fedrepro.results.cost import cost_summary, job_costs
+    from fedrepro.validate import with_defaults
+
+    if scale is None:
+        with open("config/config.yaml") as fh:
+            scale = with_defaults(yaml.safe_load(fh) or {})["scale"]
+    return cost_summary(job_costs(scale), scale)
 
 
 def paper_docs(args: argparse.Namespace) -> list[str]:

@@ -55,6 +55,9 @@ def test_smoke_run_report_and_dvc_round_trip(tmp_path):
     assert len(table1) == 64 and (table1["ours"] != "").all() and (table1["paper"] != "").all()  # Table I, every cell
     fedpage_claims = set(pd.read_csv(results / "claims" / "fedpage.csv")["claim_id"])
     assert {"C5a", "C6a", "C10", "C11"} <= fedpage_claims
+    # every job's cost is on record (Snakemake's benchmark files), summed per paper and rule
+    cost = sh(BIN / "fedrepro", "cost", "--scale", "smoke", cwd=work)
+    assert "| fedpage | train |" in cost and "| fedpage | plot |" in cost and "| defedavg | claims |" in cost
     record = next((results / "runs").glob("*/run.json")).read_text()
     assert '"source": "mirror"' in record and '"sha256"' in record
     # a figure's path names its scale: with the configured scale (quick) it is still the smoke figure, up to date,

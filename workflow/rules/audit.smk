@@ -22,6 +22,8 @@ rule audit_paper:
         alternatives=lambda wildcards: FigureList(run_table(wildcards.scale).alternatives.get(wildcards.paper, [])),
     log:
         str(OUT.logs / "audit" / "{paper}.log"),
+    benchmark:
+        str(OUT.logs / "benchmarks" / "audit" / "{paper}.tsv"),
     threads: 1
     resources:
         mem_mb=2000,

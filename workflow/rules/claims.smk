@@ -36,6 +36,8 @@ rule claims:
         alternatives=lambda wildcards: run_table(wildcards.scale).alternatives_settings(wildcards.paper),
     log:
         str(OUT.logs / "claims" / "{paper}.log"),
+    benchmark:
+        str(OUT.logs / "benchmarks" / "claims" / "{paper}.tsv"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -61,6 +63,8 @@ rule claims_table:
         names=lambda wildcards: run_table(wildcards.scale).method_names(wildcards.paper),
     log:
         str(OUT.logs / "claims_table" / "{paper}.log"),
+    benchmark:
+        str(OUT.logs / "benchmarks" / "claims_table" / "{paper}.tsv"),
     threads: 1
     resources:
         mem_mb=1000,

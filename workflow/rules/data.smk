@@ -16,6 +16,8 @@ rule download:
         mirror=config["data_mirror"],
     log:
         "logs/download/{dataset}.log",
+    benchmark:
+        "logs/benchmarks/download/{dataset}.tsv",
     threads: 1
     resources:
         mem_mb=1000,
@@ -33,6 +35,8 @@ rule prepare:
         dataset="|".join(REGISTRY),
     log:
         "logs/prepare/{dataset}.log",
+    benchmark:
+        "logs/benchmarks/prepare/{dataset}.tsv",
     threads: 1
     resources:
         mem_mb=4000,
@@ -49,6 +53,8 @@ rule view:
         "data/prepared/{dataset}-{view}.npz",
     log:
         "logs/view/{dataset}-{view}.log",
+    benchmark:
+        "logs/benchmarks/view/{dataset}-{view}.tsv",
     threads: 1
     resources:
         mem_mb=4000,
@@ -66,6 +72,8 @@ rule register_user_data:
         "data/raw/{user_dataset}/PROVENANCE.json",
     log:
         "logs/register/{user_dataset}.log",
+    benchmark:
+        "logs/benchmarks/register/{user_dataset}.tsv",
     threads: 1
     resources:
         mem_mb=1000,
@@ -86,6 +94,8 @@ rule prepare_user:
         options={},
     log:
         "logs/prepare/{user_dataset}.log",
+    benchmark:
+        "logs/benchmarks/prepare/{user_dataset}.tsv",
     threads: 1
     resources:
         mem_mb=8000,
@@ -105,6 +115,8 @@ rule prepare_multiview:
         options=lambda wildcards: {"side": int(wildcards.side), "channels": 3 if wildcards.mode == "rgb" else 1},
     log:
         "logs/prepare/modelnet40_12view_{mode}{side}.log",
+    benchmark:
+        "logs/benchmarks/prepare/modelnet40_12view_{mode}{side}.tsv",
     threads: 1
     resources:
         mem_mb=4000,
@@ -119,6 +131,8 @@ rule describe_standin:
         "data/raw/{standin}/PROVENANCE.json",
     log:
         "logs/synthesize/{standin}-provenance.log",
+    benchmark:
+        "logs/benchmarks/synthesize/{standin}-provenance.tsv",
     threads: 1
     resources:
         mem_mb=500,
@@ -139,6 +153,8 @@ rule synthesize:
         options={},
     log:
         "logs/synthesize/{standin}.log",
+    benchmark:
+        "logs/benchmarks/synthesize/{standin}.tsv",
     threads: 1
     resources:
         mem_mb=4000,
@@ -157,6 +173,8 @@ rule synthesize_multiview:
         options=lambda wildcards: {"side": int(wildcards.side)},
     log:
         "logs/synthesize/synthetic_12view_gray{side}.log",
+    benchmark:
+        "logs/benchmarks/synthesize/synthetic_12view_gray{side}.tsv",
     threads: 1
     resources:
         mem_mb=4000,

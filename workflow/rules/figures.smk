@@ -15,6 +15,8 @@ rule aggregate:
         settings=settings_of(Figure.table_settings),
     log:
         str(OUT.logs / "aggregate" / "{paper}" / "{figure}.log"),
+    benchmark:
+        str(OUT.logs / "benchmarks" / "aggregate" / "{paper}" / "{figure}.tsv"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -36,6 +38,8 @@ rule aggregate_reading:
         settings=lambda wildcards: config_digest(alternative_figure(wildcards).table_settings()),
     log:
         str(OUT.logs / "aggregate" / "{paper}" / "readings" / "{reading}" / "{alternative}" / "{figure}.log"),
+    benchmark:
+        str(OUT.logs / "benchmarks" / "aggregate" / "{paper}" / "readings" / "{reading}" / "{alternative}" / "{figure}.tsv"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -56,6 +60,8 @@ rule plot:
         settings=settings_of(Figure.drawing_settings),
     log:
         str(OUT.logs / "plot" / "{paper}" / "{figure}.log"),
+    benchmark:
+        str(OUT.logs / "benchmarks" / "plot" / "{paper}" / "{figure}.tsv"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -77,6 +83,8 @@ rule table:
         settings=settings_of(Figure.drawing_settings),
     log:
         str(OUT.logs / "table" / "{paper}" / "{figure}.log"),
+    benchmark:
+        str(OUT.logs / "benchmarks" / "table" / "{paper}" / "{figure}.tsv"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -106,6 +114,8 @@ rule figure_page:
         names=lambda wildcards: run_table(wildcards.scale).method_names(wildcards.paper),
     log:
         str(OUT.logs / "figure_page" / "{paper}" / "{figure}.log"),
+    benchmark:
+        str(OUT.logs / "benchmarks" / "figure_page" / "{paper}" / "{figure}.tsv"),
     threads: 1
     resources:
         mem_mb=1000,

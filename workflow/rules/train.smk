@@ -12,6 +12,8 @@ rule train:
         device=config["device"],
     log:
         str(OUT.logs / "train" / "{run_id}.log"),
+    benchmark:
+        str(OUT.logs / "benchmarks" / "train" / "{run_id}.tsv"),
     threads: 1
     resources:
         mem_mb=3000,

@@ -1,0 +1,69 @@
+"""What the jobs of a scale cost, from Snakemake's own benchmark records (each rule's `benchmark:`, in
+logs/<scale>/benchmarks/<rule>/..., the data rules' in logs/benchmarks/<rule>/...): per paper and rule the jobs, their
+wall and CPU seconds and their peak memory, and the slowest runs. `fedrepro cost` prints it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from fedrepro.layout import Layout
+
+DATA = "(data)"  # the data rules' jobs, shared by every scale
+SLOWEST = 5
+
+
+def _record(tsv: Path) -> dict[str, float]:
+    """A benchmark file's wall seconds, CPU seconds and peak resident memory (MB): its first row (a rule run with
+    Snakemake's `repeat` has more)."""
+    row = pd.read_csv(tsv, sep="\t").iloc[0]
+    return {"wall_s": float(row["s"]), "cpu_s": float(row.get("cpu_time", float("nan"))),
+            "max_rss_mb": float(row.get("max_rss", float("nan")))}
+
+
+def _paper_of_run(results: Path, run_id: str) -> str:
+    try:
+        return json.loads((results / "runs" / run_id / "run.json").read_text())["spec"]["paper"]
+    except (OSError, ValueError, KeyError):
+        return "?"
+
+
+def job_costs(scale: str, root: Path = Path(".")) -> pd.DataFrame:
+    """One row per job with a benchmark record: rule, paper, job (its wildcards as a path), wall_s, cpu_s,
+    max_rss_mb."""
+    out = Layout(scale, root)
+    rows = []
+    for base, paper_of in ((out.logs / "benchmarks", None), (root / "logs" / "benchmarks", DATA)):
+        for tsv in sorted(base.rglob("*.tsv")):
+            rule, *rest = tsv.relative_to(base).with_suffix("").parts
+            job = "/".join(rest)
+            paper = paper_of or (_paper_of_run(out.results, job) if rule == "train" else rest[0])
+            rows.append({"rule": rule, "paper": paper, "job": job, **_record(tsv)})
+    return pd.DataFrame(rows, columns=["rule", "paper", "job", "wall_s", "cpu_s", "max_rss_mb"])
+
+
+def _markdown(frame: pd.DataFrame) -> str:
+    cells = [[f"{v:.1f}" if isinstance(v, float) else str(v) for v in row] for row in frame.itertuples(index=False)]
+    return "\n".join(["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
+                     + ["| " + " | ".join(row) + " |" for row in cells])
+
+
+def cost_summary(costs: pd.DataFrame, scale: str) -> str:
+    """Markdown: per paper and rule, then per paper, then the slowest runs."""
+    if costs.empty:
+        return (f"No benchmark records at scale {scale} (logs/{scale}/benchmarks/): every rule that does work "
+                f"writes one when it runs.\n")
+    table = costs.groupby(["paper", "rule"]).agg(
+        jobs=("job", "size"), wall_s=("wall_s", "sum"), cpu_s=("cpu_s", "sum"),
+        max_rss_mb=("max_rss_mb", "max")).reset_index()
+    papers = table.groupby("paper")[["jobs", "wall_s", "cpu_s"]].sum().reset_index()
+    runs = costs[costs["rule"] == "train"].nlargest(SLOWEST, "wall_s")[["paper", "job", "wall_s", "cpu_s",
+                                                                        "max_rss_mb"]]
+    return "\n".join([
+        f"## Job costs at scale `{scale}`", "",
+        "Sums over the jobs of Snakemake's benchmark records (wall and CPU seconds; peak resident memory in MB): "
+        "not the wall time of a run, whose jobs overlap.", "", _markdown(table), "", "### Per paper", "",
+        _markdown(papers), "", f"### The {SLOWEST} slowest runs", "",
+        _markdown(runs.rename(columns={"job": "run"})) if len(runs) else "(no train job recorded)"]) + "\n"
