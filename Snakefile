@@ -22,8 +22,8 @@ configfile: "config/config.yaml"
 report: "workflow/report/workflow.rst"
 
 
-if old_layout():
-    raise WorkflowError(f"{', '.join(map(str, old_layout()))}: outputs of the layout before one tree per scale; "
+if OLD := old_layout():
+    raise WorkflowError(f"{', '.join(map(str, OLD))}: outputs of the layout before one tree per scale; "
                         f"`fedrepro migrate` moves them once into results/<scale>/ and figures/<scale>/ (nothing is "
                         f"retrained)")
 

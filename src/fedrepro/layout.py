@@ -15,8 +15,6 @@ from pathlib import Path
 from fedrepro.errors import ConfigError
 from fedrepro.experiments import SCALES
 
-TREES = ("results", "figures", "logs")  # the top-level folders that hold one subfolder per scale
-
 
 @dataclass(frozen=True)
 class Layout:

@@ -4,12 +4,13 @@ wall and CPU seconds and their peak memory, and the slowest runs. `fedrepro cost
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
+from fedrepro.errors import ResultsError
 from fedrepro.layout import Layout
+from fedrepro.results.store import read_record, run_files
 
 DATA = "(data)"  # the data rules' jobs, shared by every scale
 SLOWEST = 5
@@ -25,8 +26,8 @@ def _record(tsv: Path) -> dict[str, float]:
 
 def _paper_of_run(results: Path, run_id: str) -> str:
     try:
-        return json.loads((results / "runs" / run_id / "run.json").read_text())["spec"]["paper"]
-    except (OSError, ValueError, KeyError):
+        return read_record(run_files(results, run_id).record)["spec"]["paper"]
+    except (OSError, ResultsError, KeyError, TypeError):
         return "?"
 
 

@@ -13,13 +13,14 @@ from typing import Any
 
 import pandas as pd
 
-from fedrepro.claims.table import plain_words
+from fedrepro.claims.table import STATUS_COLOURS, plain_words
+from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import Figure
 from fedrepro.layout import Layout, scales_on_disk
 from fedrepro.results.store import read_record, run_files
 from fedrepro.utils.atomic import write_text
 
-VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE")
+VERDICTS = tuple(STATUS_COLOURS)  # PASS, FAIL, INCONCLUSIVE
 SHOWN_PACKAGES = ("python", "torch", "numpy", "pandas", "snakemake", "fedrepro")
 INTRO = ("fedrepro reproduces the figures and checks the claims of five federated-learning optimization papers: "
          "FedPAGE, the SVRG method for probabilistically activated agents (fedvr), FedCluster, DeFedAvg and TDCD. "
@@ -43,13 +44,14 @@ class Provenance:
 
     @classmethod
     def of(cls, results: Path, run_ids: list[str]) -> Provenance:
-        commits, devices, packages, data, missing = Counter(), Counter(), {}, {}, 0
-        for run_id in run_ids:
-            try:
-                record = read_record(run_files(results, run_id).record)
-            except (OSError, ValueError):
-                missing += 1
-                continue
+        records = {rid: _record(results, rid) for rid in run_ids}
+        return cls.of_records([r for r in records.values() if r is not None], len(run_ids))
+
+    @classmethod
+    def of_records(cls, records: list[dict[str, Any]], runs: int) -> Provenance:
+        """From the run.json records read of `runs` runs (those without one count as missing)."""
+        commits, devices, packages, data = Counter(), Counter(), {}, {}
+        for record in records:
             git = record.get("git") or {}
             commit = (git.get("commit") or "unknown")[:7]
             commits[commit + ("*" if git.get("dirty") else "")] += 1
@@ -60,11 +62,19 @@ class Provenance:
                 source = entry.get("source") or ("stand-in" if "generator" in entry else "?")
                 digest = entry.get("sha256") or entry.get("tree_sha256") or ""
                 data[(entry.get("dataset", "?"), entry.get("name") or entry.get("path", "?"))] = (source, digest)
-        return cls(len(run_ids), missing, commits, devices, packages, data)
+        return cls(runs, runs - len(records), commits, devices, packages, data)
 
     @property
     def sources(self) -> str:
         return ", ".join(sorted({source for source, _ in self.data.values()})) or "none recorded"
+
+
+def _record(results: Path, run_id: str) -> dict[str, Any] | None:
+    """A run's run.json, or None where it is missing or unreadable (the audit says why)."""
+    try:
+        return read_record(run_files(results, run_id).record)
+    except (OSError, ResultsError):
+        return None
 
 
 COMMIT_NOTE = "a commit with * ran with uncommitted changes to the code"
@@ -94,18 +104,14 @@ def overview(root: Path, scale: str) -> str:
     rows = []
     for on_disk in scales_on_disk(root):
         out = Layout(on_disk, root)
-        runs = {}
-        for record in out.runs.glob("*/run.json"):
-            try:
-                runs[record.parent.name] = read_record(record)["spec"]["paper"]
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
+        records = [r for r in (_record(out.results, d.name) for d in sorted(out.runs.glob("*"))) if r is not None]
         for ledger_path in sorted((out.results / "claims").glob("*.csv")):
             paper = ledger_path.stem
             ledger = pd.read_csv(ledger_path, dtype=str, keep_default_na=False)
             counts = ledger["status"].value_counts()
             kinds = Counter(r.split(" ")[0] for r in ledger.get("robustness", pd.Series(dtype=str)) if r)
-            provenance = Provenance.of(out.results, [rid for rid, p in runs.items() if p == paper])
+            mine = [r for r in records if (r.get("spec") or {}).get("paper") == paper]
+            provenance = Provenance.of_records(mine, len(mine))
             rows.append([f"``{paper}``", f"**{on_disk}**" if on_disk == scale else on_disk,
                          *(str(counts.get(v, 0)) for v in VERDICTS),
                          ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "-",
@@ -146,13 +152,13 @@ PAGE_STYLE = """body {font-family: sans-serif; font-size: 13px; margin: 10px; ma
 img {max-width: 100%} table {border-collapse: collapse; margin: 6px 0}
 th, td {border: 1px solid #bbb; padding: 3px 6px; text-align: left; vertical-align: top}
 th {background: #f0f0f0} .stand-in {color: #b71c1c; font-weight: bold}
-.PASS {background: #c8e6c9} .FAIL {background: #ffcdd2} .INCONCLUSIVE {background: #e0e0e0}"""
+""" + " ".join(f".{status} {{background: {colour}}}" for status, colour in STATUS_COLOURS.items())
 
 
 def _html_table(header: list[str], rows: list[list[str]], row_class: list[str] | None = None) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join(f'<tr class="{(row_class or [""] * len(rows))[i]}">' + "".join(f"<td>{c}</td>" for c in row)
-                   + "</tr>" for i, row in enumerate(rows))
+    body = "".join(f'<tr class="{cls}">' + "".join(f"<td>{c}</td>" for c in row) + "</tr>"
+                   for row, cls in zip(rows, row_class or [""] * len(rows)))
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
