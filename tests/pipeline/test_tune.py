@@ -11,12 +11,12 @@ import yaml
 
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import load_paper_config, resolve_paper
-from fedrepro.experiments.tune import chosen, groups_of, load_tuning, run_tuning, score
+from fedrepro.experiments.tune import chosen, groups_of, load_tuning, per_run_entries, run_tuning, score, trials_of
 from fedrepro.results.store import read_record
 from project_dir import REPO, make_project
 
-TUNING = {"paper": "tdcd", "scale": "smoke", "figures": ["fig6"], "setting": "lr", "by": ["dataset", "N", "K", "Q"],
-          "grid_by": "dataset", "grid": {"cifar10": [0.02, 1.0e4]}, "select": {"metric": "train_loss", "last": 3},
+TUNING = {"paper": "tdcd", "scale": "smoke", "figures": ["fig6"], "by": ["dataset", "N", "K", "Q"],
+          "grid_by": "dataset", "grid": {"cifar10": {"lr": [0.02, 1.0e4]}}, "select": {"metric": "train_loss", "last": 3},
           "trial": {"seeds": 1, "iterations": 12}}
 
 
@@ -39,15 +39,15 @@ def test_each_group_keeps_its_lowest_scoring_value_and_the_block_freezes_it(proj
     for _, group in result.groupby(["K", "Q"]):
         assert group["chosen"].sum() == 1
         assert group.loc[group["chosen"], "score"].iloc[0] == group["score"].min()
-    huge = result[result["value"] == 1.0e4]
-    assert not huge["chosen"].any() and (huge["score"] > result[result["value"] == 0.02]["score"].max()).all()
+    huge = result[result["lr"] == 1.0e4]
+    assert not huge["chosen"].any() and (huge["score"] > result[result["lr"] == 0.02]["score"].max()).all()
     specs = [read_record(r / "run.json")["spec"] for r in (project / "results" / "smoke" / "tuning" / "tiny" / "runs").iterdir()]
     assert len(specs) == 16 and {(s["seeds"], s["iterations"]) for s in specs} == {(1, 12)}
     assert pd.read_csv(project / "results" / "smoke" / "tuning" / "tiny.csv")["chosen"].sum() == 8
 
     # the Markdown's per_run block, laid into the scale, gives every tuned run the chosen value
     md = (project / "results" / "smoke" / "tuning" / "tiny.md").read_text()
-    assert "differs from the chosen value in 8 of 8 groups" in md  # the configured smoke rate is 0.005
+    assert "differs from the chosen values in 8 of 8 groups" in md  # the configured smoke rate is 0.005
     block = yaml.safe_load(md.split("```yaml\n")[1].split("```")[0])
     cfg = load_paper_config(project / "config" / "papers" / "tdcd.yaml")
     cfg["scales"]["smoke"]["per_run"] = block["per_run"]
@@ -74,22 +74,46 @@ def test_per_run_entries_apply_in_order_and_name_known_settings():
 
 
 def test_the_lowest_score_wins_a_tie_goes_to_the_first_grid_value_and_a_diverged_group_chooses_none():
-    result = pd.DataFrame({"K": [5, 5, 5, 10, 10, 20, 20], "value": [0.1, 0.2, 0.5, 0.1, 0.2, 0.1, 0.2],
+    result = pd.DataFrame({"K": [5, 5, 5, 10, 10, 20, 20], "lr": [0.1, 0.2, 0.5, 0.1, 0.2, 0.1, 0.2],
                            "score": [2.0, 1.5, 1.5, np.inf, 3.0, np.inf, np.inf]})
     assert chosen(result, ["K"]).tolist() == [False, True, False, False, True, False, False]
 
 
+def test_with_goal_max_the_highest_score_wins_and_a_tie_goes_to_the_smaller_steps():
+    """DeFedAvg's protocol (config/tuning/defedavg_quick.yaml): every combination of two grids, the first
+    setting outermost; the highest area under the accuracy curve wins, a diverged trial (-inf) never."""
+    groups = {("fedavg", 2): {"method": "fedavg", "n": 2, "lr_global": 1.0, "lr_local": 0.1, "seeds": 3},
+              ("asysg", 2): {"method": "asysg", "n": 2, "lr_global": 0.1, "lr_local": 1.0, "seeds": 3}}
+    tuning = {"by": ["method", "n"], "grid_by": "method", "trial": {"seeds": 1},
+              "grid": {"fedavg": {"lr_global": [0.1, 1.0], "lr_local": [0.01, 0.1]}, "asysg": {"lr_global": [0.1, 1.0]}}}
+    trials = trials_of(groups, tuning)
+    fedavg = trials[trials["method"] == "fedavg"]
+    assert list(zip(fedavg["lr_global"], fedavg["lr_local"])) == [(0.1, 0.01), (0.1, 0.1), (1.0, 0.01), (1.0, 0.1)]
+    assert trials.loc[trials["method"] == "asysg", "lr_local"].isna().all()  # AsySG's own rate is not tuned
+    assert {s["seeds"] for s in trials["spec"]} == {1} and trials["run_id"].is_unique
+    result = trials.drop(columns="spec").assign(score=[0.6, 0.7, 0.7, -np.inf, 0.5, 0.5])
+    picked = result[chosen(result, ["method", "n"], goal="max")]
+    assert list(zip(picked["method"], picked["lr_global"], picked["lr_local"].fillna(0))) == [
+        ("fedavg", 0.1, 0.1), ("asysg", 0.1, 0)]
+    assert per_run_entries(picked, tuning) == [
+        {"where": {"method": "fedavg", "n": 2}, "set": {"lr_global": 0.1, "lr_local": 0.1}},
+        {"where": {"method": "asysg", "n": 2}, "set": {"lr_global": 0.1}}]
+
+
 def test_a_group_must_be_told_apart_by_its_settings():
     runs = {"a": {"dataset": "d", "Q": 1, "K": 2, "lr": 0.1}, "b": {"dataset": "d", "Q": 10, "K": 2, "lr": 0.1}}
-    assert len(groups_of(runs, {"by": ["dataset", "Q"], "setting": "lr"})) == 2
+    tuning = {"grid": {"d": {"lr": [0.1]}}}
+    assert len(groups_of(runs, {**tuning, "by": ["dataset", "Q"]})) == 2
     with pytest.raises(ConfigError, match="differ in Q; add it to `by`"):
-        groups_of(runs, {"by": ["dataset", "K"], "setting": "lr"})
+        groups_of(runs, {**tuning, "by": ["dataset", "K"]})
 
 
 def test_score_is_the_mean_of_the_last_evaluations_and_a_diverged_trial_loses():
     metrics = pd.DataFrame({"seed": [0] * 4 + [1] * 4, "train_loss": [9.0, 3.0, 2.0, 1.0, 9.0, 5.0, 4.0, 3.0]})
     assert score(metrics, "train_loss", 3) == pytest.approx((2.0 + 4.0) / 2)
     assert score(metrics.assign(train_loss=[9.0, 3.0, np.nan, 1.0] * 2), "train_loss", 3) == np.inf
+    assert score(metrics, "train_loss", "all", goal="max") == pytest.approx((15.0 / 4 + 21.0 / 4) / 2)
+    assert score(metrics.assign(train_loss=[np.inf] * 8), "train_loss", "all", goal="max") == -np.inf
 
 
 def test_a_bad_tuning_is_named(project):
@@ -97,8 +121,14 @@ def test_a_bad_tuning_is_named(project):
     with pytest.raises(ConfigError, match="missing grid"):
         load_tuning(project / "config" / "tuning" / "bad.yaml")
     write_tuning(project, "bad", {**TUNING, "by": ["dataset", "lr"]})
-    with pytest.raises(ConfigError, match="not the tuned setting"):
+    with pytest.raises(ConfigError, match="none of the tuned settings"):
         load_tuning(project / "config" / "tuning" / "bad.yaml")
-    write_tuning(project, "bad", {**TUNING, "grid": {"mnist": [0.1]}})
+    write_tuning(project, "bad", {**TUNING, "grid": {"cifar10": [0.1]}})
+    with pytest.raises(ConfigError, match="grid of cifar10 must map each tuned setting"):
+        load_tuning(project / "config" / "tuning" / "bad.yaml")
+    write_tuning(project, "bad", {**TUNING, "select": {"metric": "test_accuracy", "last": "all", "goal": "best"}})
+    with pytest.raises(ConfigError, match="goal is one of min, max"):
+        load_tuning(project / "config" / "tuning" / "bad.yaml")
+    write_tuning(project, "bad", {**TUNING, "grid": {"mnist": {"lr": [0.1]}}})
     with pytest.raises(ConfigError, match="no grid for dataset = cifar10"):
         run_tuning("bad", jobs=1)

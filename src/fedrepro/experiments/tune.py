@@ -1,19 +1,22 @@
 """A step-size grid search as a paper's protocol describes it (TDCD paper §5.2: "for each Q and K ... pick the
-learning rate with the lowest training loss"), reproducible and frozen into the configuration.
+learning rate with the lowest training loss"; DeFedAvg paper §4.1.4: the rates from its grids "that yield the best
+convergence performance"), reproducible and frozen into the configuration.
 
-config/tuning/<name>.yaml names a paper, a scale, the `setting` to tune, the settings that identify a
-tuned group of runs (`by`, e.g. dataset, N, K, Q), a grid of values per value of `grid_by` (e.g. per
-dataset), what selects (`select`: the metric, lowest wins, smoothed over the last evaluations), the
-settings of every trial (`trial`, e.g. one seed) and optionally the `figures` whose runs it tunes
-(default: all). Every run of the scale is resolved by the run table; each group's run is trained once per
-grid value (trials stored by run id under results/<scale>/tuning/<name>/runs, so a rerun trains only what is
-missing); the value with the lowest score wins. The result (results/<scale>/tuning/<name>.{csv,md}) gives the `per_run` entries to freeze in the paper's
-configuration and says where the configuration differs from them: the pipeline never reads a tuning
-result, only the configuration.
+config/tuning/<name>.yaml names a paper, a scale, the settings that identify a tuned group of runs (`by`, e.g.
+dataset, N, K, Q), a grid per value of `grid_by` (e.g. per dataset or method): a mapping from each tuned
+setting to its values, every combination a trial; what selects (`select`: the metric, over the last evaluations
+or `all`, and the `goal`: min, the default, or max), the settings of every trial (`trial`, e.g. one seed) and
+optionally the `figures` whose runs it tunes (default: all). Every run of the scale is resolved by the run
+table; each group's run is trained once per combination (trials stored by run id under
+results/<scale>/tuning/<name>/runs, so a rerun trains only what is missing); the best score wins. The result
+(results/<scale>/tuning/<name>.{csv,md}) gives the `per_run` entries to freeze in the paper's configuration and
+says where the configuration differs from them: the pipeline never reads a tuning result, only the
+configuration.
 """
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +33,9 @@ from fedrepro.results.store import read_verified_record, run_files
 from fedrepro.utils import atomic
 from fedrepro.validate import check
 
-TUNING_KEYS = {"paper", "scale", "setting", "by", "grid_by", "grid", "select", "trial", "figures", "about"}
-REQUIRED = {"paper", "scale", "setting", "by", "grid_by", "grid", "select"}
+TUNING_KEYS = {"paper", "scale", "by", "grid_by", "grid", "select", "trial", "figures", "about"}
+REQUIRED = {"paper", "scale", "by", "grid_by", "grid", "select"}
+GOALS = ("min", "max")
 
 
 def load_tuning(path: Path) -> dict[str, Any]:
@@ -41,26 +45,48 @@ def load_tuning(path: Path) -> dict[str, Any]:
         tuning = yaml.safe_load(fh)
     missing, unknown = REQUIRED - set(tuning), set(tuning) - TUNING_KEYS
     problems = [f"{what} {', '.join(sorted(keys))}" for what, keys in (("missing", missing), ("unknown", unknown)) if keys]
-    if not problems and (set(tuning["select"]) != {"metric", "last"} or int(tuning["select"]["last"]) < 1):
-        problems.append("select needs exactly metric and last (>= 1)")
-    if not problems and (tuning["setting"] in tuning["by"] or tuning["grid_by"] not in tuning["by"]):
-        problems.append(f"by must name grid_by ({tuning['grid_by']}) and not the tuned setting ({tuning['setting']})")
+    if not problems:
+        problems += _select_problems(tuning["select"])
+        bad = sorted(str(k) for k, grid in tuning["grid"].items() if not isinstance(grid, dict) or not grid
+                     or not all(isinstance(v, list) and v for v in grid.values()))
+        if bad:
+            problems.append(f"the grid of {', '.join(bad)} must map each tuned setting to a list of values")
+    if not problems and (set(tuned_settings(tuning)) & set(tuning["by"]) or tuning["grid_by"] not in tuning["by"]):
+        problems.append(f"by must name grid_by ({tuning['grid_by']}) and none of the tuned settings "
+                        f"({', '.join(tuned_settings(tuning))})")
     if problems:
         raise ConfigError(f"{path}: " + "; ".join(problems))
     return tuning
 
 
+def _select_problems(select: dict[str, Any]) -> list[str]:
+    last = select.get("last")
+    if not {"metric", "last"} <= set(select) <= {"metric", "last", "goal"}:
+        return ["select needs metric and last, and may give goal"]
+    if not (last == "all" or (isinstance(last, int) and last >= 1)):
+        return ["select's last is a count (>= 1) or all"]
+    if select.get("goal", "min") not in GOALS:
+        return [f"select's goal is one of {', '.join(GOALS)}"]
+    return []
+
+
+def tuned_settings(tuning: dict[str, Any]) -> list[str]:
+    """Every setting some grid tunes, in the order the grids name them."""
+    return list(dict.fromkeys(k for grid in tuning["grid"].values() for k in grid))
+
+
 def groups_of(runs: dict[str, dict[str, Any]], tuning: dict[str, Any]) -> dict[tuple, dict[str, Any]]:
     """One run spec per group (its values of `by`), as the configuration sets it. Two runs of one group
-    must differ only in the tuned setting: else `by` misses what tells them apart."""
+    must differ only in the tuned settings: else `by` misses what tells them apart."""
     groups: dict[tuple, dict[str, Any]] = {}
+    tuned = set(tuned_settings(tuning))
     for spec in runs.values():
         missing = [k for k in tuning["by"] if k not in spec]
         if missing:
             raise ConfigError(f"tuning: run {run_id_of(spec)} has no setting {', '.join(missing)} named in `by`")
         key = tuple(spec[k] for k in tuning["by"])
         first = groups.setdefault(key, spec)
-        differ = sorted(k for k in set(first) | set(spec) if k != tuning["setting"] and first.get(k) != spec.get(k))
+        differ = sorted(k for k in set(first) | set(spec) if k not in tuned and first.get(k) != spec.get(k))
         if differ:
             raise ConfigError(f"tuning: runs with {dict(zip(tuning['by'], key))} differ in {', '.join(differ)}; "
                               f"add it to `by`")
@@ -68,39 +94,49 @@ def groups_of(runs: dict[str, dict[str, Any]], tuning: dict[str, Any]) -> dict[t
 
 
 def trials_of(groups: dict[tuple, dict[str, Any]], tuning: dict[str, Any]) -> pd.DataFrame:
-    """One row per (group, grid value): the trial's run id and spec (the group's run with the value and
-    the `trial` settings)."""
+    """One row per (group, combination of its grid's values, the first setting's values outermost): the
+    trial's run id and spec (the group's run with the values and the `trial` settings)."""
     rows = []
     for key, spec in groups.items():
         grid = tuning["grid"].get(spec[tuning["grid_by"]])
         if not grid:
             raise ConfigError(f"tuning: no grid for {tuning['grid_by']} = {spec[tuning['grid_by']]}")
-        for value in grid:
-            trial = {**spec, **(tuning.get("trial") or {}), tuning["setting"]: value}
-            rows.append({**dict(zip(tuning["by"], key)), "value": value, "run_id": run_id_of(trial), "spec": trial})
+        for values in itertools.product(*grid.values()):
+            point = dict(zip(grid, values))
+            trial = {**spec, **(tuning.get("trial") or {}), **point}
+            rows.append({**dict(zip(tuning["by"], key)), **point, "run_id": run_id_of(trial), "spec": trial})
     return pd.DataFrame(rows)
 
 
-def score(metrics: pd.DataFrame, metric: str, last: int) -> float:
-    """The mean over seeds of the mean of a run's last `last` evaluations of `metric` (the smoothing of
-    docs/papers/tdcd.md R21); inf when any value is not finite (a diverged trial loses)."""
+def score(metrics: pd.DataFrame, metric: str, last: int | str, goal: str = "min") -> float:
+    """The mean over seeds of the mean of a run's last `last` (or `all`) evaluations of `metric` (the
+    smoothing of docs/papers/tdcd.md R21; over all of a curve, its area: how fast and how far it goes); the
+    worst score (inf for min, -inf for max) when any value is not finite (a diverged trial loses)."""
     values = metrics[metric].to_numpy(dtype=float)
     if not np.isfinite(values).all():
-        return float("inf")
-    return float(metrics.groupby("seed")[metric].apply(lambda v: v.iloc[-last:].mean()).mean())
+        return worst(goal)
+    count = None if last == "all" else int(last)
+    return float(metrics.groupby("seed")[metric].apply(lambda v: v.iloc[-count if count else 0:].mean()).mean())
 
 
-def chosen(result: pd.DataFrame, by: list[str]) -> pd.Series:
-    """Per group (its values of `by`), True at the trial with the lowest finite score. A tie goes to the value
-    listed first in the grid (the grids are ascending: the smaller step size); a group whose every trial
-    diverged chooses none."""
+def worst(goal: str) -> float:
+    return float("inf") if goal == "min" else float("-inf")
+
+
+def chosen(result: pd.DataFrame, by: list[str], goal: str = "min") -> pd.Series:
+    """Per group (its values of `by`), True at the trial with the best finite score. A tie goes to the trial
+    listed first (the grids are ascending: the smaller step size, the first setting's values outermost); a
+    group whose every trial diverged chooses none."""
     finite = result[np.isfinite(result["score"])]
-    return pd.Series(result.index.isin(finite.groupby(by, sort=False)["score"].idxmin()), index=result.index)
+    best = finite.groupby(by, sort=False)["score"]
+    picked = best.idxmin() if goal == "min" else best.idxmax()
+    return pd.Series(result.index.isin(picked), index=result.index)
 
 
 def per_run_entries(chosen: pd.DataFrame, tuning: dict[str, Any]) -> list[dict[str, Any]]:
     """The `per_run` entries of the paper's scale that freeze the chosen values."""
-    return [{"where": {k: _plain(row[k]) for k in tuning["by"]}, "set": {tuning["setting"]: _plain(row["value"])}}
+    return [{"where": {k: _plain(row[k]) for k in tuning["by"]},
+             "set": {k: _plain(row[k]) for k in tuning["grid"][row[tuning["grid_by"]]]}}
             for _, row in chosen.iterrows()]
 
 
@@ -128,49 +164,69 @@ def run_tuning(name: str, config_dir: Path = Path("config"), out_dir: Path | Non
     train_missing(RunTable(tuning["scale"], dict(zip(trials["run_id"], trials["spec"])), {}), results_dir, jobs,
                   f"tuning {name}")
 
-    metric, last = tuning["select"]["metric"], int(tuning["select"]["last"])
+    metric, last = tuning["select"]["metric"], tuning["select"]["last"]
+    goal = tuning["select"].get("goal", "min")
     scores = []
     for rid in trials["run_id"]:
         files = run_files(results_dir, rid)
-        read_verified_record(files)  # the metrics are the ones the trial wrote
-        scores.append(score(pd.read_csv(files.metrics), metric, last))
+        record = read_verified_record(files)  # the metrics are the ones the trial wrote
+        diverged = record.get("diverged", False)
+        scores.append(worst(goal) if diverged else score(pd.read_csv(files.metrics), metric, last, goal))
     result = trials.drop(columns="spec").assign(score=scores)
-    by = tuning["by"]
-    result["chosen"] = chosen(result, by)
-    configured = {tuple(spec[k] for k in by): spec[tuning["setting"]] for spec in runs.values()}
+    by, settings = tuning["by"], tuned_settings(tuning)
+    result["chosen"] = chosen(result, by, goal)
+    configured = {tuple(spec[k] for k in by): _values_text({k: spec.get(k) for k in
+                                                            tuning["grid"][spec[tuning["grid_by"]]]})
+                  for spec in runs.values()}
     result["configured"] = [configured[tuple(row[k] for k in by)] for _, row in result.iterrows()]
+    result = result[[*by, *settings, "run_id", "score", "chosen", "configured"]]
     atomic.write_text(out_dir / f"{name}.csv", result.to_csv(index=False))
     atomic.write_text(out_dir / f"{name}.md", markdown(result, tuning, name))
     return result
 
 
+def _values_text(values: dict[str, Any]) -> str:
+    """`lr_global=0.1, lr_local=0.05`; a single setting by its value alone."""
+    if len(values) == 1:
+        return f"{next(iter(values.values())):g}"
+    return ", ".join(f"{k}={v:g}" for k, v in values.items())
+
+
 def markdown(result: pd.DataFrame, tuning: dict[str, Any], name: str) -> str:
-    """Per group, every grid value's score with the lowest in bold, the configured value, and the
+    """Per group, every combination's score with the best in bold, the configured values, and the
     per_run block to freeze."""
-    by, setting = tuning["by"], tuning["setting"]
-    metric, last = tuning["select"]["metric"], tuning["select"]["last"]
-    lines = [f"# Tuning {name}: {setting} of {tuning['paper']} at the {tuning['scale']} scale", ""]
+    by, settings = tuning["by"], tuned_settings(tuning)
+    select = tuning["select"]
+    goal = select.get("goal", "min")
+    over = "all evaluations" if select["last"] == "all" else f"the last {select['last']} evaluations"
+    worst_text = "inf" if goal == "min" else "-inf"
+    lines = [f"# Tuning {name}: {', '.join(settings)} of {tuning['paper']} at the {tuning['scale']} scale", ""]
     if tuning.get("about"):
         lines += [tuning["about"].strip(), ""]
-    lines += [f"Score: the mean of the last {last} evaluations of {metric} (lowest wins; inf: diverged). "
-              f"Trial settings: {tuning.get('trial') or {}}.", "",
-              "| " + " | ".join(by) + f" | scores ({setting}: score) | chosen | configured |",
+    lines += [f"Score: the mean over {over} of {select['metric']} ({'lowest' if goal == 'min' else 'highest'} "
+              f"wins; {worst_text}: diverged). Trial settings: {tuning.get('trial') or {}}.", "",
+              "| " + " | ".join(by) + f" | scores ({', '.join(settings)}: score) | chosen | configured |",
               "|" + "---|" * (len(by) + 3)]
     chosen = result[result["chosen"]]
     disagree = 0
     for key, group in result.groupby(by, sort=False):
         key = key if isinstance(key, tuple) else (key,)
-        cells = ", ".join((f"**{v:g}: {s:.4g}**" if c else f"{v:g}: {s:.4g}")
-                          for v, s, c in zip(group["value"], group["score"], group["chosen"]))
-        picked, configured = group.loc[group["chosen"], "value"], group["configured"].iloc[0]
-        disagree += picked.empty or picked.iloc[0] != configured
-        if picked.empty:
+        tuned = list(tuning["grid"][group[tuning["grid_by"]].iloc[0]])
+        texts = [_values_text({k: row[k] for k in tuned}) for _, row in group.iterrows()]
+        cells = ", ".join((f"**{t}: {s:.4g}**" if c else f"{t}: {s:.4g}")
+                          for t, s, c in zip(texts, group["score"], group["chosen"]))
+        picked = [t for t, c in zip(texts, group["chosen"]) if c]
+        configured = group["configured"].iloc[0]
+        disagree += not picked or picked[0] != configured
+        if not picked:
             pick = "none (all diverged)"
         else:
-            edge = picked.iloc[0] in (group["value"].min(), group["value"].max())
-            pick = f"{picked.iloc[0]:g}" + (" (grid edge)" if edge else "")
-        lines.append("| " + " | ".join(str(k) for k in key) + f" | {cells} | {pick} | {configured:g} |")
-    lines += ["", f"The configuration differs from the chosen value in {disagree} of "
+            row = group[group["chosen"]].iloc[0]
+            edge = any(row[k] in (group[k].min(), group[k].max()) and group[k].nunique() > 1 for k in tuned
+                       if len(tuning["grid"][row[tuning["grid_by"]]][k]) > 2)
+            pick = picked[0] + (" (grid edge)" if edge else "")
+        lines.append("| " + " | ".join(str(k) for k in key) + f" | {cells} | {pick} | {configured} |")
+    lines += ["", f"The configuration differs from the chosen values in {disagree} of "
               f"{result.groupby(by, sort=False).ngroups} groups.", "",
               f"`per_run` entries for scales.{tuning['scale']} of config/papers/{tuning['paper']}.yaml:", "", "```yaml",
               "per_run:"]
