@@ -73,7 +73,9 @@ def test_an_alternative_adds_exactly_the_runs_its_patch_changes():
     runs, figures = resolve_paper(cfg, "smoke")
     alt_runs, alternatives = resolve_alternatives(cfg, claims, "smoke", Path("data/raw"), figures)
     by_name = {(a.reading, a.name): a for a in alternatives}
-    assert set(by_name) == {("favano", "k_over_q"), ("fedbuff_staleness", "none")}  # those that declare `set`
+    assert set(by_name) == {("favano", "k_over_q"), ("fedbuff_staleness", "none"),
+                            ("step_sizes", "table_ii")}  # those that declare `set`
+    assert by_name[("step_sizes", "table_ii")].figures == {}  # smoke runs Table II's rates: nothing to undo
     staleness = by_name[("fedbuff_staleness", "none")]
     new = {rid for f in staleness.figures.values() for rid in f.run_ids} - set(runs)
     assert new and {alt_runs[r]["method"] for r in new} == {"fedbuff"}
@@ -122,3 +124,25 @@ def test_the_claims_table_counts_and_the_claims_figure_marks_what_depends_on_a_r
     assert ticks == ["X1 [PASS] depends", "X2 [FAIL]", "X3 [PASS]"]
     none = ledger.assign(robustness=float("nan"))  # a paper that rests on no reading: an empty column
     assert "; across readings:" not in ledger_html(none, "t")  # no count (the column header stays)
+
+
+def test_an_alternative_reading_of_the_check_judges_the_same_tables_with_its_parameters():
+    """DeFedAvg's time_to_target=seed_times: the median of the seeds' own times instead of the seed-mean
+    curve's. 6 of A's 20 seeds lag far behind: its seed-mean curve reaches the target at 90 or later (FAIL
+    against B at 70), while 14 of its seeds reach it at 50 (PASS); either way in nearly every resample."""
+    readings = {"ttt": {"what": "how seeds make one time", "paper": "§4", "choice": "the seed-mean curve",
+                        "source": "paper", "alternatives": {"seed_times": {"choice": "median",
+                                                                           "check": {"seeds": "median"}}}}}
+    table = _table(_curve("fast", 0.1, 5, seeds=20, spread=(0.0,) * 14 + (49.0,) * 6),
+                   _curve("slow", 0.1, 3.3, seeds=20, spread=(0.0,) * 20))
+    claims = yaml.safe_load("""
+    claims:
+      - {id: T1, figures: [f], check: time_to_target, a: {method: fast}, b: {method: slow}, per: [panel],
+         metric: grad_norm, target: 0.1, higher: false, rests_on: [ttt]}
+      - {id: T2, figures: [f], check: compare_final, a: {method: slow}, b: {method: fast}, per: [panel],
+         metric: grad_norm, rests_on: [ttt]}
+    """)
+    ledger = evaluate_claims(claims, {"f": table}, "quick", {"f": LABELS}, readings, {}).set_index("claim_id")
+    assert ledger.loc["T1", "status"] == "FAIL"
+    assert ledger.loc["T1", "robustness"] == "depends (ttt=seed_times: PASS)"
+    assert ledger.loc["T2", "robustness"] == "untested (ttt=seed_times (changes nothing in its check))"

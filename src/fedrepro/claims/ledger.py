@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from pathlib import Path
@@ -43,7 +44,7 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
     rows = []
     for claim in claims_cfg["claims"]:
         status, ruling, result, support, figures = judge(claim)
-        robust = robustness(claim, status, readings or {}, alternatives, under)
+        robust = robustness(claim, status, readings or {}, alternatives, under, judge)
         status, ruling = rests_on_readings(claim, readings or {}, status, ruling)
         na = f"support n/a: {support.reason}" if support.kind in ("none", "invariant") else ""
         rows.append({
@@ -93,11 +94,13 @@ class Judge:
 
 
 def robustness(claim: dict[str, Any], status: str, readings: dict[str, dict[str, Any]],
-               alternatives: Alternatives | None, under: dict[tuple[str, str], Judge]) -> str:
+               alternatives: Alternatives | None, under: dict[tuple[str, str], Judge], judge: Judge) -> str:
     """Whether the claim's verdict (`status`, before an assumed reading makes it INCONCLUSIVE) is the same
     under every alternative of the readings it rests on, each laid over the primary readings alone:
     "robust (...)", "depends (<reading>=<alternative>: <verdict>, ...)", or "untested (...)" where no
-    alternative was run; "" for a claim that rests on no reading."""
+    alternative was run; "" for a claim that rests on no reading. An alternative that declares `check` (a
+    reading of the check, not of the runs) judges the primary tables again with those parameters laid over
+    the claim's, where its check takes them."""
     rests = [r for r in claim.get("rests_on", []) if r in readings]
     if not rests:
         return ""
@@ -105,9 +108,15 @@ def robustness(claim: dict[str, Any], status: str, readings: dict[str, dict[str,
         return "untested (alternative readings not evaluated: config readings: primary)"
     verdicts, unrun = [], []
     for reading in rests:
-        for name in readings[reading].get("alternatives") or {}:
+        for name, declared in (readings[reading].get("alternatives") or {}).items():
             alt_tables = alternatives.get(reading, {}).get(name, ({}, {}))[0]
-            if (reading, name) in under and set(alt_tables) & set(claim.get("figures", [])):
+            if "check" in declared:
+                taken = {k: v for k, v in declared["check"].items() if k in check_parameters(claim["check"])}
+                if taken and any(claim.get(k) != v for k, v in taken.items()):
+                    verdicts.append((f"{reading}={name}", judge({**claim, **taken})[0]))
+                else:
+                    unrun.append(f"{reading}={name} (changes nothing in its check)")
+            elif (reading, name) in under and set(alt_tables) & set(claim.get("figures", [])):
                 verdicts.append((f"{reading}={name}", under[(reading, name)](claim)[0]))
             else:
                 why = "changes none of its runs" if name in alternatives.get(reading, {}) else "not run"
@@ -119,6 +128,11 @@ def robustness(claim: dict[str, Any], status: str, readings: dict[str, dict[str,
     if flips:
         return f"depends ({', '.join(flips)}{untested})"
     return f"robust ({', '.join(name for name, _ in verdicts)}: {status}{untested})"
+
+
+def check_parameters(check: str) -> set[str]:
+    """The parameters a check takes (claims/checks)."""
+    return set(inspect.signature(CHECKS[check]).parameters) - {"data"}
 
 
 def rests_on_readings(claim: dict[str, Any], readings: dict[str, dict[str, Any]], status: str,
