@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from fedrepro.errors import ConfigError, DataError, ResultsError
-from fedrepro.experiments import SCALES
+from fedrepro.experiments import DEVICES, SCALES
 
 # Errors whose message is the whole story for the user: no traceback.
 USER_ERRORS = (DataError, ConfigError, ResultsError)
@@ -75,7 +75,7 @@ def parser() -> argparse.ArgumentParser:
                      help="override a run setting; VALUE is read as YAML (e.g. rounds=1, backend=loop)")
     one.add_argument("--out", default=ADHOC_DIR, type=Path,
                      help=f"results directory (default: {ADHOC_DIR}/, ignored by git and DVC; never results/)")
-    one.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    one.add_argument("--device", default="auto", choices=list(DEVICES))
     one.add_argument("--threads", default=1, type=int)
     audit = sub.add_parser("audit", help="check that the results on disk are what their runs recorded",
                            description="For every figure of the papers, check the runs behind it (run.json, "

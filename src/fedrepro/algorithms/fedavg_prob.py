@@ -29,6 +29,8 @@ from fedrepro.objectives.least_squares import LeastSquaresProblem
 Streams = Callable[[str, int, int], torch.Generator]
 RoundStep = Callable[[torch.Tensor, int], torch.Tensor]
 Sampling = Literal["with_replacement", "epochs"]
+# The kinds of activation probabilities (activation_probabilities)
+ACTIVATION_KINDS = ("linspace", "explicit", "uniform_once", "uniform_per_round")
 
 
 def activation_probabilities(spec: Mapping, n_agents: int, rounds: int, streams: Streams) -> torch.Tensor:
@@ -51,7 +53,7 @@ def activation_probabilities(spec: Mapping, n_agents: int, rounds: int, streams:
     elif kind == "uniform_per_round":
         p = torch.stack([_uniform(spec, n_agents, streams("activation_probs", 0, k)) for k in range(rounds)])
     else:
-        raise ValueError(f"unknown activation kind {kind!r}")
+        raise ValueError(f"unknown activation kind {kind!r}; expected one of {ACTIVATION_KINDS}")
     if not bool(((p > 0) & (p <= 1)).all()):
         raise ValueError("activation probabilities must lie in (0, 1]")
     return p.contiguous()

@@ -30,6 +30,8 @@ from fedrepro.algorithms.fedavg_prob import (
 from fedrepro.objectives.least_squares import LeastSquaresProblem
 
 METHODS = ("fedavg_svrg", "fedavg_prob", "fedavg_uniform")
+# The baselines' local step-size schedules (step_sizes)
+ETA_SCHEDULES = ("inv_sqrt_K", "inv_sqrt_round", "constant")
 
 # Defaults (docs/papers/fedvr.md R4-R8); the paper's case 1 is (S, M) = (5, 2), case 2 is (10, 5).
 DEFAULT_HP: dict[str, Any] = {
@@ -117,7 +119,7 @@ def step_sizes(hp: Mapping[str, Any], rounds: int) -> list[float]:
         return [1.0 / math.sqrt(k + 1) for k in range(rounds)]
     if schedule == "constant":
         return [float(hp["eta"])] * rounds
-    raise ValueError(f"unknown eta_schedule {schedule!r}")
+    raise ValueError(f"unknown eta_schedule {schedule!r}; expected one of {ETA_SCHEDULES}")
 
 
 def fedvr_step(

@@ -15,6 +15,7 @@ from fedrepro.asynchrony.context import SimContext
 from fedrepro.asynchrony.trace import TIMELINE_KINDS
 
 TRAIN, UPLOAD, DOWNLOAD = (TIMELINE_KINDS.index(k) for k in ("train", "upload", "download"))
+DUPLICATES = ("merge", "independent")  # fedavg_duplicates: a client drawn twice trains once, or once per draw
 
 
 def simulate_fedavg(ctx: SimContext, *, fedavg_duplicates: str = "merge") -> np.ndarray:

@@ -20,7 +20,7 @@ import numpy as np
 
 from fedrepro.asynchrony.context import SimContext
 from fedrepro.asynchrony.favano import REWEIGHTS, simulate_favano
-from fedrepro.asynchrony.fedavg_sync import simulate_fedavg
+from fedrepro.asynchrony.fedavg_sync import DUPLICATES, simulate_fedavg
 from fedrepro.asynchrony.first_arrivals import STALENESS_WEIGHTS, simulate_first_arrivals
 from fedrepro.asynchrony.send_buffers import SEND_BUFFER_MODES, simulate_send_buffers
 from fedrepro.asynchrony.system import SystemModel
@@ -53,7 +53,7 @@ def _nonnegative(x: Any) -> bool:
 _STALENESS = Option("sqrt", tuple(STALENESS_WEIGHTS), hint="FedBuff's staleness weight s(tau)")
 
 PROTOCOLS: dict[str, Protocol] = {
-    "fedavg": Protocol(simulate_fedavg, {"fedavg_duplicates": Option("merge", ("merge", "independent"))}),
+    "fedavg": Protocol(simulate_fedavg, {"fedavg_duplicates": Option("merge", DUPLICATES)}),
     "defedavg_iid": Protocol(simulate_first_arrivals, fixed={"staleness_weight": "none"}, sampling="first arrivals"),
     "fedbuff": Protocol(simulate_first_arrivals, {"fedbuff_staleness": _STALENESS}, sampling="first arrivals"),
     "asysg": Protocol(simulate_first_arrivals, fixed={"staleness_weight": "none"}, local_steps=1,

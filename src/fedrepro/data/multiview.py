@@ -48,10 +48,10 @@ HOW_TO_PROVIDE = (
 
 def prepared_name(key: str, channels: int, side: int) -> str:
     """The prepared folder's name under data/prepared/: <key>_<rgb|gray><side>."""
-    return f"{key}_{_MODE[channels]}{side}"
+    return f"{key}_{CHANNEL_MODES[channels]}{side}"
 
 
-_MODE = {3: "rgb", 1: "gray"}
+CHANNEL_MODES = {3: "rgb", 1: "gray"}  # image channels -> the prepared folder's <rgb|gray>
 
 
 def _natural_key(name: str) -> list[object]:
@@ -152,7 +152,7 @@ def multiview_writer(out_dir: Path, meta: dict[str, Any]) -> Iterator[MultiviewW
 def prepare_modelnet40_12view(raw_dir: Path, out_dir: Path, *, side: int = 224, channels: int = 3) -> dict[str, int]:
     """Decode the user's renders under raw_dir/classes into the prepared folder `out_dir`. Returns the
     objects per split."""
-    if channels not in _MODE:
+    if channels not in CHANNEL_MODES:
         raise DataError(f"channels must be 3 (RGB) or 1 (grey), not {channels}")
     classes, objects = scan_tree(raw_dir)
     meta = {"dataset": KEY, "classes": classes, "views": N_VIEWS, "channels": channels, "side": side,

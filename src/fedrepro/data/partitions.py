@@ -60,6 +60,7 @@ import numpy as np
 from fedrepro.utils import atomic
 
 __all__ = [
+    "REMAINDERS",
     "assign_majors",
     "class_group_partition",
     "class_groups",
@@ -78,7 +79,7 @@ __all__ = [
     "save_partition",
 ]
 
-_REMAINDERS = ("balanced", "random")
+REMAINDERS = ("balanced", "random")
 
 
 # --- helpers ------------------------------------------------------------------------
@@ -156,8 +157,8 @@ def device_class_counts(
     m = _check_positive_int("samples_per_device", samples_per_device)
     C = _check_positive_int("n_classes", n_classes, 2)
     rng = _check_generator(rng)
-    if remainder not in _REMAINDERS:
-        raise ValueError(f"remainder must be one of {_REMAINDERS}, got {remainder!r}")
+    if remainder not in REMAINDERS:
+        raise ValueError(f"remainder must be one of {REMAINDERS}, got {remainder!r}")
     majors = np.asarray(majors, dtype=np.int64)
     n = majors.size
     if majors.ndim != 1 or n == 0 or majors.min() < 0 or majors.max() >= C:
@@ -287,8 +288,8 @@ def device_partition(
     n_classes = _check_positive_int("n_classes", n_classes, 2)
     samples_per_device = _check_positive_int("samples_per_device", samples_per_device)
     labels = _check_labels(labels, n_classes)
-    if remainder not in _REMAINDERS:
-        raise ValueError(f"remainder must be one of {_REMAINDERS}, got {remainder!r}")
+    if remainder not in REMAINDERS:
+        raise ValueError(f"remainder must be one of {REMAINDERS}, got {remainder!r}")
     majors = assign_majors(n_devices, n_classes, rng)
     counts = device_class_counts(
         majors,

@@ -39,6 +39,8 @@ from fedrepro.seeding import numpy_rng, stream_key, torch_generator
 # The settings that make the clients' data and minibatch streams: nothing about the algorithm or rates.
 ENVIRONMENT_KEYS = ("dataset", "view", "n_classes", "n_clients", "samples_per_client", "partition",
                     "classes_per_client")
+# The `partition`s Environment.partition branches on: iid_partition, or class_group_partition (classes_per_client)
+PARTITIONS = ("iid", "classes")
 SYSTEM_KEYS = ("flops_per_iteration", "model_bytes", "fastest_flops", "speed_model", "speed_range",
                "compute_time_scale")
 METRICS = ["train_loss", "train_accuracy", "test_loss", "test_accuracy", "uploads", "staleness_mean",

@@ -49,6 +49,10 @@ COLUMNS = ["seed", "round", "train_loss", "train_accuracy", "test_loss", "test_a
 # about the algorithm, so that runs differing only in method or optimizer are paired.
 ENVIRONMENT_KEYS = ("dataset", "view", "n_devices", "samples_per_device", "rho_device", "remainder",
                     "n_classes")
+# The `algorithm`s build_algorithm and algorithm_lr branch on, and the `clustering`s by which Environment.seeded
+# draws FedCluster's clusters (data/partitions.py random_clusters, rho_cluster_clusters)
+ALGORITHMS = ("fedavg", "fedcluster", "csgd")
+CLUSTERINGS = ("random", "rho_cluster")
 
 
 def resolve_backend(spec: dict[str, Any], device: str) -> str:

@@ -50,6 +50,8 @@ TEST_METRIC = {"accuracy": "test_accuracy", "f1": "test_f1", "top5": "test_top5"
 HIDDEN_MODELS = ("lstm", "mlp")  # their per-silo hidden width is hidden_total // N (docs/papers/tdcd.md R4: 64 // N)
 EVAL_BATCH = 1024
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
+# `client_assignment` (assignment): one permutation of the IDs for every silo, or one per silo
+CLIENT_ASSIGNMENTS = ("shared", "per_silo")
 
 
 class TimeColumns(tuple):

@@ -24,6 +24,8 @@ from fedrepro.utils.digest import config_digest
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
+# `image_norm` (_standardise): the training subset's per-channel statistics, or ImageNet's
+IMAGE_NORMS = ("train", "imagenet")
 # what identifies the data a subset is drawn from (data/inputs.py prepared_name's settings)
 DATA_KEYS = ("dataset", "view", "image_channels", "image_side")
 
@@ -52,7 +54,7 @@ def _standardise(x_train: np.ndarray, x_test: np.ndarray, how: str) -> tuple[np.
             raise ConfigError(f"image_norm: imagenet needs RGB images, these have {channels} channel(s)")
         mean, std = np.array(IMAGENET_MEAN), np.array(IMAGENET_STD)
     else:
-        raise ConfigError(f"image_norm: {how!r} is not allowed; allowed values: train, imagenet")
+        raise ConfigError(f"image_norm: {how!r} is not allowed; allowed values: {', '.join(IMAGE_NORMS)}")
     shape = (channels, 1, 1)
     shift, scale = mean.astype(np.float32).reshape(shape), std.astype(np.float32).reshape(shape)
     return (train - shift) / scale, (test - shift) / scale

@@ -12,7 +12,7 @@ one (N, L, d) tensor and every gradient is a closed-form batched einsum in float
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal, Sequence, get_args
 
 import numpy as np
 import torch
@@ -20,6 +20,8 @@ import torch
 from fedrepro.seeding import numpy_rng
 
 Scaling = Literal["minmax", "maxabs", "none"]
+ScalingRows = Literal["used", "all"]  # the rows the scaling statistics come from
+Rows = Literal["first", "random"]  # which rows the agents get
 
 # The 5 non-region, non-target columns: the paper's "(y, v) ∈ R × R^{1×5}" (paper §VI; docs/papers/fedvr.md R2).
 DEFAULT_FEATURES: tuple[str, ...] = ("age", "sex", "bmi", "children", "smoker")
@@ -105,8 +107,8 @@ def make_insurance_problem(
     features: Sequence[str] = DEFAULT_FEATURES,
     target: str = "charges",
     scaling: Scaling = "minmax",
-    scaling_rows: Literal["used", "all"] = "used",
-    rows: Literal["first", "random"] = "first",
+    scaling_rows: ScalingRows = "used",
+    rows: Rows = "first",
     rows_seed: int = 0,
     intercept: bool = False,
     device: str | torch.device = "cpu",
@@ -136,7 +138,7 @@ def make_insurance_problem(
         used = numpy_rng("insurance-rows", rows_seed).permutation(n_rows)[:n_used]
     else:
         raise ValueError(f"unknown rows choice {rows!r}")
-    if scaling_rows not in ("used", "all"):
+    if scaling_rows not in get_args(ScalingRows):
         raise ValueError(f"unknown scaling_rows {scaling_rows!r}")
     stats_from = table[used] if scaling_rows == "used" else table
     table = _scale(table[used], stats_from, scaling)

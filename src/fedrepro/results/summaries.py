@@ -31,6 +31,8 @@ CURVE_STATISTICS = ("final", "auc", "g0")
 MC_STATISTICS = ("mean_err_final", "rel_err_final", "auc", "t_target", "var_final", "cep_2d", "cep_full", "cep_cost",
                  "opt_dist")
 MC_COLUMNS = MC_STATISTICS + ("f_star", "runs", "last_x", "diverged_runs")
+# How time_to_target joins a run's seeds: the first x of their mean curve, or the median of their own first x
+SEED_AGGREGATES = ("mean", "median")
 
 
 def _per_run_labels(table: pd.DataFrame, labels: list[str], exclude: Iterable[str] = ()) -> pd.DataFrame:
@@ -223,8 +225,8 @@ def time_to_target(table: pd.DataFrame, labels: list[str], metric: str, target: 
                      the median of the seeds' own lower bounds, a lower bound of the median
     A diverged seed's non-finite values never reach the target.
     """
-    if seeds not in ("mean", "median"):
-        raise ValueError(f"time_to_target: seeds {seeds!r}; allowed: mean, median")
+    if seeds not in SEED_AGGREGATES:
+        raise ValueError(f"time_to_target: seeds {seeds!r}; allowed: {', '.join(SEED_AGGREGATES)}")
     medians = (seed_times(table, metric, target, higher, x).groupby("run_id")[["t_target", "t_lower"]].median()
                if seeds == "median" else None)
     rows = []
