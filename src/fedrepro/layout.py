@@ -55,10 +55,6 @@ class Layout:
     def figure(self, paper: str, name: str, ext: str) -> Path:
         return self.figures / paper / f"{name}.{ext}"
 
-    @property
-    def report(self) -> Path:
-        return self.results / "report.html"
-
 
 def scales_on_disk(root: Path = Path(".")) -> list[str]:
     """The scales that have a results tree under `root`, smallest first."""

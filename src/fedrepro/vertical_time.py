@@ -25,14 +25,6 @@ def time_at(t: int | float, Q: int, t_comm: float, t_comp: float = 1.0) -> float
     return t * round_time(Q, t_comm, t_comp) / Q
 
 
-def event_time(r: int, q: int, Q: int, t_comm: float, t_comp: float = 1.0) -> float:
-    """The event-exact variant: the time at the end of local step q (1-based) of round r (1-based); the two
-    hub<->client / hub<->hub round trips come before the local steps, the model upload after them."""
-    if not (r >= 1 and 1 <= q <= Q):
-        raise ValueError(f"round {r} and step {q} must be 1-based with q <= Q = {Q}")
-    return (r - 1) * round_time(Q, t_comm, t_comp) + 2 * t_comm + q * t_comp
-
-
 def time_win_threshold(Q: int, t_comm: float, t_comp: float = 1.0) -> float:
     """C1': Q local iterations per round reach a target sooner in time than Q = 1 iff n_Q / n_1 is below
     this ratio of per-iteration costs, Q (3 t_comm + t_comp) / (3 t_comm + Q t_comp)."""

@@ -1,6 +1,6 @@
 """Literal one-client-at-a-time versions of the paper's pseudocode, used as test oracles.
 
-They call only `FiniteSumProblem.client_grads` and redraw the same random numbers as the batched
+They compute gradients only with `client_grads` (below) and redraw the same random numbers as the batched
 implementation: clients = randperm(N)[:S] from stream "clients"; each block of minibatches =
 rand(steps, S, M).argsort()[..., :size] from stream "batches" (no draw when size == M).
 """
@@ -25,13 +25,25 @@ def draw_minibatches(gen: torch.Generator, steps: int, s: int, m: int, size: int
     return [[idx[k, c] for c in range(s)] for k in range(steps)]
 
 
+def client_grads(problem: FiniteSumProblem, x: Tensor, clients: Tensor, weights: Tensor | None = None) -> Tensor:
+    """Gradient of client `clients[s]` at its own point x[s]: (S,d), from the problem's per-sample loss derivative
+    and regularizer on all of the client's rows.
+
+    weights (S,M): 1/b on the selected samples and 0 elsewhere; None means the full local gradient.
+    """
+    A, b = problem.A[clients], problem.b[clients]
+    coef = problem._dloss(torch.einsum("smd,sd->sm", A, x), b)
+    coef = coef / problem.samples_per_client if weights is None else coef * weights
+    return problem._add_reg(torch.einsum("sm,smd->sd", coef, A), x)
+
+
 def grad(problem: FiniteSumProblem, y: Tensor, client: int, idx: Tensor | None) -> Tensor:
     """grad_B f_client(y) for the minibatch idx (None: full local gradient)."""
     w = None
     if idx is not None:
         w = torch.zeros(1, problem.samples_per_client, dtype=torch.float64)
         w[0, idx] = 1.0 / len(idx)
-    return problem.client_grads(y.unsqueeze(0), torch.tensor([client]), w)[0]
+    return client_grads(problem, y.unsqueeze(0), torch.tensor([client]), w)[0]
 
 
 def fedpage_partial_round(problem, hp, streams, r, x, x_prev, g_prev) -> dict[str, Tensor]:

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
+from asynchrony_helpers import idle, of_client, records_of_round, round_durations, system_from_config
 from fedrepro.asynchrony import PROTOCOLS, SystemModel, simulate, timing_rng_parts
 from fedrepro.errors import ConfigError
 
-FMNIST = SystemModel.from_config({"dataset": "fashion_mnist"})
+FMNIST = system_from_config({"dataset": "fashion_mnist"})
 # one local step takes exactly 0.5 s on the fastest client, transfers take no time
 UNIT = SystemModel(flops_per_iteration=1.0, fastest_flops=2.0, model_bytes=0.0)
 
@@ -68,7 +69,7 @@ def test_fedavg_equal_speeds_no_communication_round_time_is_k_steps():
 def test_fedavg_duplicates_train_once_with_multiplicity_weight():
     tr = _run("fedavg", N=3, n=6, rounds=40)
     for t in range(tr.n_rounds):
-        rows = tr.records_of_round(t)
+        rows = records_of_round(tr, t)
         clients = tr.client[rows]
         assert np.unique(clients).size == clients.size  # one training per distinct client
         assert np.allclose(tr.weight[rows] * 6, np.round(tr.weight[rows] * 6))
@@ -81,8 +82,8 @@ def test_fedavg_duplicates_train_once_with_multiplicity_weight():
 def test_fedavg_round_time_is_the_slowest_distinct_client():
     tr = _run("fedavg", rounds=30)
     T, up, down = 5 * tr.iteration_time, FMNIST.upload_time, FMNIST.download_time
-    expected = [down + T[tr.client[tr.records_of_round(t)]].max() + up for t in range(30)]
-    np.testing.assert_allclose(tr.round_durations(), expected, rtol=1e-12)
+    expected = [down + T[tr.client[records_of_round(tr, t)]].max() + up for t in range(30)]
+    np.testing.assert_allclose(round_durations(tr), expected, rtol=1e-12)
 
 
 # --- first arrivals: DeFedAvg-IID, FedBuff, AsySG ---------------------------------------------------------
@@ -94,7 +95,7 @@ def test_defedavg_iid_equal_speeds_all_clients_fresh_every_round():
     N = 5
     tr = _run("defedavg_iid", UNIT, N=N, n=N, K=3, slowdowns=np.ones(N), rounds=20)
     for t in range(20):
-        rows = tr.records_of_round(t)
+        rows = records_of_round(tr, t)
         assert np.array_equal(tr.client[rows], np.arange(N))
         assert np.all(tr.training[rows] == t) and np.all(tr.start_version[rows] == t)
     assert np.all(tr.weight == 1 / N)
@@ -144,7 +145,6 @@ def test_fedbuff_favours_fast_clients_niid_does_not():
     speed = 1 / buff.iteration_time
     assert spearmanr(buff.participation(), speed).statistic > 0.5
     assert abs(spearmanr(niid.participation(), speed).statistic) < 0.2
-    assert np.array_equal(buff.uploads(), buff.participation())
 
 
 # --- DeFedAvg-nIID ------------------------------------------------------------------------------
@@ -167,7 +167,7 @@ def test_niid_records_are_unique_trainings_with_multiplicity_weights(mode):
 def test_niid_staleness_is_small_and_waits_show_in_round_times():
     tr = _run("defedavg_niid", N=100, n=10, K=50, rounds=500)
     assert tr.staleness.max() <= 12  # continuous mode: about two trainings' worth of rounds
-    assert np.all(tr.round_durations() >= FMNIST.upload_time - 1e-12)
+    assert np.all(round_durations(tr) >= FMNIST.upload_time - 1e-12)
 
 
 def test_niid_overlapping_uploads_make_rounds_no_slower():
@@ -185,15 +185,15 @@ def test_timeline_a_client_does_one_thing_at_a_time(protocol, options):
     tr = _run(protocol, N=6, n=3, rounds=40, record_timeline=True, **options)
     tl = tr.timeline
     for i in range(6):
-        spans = tl.of_client(i)
+        spans = of_client(tl, i)
         starts, ends = np.array([s for _, s, _, _ in spans]), np.array([e for _, _, e, _ in spans])
         assert np.all(starts[1:] >= ends[:-1] - 1e-12), (protocol, spans[:6])
-        busy = sum(e - s for _, s, e, _ in spans) + sum(b - a for a, b in tl.idle(i, tr.end_time))
+        busy = sum(e - s for _, s, e, _ in spans) + sum(b - a for a, b in idle(tl, i, tr.end_time))
         assert busy == pytest.approx(tr.end_time)
         if protocol in ("defedavg_iid", "defedavg_niid") and not options:  # these clients never wait
             # the interval under way at the end is not recorded: ignore the last gap
-            idle = [(a, b) for a, b in tl.idle(i, tr.end_time) if b - a > 1e-12 and b < tr.end_time]
-            assert idle == [(0.0, pytest.approx(FMNIST.download_time))], idle
+            waits = [(a, b) for a, b in idle(tl, i, tr.end_time) if b - a > 1e-12 and b < tr.end_time]
+            assert waits == [(0.0, pytest.approx(FMNIST.download_time))], waits
     # every consumed training was trained (for K steps, except FAVANO's interrupted ones) before its round closed
     trained = {}
     for c, k, s, e, j in zip(tl.client, tl.kind, tl.start, tl.end, tl.training):

@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from asynchrony_helpers import system_from_config
 from fedrepro.asynchrony import SystemModel, simulate
 
-FMNIST = SystemModel.from_config({"dataset": "fashion_mnist"})
+FMNIST = system_from_config({"dataset": "fashion_mnist"})
 SEEDS = range(3)
 ROUNDS = 800
 TOL = 0.15

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fedrepro.data.partitions import class_group_partition, class_groups, iid_partition, partition_summary
+from fedrepro.data.partitions import class_group_partition, class_groups, iid_partition
+from partitions_helpers import partition_summary
 
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

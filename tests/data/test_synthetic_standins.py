@@ -13,6 +13,18 @@ from fedrepro.data.sources import synthesize, write_standin_provenance
 from fedrepro.data.views import make_view
 from fedrepro.data.vertical import split_features
 
+# The MIMIC-III benchmark's value columns (its discretizer_config.json header order), written out apart from the
+# stand-in's own layout (synthetic.IHM_CHANNEL_COLUMNS): [start, stop) of each categorical channel's one-hot block,
+# and the continuous columns.
+ONE_HOT_BLOCKS: tuple[tuple[int, int], ...] = (
+    (0, 2),  # capillary refill rate
+    (4, 12),  # Glasgow coma scale eye opening
+    (12, 24),  # GCS motor response
+    (24, 37),  # GCS total
+    (37, 49),  # GCS verbal response
+)
+CONTINUOUS_COLUMNS: tuple[int, ...] = (2, 3, *range(49, 59))  # normalised values, about N(0, 1)
+
 
 def test_split_pair_classes_need_both_halves():
     parts = [synthetic.splitpair_class_parts(c) for c in range(10)]
@@ -52,14 +64,14 @@ def test_synthetic_ihm_layout_and_rate():
     x, y = data["x_train"], data["y_train"]
     assert x.shape == (3000, 48, 76) and x.dtype == np.float32 and y.dtype == np.int64
     assert 0.14 < y.mean() < 0.18 and 0.12 < data["y_test"].mean() < 0.20  # 16% in expectation
-    for start, stop in ihm.ONE_HOT_BLOCKS:
+    for start, stop in ONE_HOT_BLOCKS:
         block = x[:, :, start:stop]
         assert np.isin(block, (0, 1)).all() and (block.sum(axis=-1) == 1).all()
     masks = x[:, :, list(ihm.MASK_COLUMNS)]
     assert np.isin(masks, (0, 1)).all() and 0.2 < masks.mean() < 0.8
-    values = x[:, :, list(ihm.CONTINUOUS_COLUMNS)]
+    values = x[:, :, list(CONTINUOUS_COLUMNS)]
     assert abs(values.mean()) < 0.1 and 0.7 < values.std() < 1.3
-    covered = {c for a, b in ihm.ONE_HOT_BLOCKS for c in range(a, b)} | set(ihm.CONTINUOUS_COLUMNS) | set(ihm.MASK_COLUMNS)
+    covered = {c for a, b in ONE_HOT_BLOCKS for c in range(a, b)} | set(CONTINUOUS_COLUMNS) | set(ihm.MASK_COLUMNS)
     assert covered == set(range(76))
     # the converter of real data accepts it
     ihm.check_split("train", x, y, "synthetic")

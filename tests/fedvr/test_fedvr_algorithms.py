@@ -13,10 +13,23 @@ from fedrepro.algorithms.fedavg_prob import (
     local_sgd,
     sample_indices,
 )
-from fedrepro.algorithms.fedvr import resolve_hp, run_fedvr_method, step_sizes, svrg_direction, svrg_local
+from fedrepro.algorithms.fedvr import fedvr_step, resolve_hp, step_sizes, svrg_direction, svrg_local
 from fedrepro.objectives.least_squares import LeastSquaresProblem
 
 ALL_ACTIVE = {"kind": "explicit", "p": [1.0] * 4}
+
+
+def run_fedvr_method(method: str, problem: LeastSquaresProblem, hp, *, n_mc: int, rounds: int,
+                     streams) -> dict[str, np.ndarray]:
+    """Run `method` for n_mc Monte Carlo runs of `rounds` rounds (fedvr_step, simulated at once).
+    Returns {"theta": (n_mc, rounds+1, d), "cost": (n_mc, rounds+1)}, float64, round 0 = θ^0."""
+    theta, step = fedvr_step(method, problem, hp, n_mc=n_mc, rounds=rounds, streams=streams)
+    trajectory = [theta]
+    for k in range(rounds):
+        theta = step(theta, k)
+        trajectory.append(theta)
+    thetas = torch.stack(trajectory, dim=1)
+    return {"theta": thetas.cpu().numpy(), "cost": problem.cost(thetas).cpu().numpy()}
 
 
 def _gd(problem: LeastSquaresProblem, theta: torch.Tensor, steps: int, step: float) -> torch.Tensor:

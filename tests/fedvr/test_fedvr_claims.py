@@ -12,10 +12,16 @@ from fedrepro.claims.checks.monte_carlo import compare_mc, compare_with_paper, m
 from fedrepro.claims.data import ClaimData
 from fedrepro.claims.ledger import evaluate_claims
 from fedrepro.experiments.runtable import LABEL_COLUMNS
-from fedrepro.results.summaries import monte_carlo_summaries
+from fedrepro.results.monte_carlo import curves_of
+from fedrepro.results.summaries import monte_carlo_statistics
 
 K, R, F_STAR = 20, 6, 0.01
 STAR = np.array([0.2, -0.1, 0.3])
+
+
+def monte_carlo_summaries(table: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
+    """monte_carlo_statistics of every curve of a Monte Carlo table, as ClaimData.mc_summaries computes them."""
+    return monte_carlo_statistics(curves_of(table, labels))
 
 
 def circle(radius: float, center=(0.2, -0.1)) -> np.ndarray:

@@ -8,8 +8,7 @@ import torch
 from torch import nn
 
 from fedrepro.data.vertical import split_features, split_sizes
-from fedrepro.vertical_time import (event_time, iteration_time, round_time, time_at, time_column,
-                                            time_win_threshold)
+from fedrepro.vertical_time import iteration_time, round_time, time_at, time_column, time_win_threshold
 from fedrepro.errors import DataError
 from fedrepro.models import build_model, seeded_model
 
@@ -31,11 +30,7 @@ def test_c1_prime_thresholds():
     assert time_win_threshold(1, 10) == 1.0
 
 
-def test_event_exact_time_and_column_names():
-    assert event_time(1, 1, 10, 10) == 21  # two round trips, then the first step
-    assert event_time(2, 10, 10, 10) == 40 + 20 + 10  # one full round (3*10 + 10), two trips, ten steps
-    with pytest.raises(ValueError):
-        event_time(1, 11, 10, 10)
+def test_column_names():
     assert time_column(10) == "time_tc10" and time_column(2.5) == "time_tc2.5"
 
 

@@ -1,7 +1,7 @@
 """FedAvg baselines of the `fedvr` paper (Rostami & Kia), plus the pieces they share
-with FedAvg-SVRG (probabilistic activation, inverse-probability aggregation, the round loop).
+with FedAvg-SVRG (probabilistic activation, inverse-probability aggregation).
 Each method is a round step `step(theta (R, d), k) -> theta'`, so a run can be advanced, saved
-and resumed round by round (engines/monte_carlo.py) or simulated in one call (`simulate`).
+and resumed round by round (engines/monte_carlo.py).
 
 - `fedavg_prob_step`: FedAvg of the paper's ref. [15] (Perazzone et al., INFOCOM 2022).
   Agent n is active in round k with its own probability p_n^k; active agents run local
@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 from typing import Callable, Literal, Mapping, Sequence
 
-import numpy as np
 import torch
 
 from fedrepro.objectives.least_squares import LeastSquaresProblem
@@ -122,17 +121,6 @@ def sample_indices(
         perms = torch.rand(n, n_epochs, length, generator=gen, device=device).argsort(dim=-1)
         return perms.reshape(n, -1)[:, : steps * batch_size].reshape(n, steps, batch_size)
     raise ValueError(f"unknown sampling {sampling!r}")
-
-
-def simulate(problem: LeastSquaresProblem, theta0: torch.Tensor, rounds: int, step: RoundStep) -> dict[str, np.ndarray]:
-    """Run `step(theta (R, d), k)` from theta0 (R, d) for k < rounds; log θ_k and f(θ_k) for k = 0..rounds."""
-    theta = theta0
-    trajectory = [theta]
-    for k in range(rounds):
-        theta = step(theta, k)
-        trajectory.append(theta)
-    thetas = torch.stack(trajectory, dim=1)
-    return {"theta": thetas.cpu().numpy(), "cost": problem.cost(thetas).cpu().numpy()}
 
 
 def fedavg_prob_step(

@@ -1,5 +1,5 @@
 """FedAvg-SVRG with probabilistically activated agents (Rostami & Kia, Algorithm 1),
-and `fedvr_step`/`run_fedvr_method`, the entry points for it and its two baselines.
+and `fedvr_step`, the entry point for it and its two baselines.
 
 Per round k: agent n is active with probability p_n^k; each active agent starts from θ^k
 and runs S SVRG snapshots, each one full local gradient μ̃ at the snapshot w̃ followed by
@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-import numpy as np
 import torch
 
 from fedrepro.algorithms.fedavg_prob import (
@@ -25,7 +24,6 @@ from fedrepro.algorithms.fedavg_prob import (
     RoundStep,
     fedavg_prob_step,
     fedavg_uniform_step,
-    simulate,
 )
 from fedrepro.objectives.least_squares import LeastSquaresProblem
 
@@ -158,18 +156,3 @@ def fedvr_step(
             m = round(float(p.sum(dim=-1).mean()))
         return theta0, fedavg_uniform_step(problem, agents_per_round=m, **local, **common)
     raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
-
-
-def run_fedvr_method(
-    method: str,
-    problem: LeastSquaresProblem,
-    hp: Mapping[str, Any],
-    *,
-    n_mc: int,
-    rounds: int,
-    streams: Streams,
-) -> dict[str, np.ndarray]:
-    """Run `method` for n_mc Monte Carlo runs of `rounds` rounds (fedvr_step, simulated at once).
-    Returns {"theta": (n_mc, rounds+1, d), "cost": (n_mc, rounds+1)}, float64, round 0 = θ^0."""
-    theta0, step = fedvr_step(method, problem, hp, n_mc=n_mc, rounds=rounds, streams=streams)
-    return simulate(problem, theta0, rounds, step)

@@ -3,10 +3,10 @@ simulation of who trains, uploads and is aggregated when, independent of model v
 resulting Trace; see trace.py for what a record means."""
 
 from fedrepro.asynchrony.simulate import PROTOCOLS, TIMING_ENVIRONMENT_KEYS, simulate, timing_rng_parts
-from fedrepro.asynchrony.system import PAPER_SYSTEMS, SPEED_MODELS, SystemModel
+from fedrepro.asynchrony.system import SPEED_MODELS, SystemModel
 from fedrepro.asynchrony.trace import TIMELINE_KINDS, Timeline, Trace
 
 __all__ = [
-    "PAPER_SYSTEMS", "PROTOCOLS", "SPEED_MODELS", "TIMELINE_KINDS", "TIMING_ENVIRONMENT_KEYS", "SystemModel",
+    "PROTOCOLS", "SPEED_MODELS", "TIMELINE_KINDS", "TIMING_ENVIRONMENT_KEYS", "SystemModel",
     "Timeline", "Trace", "simulate", "timing_rng_parts",
 ]

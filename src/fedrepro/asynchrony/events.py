@@ -57,7 +57,3 @@ class VersionClock:
 
     def version_at(self, start: float) -> int:
         return bisect.bisect_right(self._available, start) - 1
-
-    @property
-    def latest(self) -> int:
-        return len(self._available) - 1

@@ -124,7 +124,7 @@ def simulate(
         raise ConfigError(f"unknown asynchrony protocol {protocol!r}; known: {sorted(PROTOCOLS)}")
     spec = PROTOCOLS[protocol]
     if not isinstance(system, SystemModel):
-        raise ConfigError(f"system must be a SystemModel (SystemModel.from_config), got {type(system).__name__}")
+        raise ConfigError(f"system must be a SystemModel, got {type(system).__name__}")
     N = _positive_int("n_clients", n_clients)
     n = _positive_int("n_per_round", n_per_round)
     K = _positive_int("local_steps", local_steps)

@@ -9,20 +9,11 @@ makes K=10 steps cost what the paper's K=50 cost).
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from fedrepro.errors import ConfigError
-
-# The paper's per-dataset constants (Sec. 4.1.3); config may override any of them. MB = 1e6 bytes
-# (docs/papers/defedavg.md R8: 44.0 / 70.6 ms per transfer; MiB would add 5%).
-PAPER_SYSTEMS: dict[str, dict[str, float]] = {
-    "fashion_mnist": {"flops_per_iteration": 17.0e6, "model_bytes": 2.2e6},
-    "cifar10": {"flops_per_iteration": 31.4e6, "model_bytes": 3.53e6},
-}
 
 SPEED_MODELS = ("literal", "time_uniform")
 
@@ -96,26 +87,3 @@ class SystemModel:
     def iteration_times(self, slowdowns: np.ndarray) -> np.ndarray:
         """Seconds of one local step per client."""
         return np.asarray(slowdowns, dtype=np.float64) * self.fastest_iteration_time
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, object]) -> "SystemModel":
-        """From a config mapping: ``dataset`` (a PAPER_SYSTEMS key) fills in the paper's constants,
-        every other key is a field and overrides them."""
-        values = dict(config)
-        dataset = values.pop("dataset", None)
-        base: dict[str, object] = {}
-        if dataset is not None:
-            if dataset not in PAPER_SYSTEMS:
-                raise ConfigError(f"system.dataset={dataset!r} has no paper constants; known: {sorted(PAPER_SYSTEMS)}")
-            base = dict(PAPER_SYSTEMS[dataset])
-        fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - fields)
-        if unknown:
-            raise ConfigError(f"unknown system keys {unknown}; allowed: {sorted(fields | {'dataset'})}")
-        base.update(values)
-        missing = sorted({"flops_per_iteration", "model_bytes"} - set(base))
-        if missing:
-            raise ConfigError(f"system config lacks {missing}: give them or a `dataset` among {sorted(PAPER_SYSTEMS)}")
-        if "speed_range" in base:
-            base["speed_range"] = tuple(base["speed_range"])  # YAML gives a list
-        return cls(**base)

@@ -34,26 +34,6 @@ class Timeline:
     end: np.ndarray  # (M,) float64 seconds
     training: np.ndarray  # (M,) int64
 
-    def of_client(self, client: int) -> list[tuple[str, float, float, int]]:
-        """(kind, start, end, training) of one client, in time order."""
-        rows = np.flatnonzero(self.client == client)
-        rows = rows[np.lexsort((self.kind[rows], self.start[rows]))]
-        return [(TIMELINE_KINDS[self.kind[r]], float(self.start[r]), float(self.end[r]), int(self.training[r]))
-                for r in rows]
-
-    def idle(self, client: int, until: float) -> list[tuple[float, float]]:
-        """Gaps between the client's busy intervals in [0, until]."""
-        gaps, t = [], 0.0
-        for _, start, end, _ in self.of_client(client):
-            if start > t:
-                gaps.append((t, min(start, until)))
-            t = max(t, end)
-            if t >= until:
-                break
-        if t < until:
-            gaps.append((t, until))
-        return [(a, b) for a, b in gaps if b > a]
-
 
 @dataclass(frozen=True)
 class Trace:
@@ -98,18 +78,6 @@ class Trace:
         """(R + 1,) offsets: round t's records are rows round_bounds[t]:round_bounds[t + 1]."""
         return np.searchsorted(self.round, np.arange(self.n_rounds + 1), side="left")
 
-    def records_of_round(self, t: int) -> slice:
-        lo, hi = np.searchsorted(self.round, [t, t + 1], side="left")
-        return slice(int(lo), int(hi))
-
-    def round_durations(self) -> np.ndarray:
-        """(R,) b_{t+1} - b_t with b_0 = 0 (round 0 includes the start-up)."""
-        return np.diff(self.close_time, prepend=0.0)
-
-    def version_at(self, times: np.ndarray | float) -> np.ndarray:
-        """Index of the newest server model formed by each time (rounds closed at or before it)."""
-        return np.searchsorted(self.close_time, times, side="right")
-
     # --- staleness and participation --------------------------------------------------------------
 
     @property
@@ -117,40 +85,15 @@ class Trace:
         """(M,) rounds between a record's start version and its consuming round."""
         return self.round - self.start_version
 
-    def staleness_per_round(self) -> tuple[np.ndarray, np.ndarray]:
-        """(mean, max) staleness of each round's records, unweighted (one value per physical training);
-        NaN / -1 for a round without records."""
-        count = np.bincount(self.round, minlength=self.n_rounds)
-        total = np.bincount(self.round, weights=self.staleness, minlength=self.n_rounds)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = total / count
-        worst = np.full(self.n_rounds, -1, dtype=np.int64)
-        np.maximum.at(worst, self.round, self.staleness)
-        return mean, worst
-
     def participation(self) -> np.ndarray:
         """(N,) consumed trainings per client; each was one upload, so these are also the upload counts."""
         return np.bincount(self.client, minlength=self.n_clients)
-
-    uploads = participation
 
     # --- what the learning phase must keep ---------------------------------------------------------
 
     def version_refcounts(self) -> np.ndarray:
         """(R + 1,) how many records start from each version w^0 .. w^R."""
         return np.bincount(self.start_version, minlength=self.n_rounds + 1)
-
-    def version_last_use(self) -> np.ndarray:
-        """(R + 1,) last round whose records start from version v; -1 if none does."""
-        last = np.full(self.n_rounds + 1, -1, dtype=np.int64)
-        np.maximum.at(last, self.start_version, self.round)
-        return last
-
-    def versions_needed_after(self, t: int) -> np.ndarray:
-        """Versions among w^0 .. w^{t+1} (those that exist once round t has closed) that records of
-        rounds > t still start from: every other snapshot can be freed."""
-        last = self.version_last_use()[: t + 2]
-        return np.flatnonzero(last > t)
 
     def summary(self) -> dict[str, float]:
         """Scalars for logs and tests."""

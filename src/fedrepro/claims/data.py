@@ -115,7 +115,7 @@ class ClaimData:
                               metric, window, eps, x)
 
     def medians(self, metric: str, x: str, window: float, eps: list[float] = ()) -> pd.DataFrame:
-        """Seed-medians of final, auc, g0, T_<eps> per run (results.summaries.curve_medians)."""
+        """Seed-medians of final, auc, g0, T_<eps> per run (results.summaries.seed_medians)."""
         return self._once("medians", lambda: summaries.seed_medians(self.seed_summaries(metric, x, window, eps),
                                                                      self._run_labels()), metric, x, window, eps)
 

@@ -31,15 +31,7 @@ KEY = "mimic3_ihm"
 TIME_STEPS = 48
 N_FEATURES = 76
 # The benchmark's discretizer header order (its discretizer_config.json): 59 value columns, then one
-# missingness mask per channel (17). [start, stop) of each categorical channel's one-hot block:
-ONE_HOT_BLOCKS: tuple[tuple[int, int], ...] = (
-    (0, 2),  # capillary refill rate
-    (4, 12),  # Glasgow coma scale eye opening
-    (12, 24),  # GCS motor response
-    (24, 37),  # GCS total
-    (37, 49),  # GCS verbal response
-)
-CONTINUOUS_COLUMNS: tuple[int, ...] = (2, 3, *range(49, 59))  # normalised values, about N(0, 1)
+# missingness mask per channel (17):
 MASK_COLUMNS: tuple[int, ...] = tuple(range(59, 76))
 PAPER_ROWS = {"train": 14681, "test": 3236}  # the paper's counts (§5.1); other versions are accepted
 # The paper says 16% positives, the benchmark has about 13% in train and 11% in test; the band only

@@ -37,7 +37,6 @@ from fedrepro.utils.atomic import DIR_MODE, FILE_MODE
 KEY = "modelnet40_12view"
 N_VIEWS = 12
 SPLITS = ("train", "test")
-PAPER_COUNTS = {"train": 9843, "test": 2468}
 HOW_TO_PROVIDE = (
     "To provide ModelNet40 12-view, download the MVCNN-style 12-view renders linked from the authors' "
     "README (github.com/rpi-nsl/TDCD) and place them as data/raw/modelnet40_12view/classes/<class>/"

@@ -37,7 +37,7 @@ Clusters:
 
 * ``random_clusters``: a uniformly random partition into M equal clusters (paper II,
   "random uniform clustering"); rows are sorted device ids.
-* ``rho_cluster_clusters`` / ``cluster_partition`` (paper IV-E; docs/papers/fedcluster.md R19): M = C clusters,
+* ``rho_cluster_clusters`` (paper IV-E; docs/papers/fedcluster.md R19): M = C clusters,
   cluster m is "assigned" major class m (row m of the result). It holds
   ``d = floor(rho_cluster * S + 1/2)`` devices whose major class is m (S = n/M devices per
   cluster) and ``base_c`` or ``base_c + 1`` devices of each other major class, with
@@ -51,32 +51,22 @@ Clusters:
 from __future__ import annotations
 
 import math
-import os
-import zipfile
-from pathlib import Path
 
 import numpy as np
-
-from fedrepro.utils import atomic
 
 __all__ = [
     "REMAINDERS",
     "assign_majors",
     "class_group_partition",
     "class_groups",
-    "cluster_major_counts",
-    "cluster_partition",
     "device_class_counts",
     "device_partition",
     "iid_partition",
-    "load_partition",
-    "partition_summary",
     "random_clusters",
     "rho_cluster_clusters",
     "rho_cluster_matrix",
     "round_half_up",
     "sample_device_indices",
-    "save_partition",
 ]
 
 REMAINDERS = ("balanced", "random")
@@ -282,7 +272,7 @@ def device_partition(
     With ``return_majors=True`` returns ``(indices, majors)``; majors (n_devices,) are needed
     for the rho_cluster clustering and cannot be read back from the data when
     rho_device <= 1/n_classes. Random draws, in order: majors, +1 remainders, images, row
-    shuffle; ``cluster_partition`` with the same Generator state gives the same devices.
+    shuffle.
     """
     rho = _check_rho("rho_device", rho_device)
     n_classes = _check_positive_int("n_classes", n_classes, 2)
@@ -368,53 +358,6 @@ def rho_cluster_clusters(
             clusters[m, fill[m] : fill[m] + chunk.size] = chunk
             fill[m] += chunk.size
     return np.sort(clusters, axis=1)
-
-
-def cluster_partition(
-    labels: np.ndarray,
-    *,
-    n_devices: int = 1000,
-    samples_per_device: int = 500,
-    n_clusters: int = 10,
-    rho_cluster: float,
-    rng: np.random.Generator,
-    rho_device: float = 0.5,
-    n_classes: int = 10,
-    remainder: str = "balanced",
-) -> tuple[np.ndarray, np.ndarray]:
-    """Paper IV-E: (indices (n_devices, samples_per_device), clusters (M, n_devices // M)).
-
-    The devices are exactly ``device_partition(..., rng=rng)``'s for the same Generator state
-    (so FedAvg at the same seed sees the same data); the clusters are drawn afterwards.
-    """
-    _check_rho("rho_cluster", rho_cluster)
-    n_devices, n_clusters = _check_clusters_divide(n_devices, n_clusters)
-    if n_clusters != n_classes:
-        raise ValueError(
-            f"the rho_cluster construction assigns each cluster a different major class, so it needs "
-            f"n_clusters == n_classes; got n_clusters={n_clusters}, n_classes={n_classes}"
-        )
-    indices, majors = device_partition(
-        labels,
-        n_devices=n_devices,
-        samples_per_device=samples_per_device,
-        rho_device=rho_device,
-        n_classes=n_classes,
-        rng=rng,
-        remainder=remainder,
-        return_majors=True,
-    )
-    return indices, rho_cluster_clusters(majors, n_clusters, rho_cluster, rng)
-
-
-def cluster_major_counts(clusters: np.ndarray, majors: np.ndarray, n_classes: int) -> np.ndarray:
-    """(M, n_classes): number of devices of each major class in each cluster."""
-    clusters = np.asarray(clusters)
-    majors = np.asarray(majors, dtype=np.int64)
-    out = np.zeros((clusters.shape[0], n_classes), dtype=np.int64)
-    for m, row in enumerate(clusters):
-        out[m] = np.bincount(majors[row], minlength=n_classes)
-    return out
 
 
 # --- IID and k classes per client (DeFedAvg; docs/papers/defedavg.md R9) -------------------------
@@ -527,92 +470,3 @@ def class_group_partition(
             out[client, pos * share : (pos + 1) * share] = chunk
     out = rng.permuted(out, axis=1)
     return (out, classes) if return_classes else out
-
-
-# --- summaries and files -------------------------------------------------------------------
-
-
-def partition_summary(
-    indices: np.ndarray,
-    labels: np.ndarray,
-    clusters: np.ndarray | None = None,
-    *,
-    n_classes: int | None = None,
-    majors: np.ndarray | None = None,
-) -> dict:
-    """Class composition per device (and per cluster) for logging and tests.
-
-    Arrays: ``device_class_counts``/``device_class_fractions`` (n, C); ``class_totals`` (C,);
-    ``image_multiplicity`` (len(labels),) how many device slots hold each training image.
-    Scalars: ``n_devices``, ``samples_per_device``, ``n_classes``, ``unique_images``,
-    ``max_reuse``, ``device_tv_mean`` (mean total-variation distance of the devices' class
-    distributions from the pooled one; 0 for IID devices). With ``majors``:
-    ``device_major_fraction`` (n,). With ``clusters``: ``cluster_sizes``,
-    ``cluster_class_counts``/``cluster_class_fractions`` (M, C), ``cluster_tv_mean``
-    (always <= device_tv_mean: TV is convex), and with majors also
-    ``cluster_major_device_counts`` (M, C).
-    """
-    indices = np.asarray(indices)
-    labels = np.asarray(labels)
-    if indices.ndim != 2:
-        raise ValueError(f"indices must be 2-D (devices, samples), got shape {indices.shape}")
-    if indices.size and (indices.min() < 0 or indices.max() >= labels.size):
-        raise ValueError("indices out of range of labels")
-    C = int(labels.max()) + 1 if n_classes is None else int(n_classes)
-    n, m = indices.shape
-    dev_labels = labels[indices]
-    counts = np.zeros((n, C), dtype=np.int64)
-    np.add.at(counts, (np.repeat(np.arange(n), m), dev_labels.ravel()), 1)
-    frac = counts / m
-    pooled = counts.sum(axis=0) / counts.sum()
-    mult = np.bincount(indices.ravel(), minlength=labels.size)
-    out: dict = {
-        "n_devices": n,
-        "samples_per_device": m,
-        "n_classes": C,
-        "device_class_counts": counts,
-        "device_class_fractions": frac,
-        "class_totals": counts.sum(axis=0),
-        "image_multiplicity": mult,
-        "unique_images": int(np.count_nonzero(mult)),
-        "max_reuse": int(mult.max()),
-        "device_tv_mean": float(0.5 * np.abs(frac - pooled).sum(axis=1).mean()),
-    }
-    if majors is not None:
-        majors = np.asarray(majors, dtype=np.int64)
-        out["device_major_fraction"] = frac[np.arange(n), majors]
-    if clusters is not None:
-        clusters = np.asarray(clusters)
-        if clusters.ndim != 2:
-            raise ValueError(f"clusters must be 2-D (M, devices per cluster), got shape {clusters.shape}")
-        ccounts = np.stack([counts[row].sum(axis=0) for row in clusters])
-        cfrac = ccounts / ccounts.sum(axis=1, keepdims=True)
-        out["cluster_sizes"] = np.array([row.size for row in clusters], dtype=np.int64)
-        out["cluster_class_counts"] = ccounts
-        out["cluster_class_fractions"] = cfrac
-        out["cluster_tv_mean"] = float(0.5 * np.abs(cfrac - pooled).sum(axis=1).mean())
-        if majors is not None:
-            out["cluster_major_device_counts"] = cluster_major_counts(clusters, majors, C)
-    return out
-
-
-def save_partition(path: str | os.PathLike, **arrays: np.ndarray) -> None:
-    """Write named arrays to ``path`` (.npz, compressed), atomically. No object arrays."""
-    if not arrays:
-        raise ValueError("save_partition needs at least one array")
-    checked = {}
-    for name, value in arrays.items():
-        a = np.asarray(value)
-        if a.dtype == object:
-            raise ValueError(f"{name}: object arrays cannot be saved (they would need pickle)")
-        checked[name] = a
-    atomic.write_npz(path, checked)
-
-
-def load_partition(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """All arrays of a file written by ``save_partition``, loaded into memory."""
-    try:
-        with np.load(Path(path), allow_pickle=False) as npz:
-            return {name: npz[name] for name in npz.files}
-    except (ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"{path} is not a valid partition file ({exc}); delete it and build it again") from None

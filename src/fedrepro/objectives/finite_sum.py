@@ -76,16 +76,6 @@ class FiniteSumProblem:
         return g if r is None else g + r
 
     # --- runner-facing API ----------------------------------------------------------------------
-    def client_grads(self, x: Tensor, clients: Tensor, weights: Tensor | None = None) -> Tensor:
-        """Gradient of client `clients[s]` at its own point x[s]: (S,d).
-
-        weights (S,M): 1/b on the selected samples and 0 elsewhere; None means the full local gradient.
-        """
-        A, b = self.A[clients], self.b[clients]
-        coef = self._dloss(torch.einsum("smd,sd->sm", A, x), b)
-        coef = coef / self.samples_per_client if weights is None else coef * weights
-        return self._add_reg(torch.einsum("sm,smd->sd", coef, A), x)
-
     def full_grad(self, x: Tensor) -> Tensor:
         """Gradient (d,) of the global f over all n = N*M rows. Treat the result as read-only: the last
         one is kept and returned again for the same, unmodified x (the metric and a FedPAGE full round

@@ -22,7 +22,7 @@ from typing import Iterable, Literal
 import numpy as np
 import pandas as pd
 
-from fedrepro.results.monte_carlo import MonteCarloRuns, curves_of
+from fedrepro.results.monte_carlo import MonteCarloRuns
 
 # The per-run summaries of a curve (seed_medians), besides T_<eps>: what claims may compare.
 CURVE_STATISTICS = ("final", "auc", "g0")
@@ -77,12 +77,6 @@ def seed_summaries(table: pd.DataFrame, metric: str, window: float, eps: Iterabl
     return pd.DataFrame(rows)
 
 
-def curve_medians(table: pd.DataFrame, labels: list[str], metric: str, window: float, eps: Iterable[float],
-                  x: str = "round") -> pd.DataFrame:
-    """Seed-medians per run, joined with the run's labels (panel, curve, method, settings)."""
-    return seed_medians(seed_summaries(table, metric, window, list(eps), x), run_labels(table, labels))
-
-
 def run_labels(table: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
     """The label columns of each run (one row per run_id, indexed by it)."""
     return _per_run_labels(table, labels)
@@ -90,7 +84,7 @@ def run_labels(table: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
 
 def seed_medians(summaries: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
     """The medians over seeds of per-seed summaries (seed_summaries), joined with the runs' `labels`
-    (run_labels). Apart from curve_medians so that a bootstrap can re-aggregate drawn seeds."""
+    (run_labels), so that a bootstrap can re-aggregate drawn seeds."""
     value_cols = list(CURVE_STATISTICS) + [c for c in summaries.columns if c.startswith("T_")]
     med = summaries.groupby("run_id")[value_cols].median()
     med["seeds"] = summaries.groupby("run_id")["seed"].nunique()
@@ -98,10 +92,11 @@ def seed_medians(summaries: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
     return med.join(labels[[c for c in labels.columns if c not in med.columns]]).reset_index()
 
 
-def monte_carlo_summaries(table: pd.DataFrame, labels: list[str], coords: tuple[int, int] = (0, 1),
-                          target: float = 1e-4, x: str = "round") -> pd.DataFrame:
-    """One row per curve of a Monte Carlo table (engine `monte_carlo`): statistics across the
-    runs, the quantities the fedvr claims compare (docs/papers/fedvr.md R10, R13).
+def monte_carlo_statistics(curves: Iterable[tuple[dict, MonteCarloRuns]], coords: tuple[int, int] = (0, 1),
+                           target: float = 1e-4) -> pd.DataFrame:
+    """One row per curve of a Monte Carlo table (engine `monte_carlo`): statistics across the runs of each
+    (labels, runs) of results.monte_carlo.curves_of, or of drawn runs (MonteCarloRuns.take) for a bootstrap;
+    the quantities the fedvr claims compare (docs/papers/fedvr.md R10, R13).
 
     mean_err_final : mean over runs of f(θ_K) − f*          rel_err_final : that / the same at the first x
     auc            : mean over x after the first of log10 mean_err   t_target : first x with mean_err <= target
@@ -109,13 +104,6 @@ def monte_carlo_summaries(table: pd.DataFrame, labels: list[str], coords: tuple[
     opt_dist       : ||mean_r θ_K − θ*||                     f_star, runs, last_x, diverged_runs
     A curve with a diverged (non-finite) run gets inf for every statistic but f_star.
     """
-    return monte_carlo_statistics(curves_of(table, labels, x), coords, target)
-
-
-def monte_carlo_statistics(curves: Iterable[tuple[dict, MonteCarloRuns]], coords: tuple[int, int] = (0, 1),
-                           target: float = 1e-4) -> pd.DataFrame:
-    """monte_carlo_summaries of (labels, runs) per curve (results.monte_carlo.curves_of), so that a
-    bootstrap can pass curves of drawn runs (MonteCarloRuns.take)."""
     rows = []
     for curve, mc in curves:
         row = {**curve, "runs": mc.n_runs, "last_x": mc.x[-1], "diverged_runs": int(mc.diverged.sum()),

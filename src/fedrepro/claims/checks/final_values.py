@@ -1,7 +1,7 @@
 """Checks on per-run seed medians of a final value or a time to target (FedPAGE-style figures),
 and on per-round counters of the raw table.
 
-The seed medians (results.summaries.curve_medians) are of `metric` against the x column `x`:
+The seed medians (results.summaries.seed_medians) are of `metric` against the x column `x`:
 final = geometric mean over the last `window` fraction of the x range, T_<eps> = first x with
 metric <= eps x its first value.
 """

@@ -42,7 +42,7 @@ def _combine(statuses: list[str]) -> str:
 def compare_mc(data: ClaimData, *, stats: list[McStat], a: Selector, b: Selector, per: Columns,
                factor: Positive = 1.0, require: Require = "all", fraction: Fraction | None = None,
                coords: list[int] = (0, 1), target: float = 1e-4, x: str = "round") -> Result:
-    """compare_final on across-run statistics (results.summaries.monte_carlo_summaries); every stat must
+    """compare_final on across-run statistics (results.summaries.monte_carlo_statistics); every stat must
     hold. Margin: decades, the smallest over the stats (common.compare_stat)."""
     frame = data.mc_summaries(coords, target, x)
     results = [compare_stat(frame, a, b, per, s, factor, require, fraction) for s in stats]
