@@ -110,6 +110,25 @@ def test_fedclusters_rate_alternative_retrains_only_the_cluster_counts_it_change
     assert {runs[r]["M"] for r in kept if runs[r]["algorithm"] == "fedcluster"} == {10}
 
 
+def test_tdcds_free_grid_retrains_only_the_groups_whose_rate_it_changes():
+    """The unbounded grid's choices, frozen in the reading: a group whose rate is the bounded grid's keeps its
+    run; every new run takes its group's free-grid rate, which differs from the primary's."""
+    cfg = load_paper_config(CONFIG / "papers" / "tdcd.yaml")
+    claims = yaml.safe_load((CONFIG / "claims" / "tdcd.yaml").read_text())["claims"]
+    runs, figures = resolve_paper(cfg, "quick")
+    alt_runs, alternatives = resolve_alternatives(cfg, claims, "quick", Path("data/raw"), figures)
+    (free,) = [a for a in alternatives if a.name == "free_grid"]
+    entries = cfg["readings"]["step_sizes"]["alternatives"]["free_grid"]["set"]["scales"]["quick"]["per_run"]
+    rate = {tuple(e["where"].values()): e["set"]["lr"] for e in entries}
+    group = lambda spec: (spec["dataset"], spec["N"], spec["K"], spec["Q"])  # noqa: E731
+    primary = {group(spec): spec["lr"] for spec in runs.values()}
+    ids = {rid for figure in free.figures.values() for rid in figure.run_ids}
+    new = ids - set(runs)
+    assert new and {alt_runs[r]["Q"] for r in new} >= {1}
+    for r in new:
+        assert alt_runs[r]["lr"] == rate[group(alt_runs[r])] != primary[group(alt_runs[r])]
+    assert all(rate[group(runs[r])] == runs[r]["lr"] for r in ids & set(runs))
+
 def test_the_claims_table_counts_and_the_claims_figure_marks_what_depends_on_a_reading():
     import pandas as pd
 
