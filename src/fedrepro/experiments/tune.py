@@ -75,6 +75,14 @@ def tuned_settings(tuning: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(k for grid in tuning["grid"].values() for k in grid))
 
 
+def grid_of(tuning: dict[str, Any], spec: dict[str, Any]) -> dict[str, list[Any]]:
+    """The grid of a run (or a result row): the one its value of `grid_by` names."""
+    grid = tuning["grid"].get(spec[tuning["grid_by"]])
+    if not grid:
+        raise ConfigError(f"tuning: no grid for {tuning['grid_by']} = {spec[tuning['grid_by']]}")
+    return grid
+
+
 def groups_of(runs: dict[str, dict[str, Any]], tuning: dict[str, Any]) -> dict[tuple, dict[str, Any]]:
     """One run spec per group (its values of `by`), as the configuration sets it. Two runs of one group
     must differ only in the tuned settings: else `by` misses what tells them apart."""
@@ -98,9 +106,7 @@ def trials_of(groups: dict[tuple, dict[str, Any]], tuning: dict[str, Any]) -> pd
     trial's run id and spec (the group's run with the values and the `trial` settings)."""
     rows = []
     for key, spec in groups.items():
-        grid = tuning["grid"].get(spec[tuning["grid_by"]])
-        if not grid:
-            raise ConfigError(f"tuning: no grid for {tuning['grid_by']} = {spec[tuning['grid_by']]}")
+        grid = grid_of(tuning, spec)
         for values in itertools.product(*grid.values()):
             point = dict(zip(grid, values))
             trial = {**spec, **(tuning.get("trial") or {}), **point}
@@ -115,8 +121,8 @@ def score(metrics: pd.DataFrame, metric: str, last: int | str, goal: str = "min"
     values = metrics[metric].to_numpy(dtype=float)
     if not np.isfinite(values).all():
         return worst(goal)
-    count = None if last == "all" else int(last)
-    return float(metrics.groupby("seed")[metric].apply(lambda v: v.iloc[-count if count else 0:].mean()).mean())
+    window = (lambda v: v) if last == "all" else (lambda v: v.iloc[-int(last):])
+    return float(metrics.groupby("seed")[metric].apply(lambda v: window(v).mean()).mean())
 
 
 def worst(goal: str) -> float:
@@ -136,7 +142,7 @@ def chosen(result: pd.DataFrame, by: list[str], goal: str = "min") -> pd.Series:
 def per_run_entries(chosen: pd.DataFrame, tuning: dict[str, Any]) -> list[dict[str, Any]]:
     """The `per_run` entries of the paper's scale that freeze the chosen values."""
     return [{"where": {k: _plain(row[k]) for k in tuning["by"]},
-             "set": {k: _plain(row[k]) for k in tuning["grid"][row[tuning["grid_by"]]]}}
+             "set": {k: _plain(row[k]) for k in grid_of(tuning, row)}}
             for _, row in chosen.iterrows()]
 
 
@@ -175,8 +181,7 @@ def run_tuning(name: str, config_dir: Path = Path("config"), out_dir: Path | Non
     result = trials.drop(columns="spec").assign(score=scores)
     by, settings = tuning["by"], tuned_settings(tuning)
     result["chosen"] = chosen(result, by, goal)
-    configured = {tuple(spec[k] for k in by): _values_text({k: spec.get(k) for k in
-                                                            tuning["grid"][spec[tuning["grid_by"]]]})
+    configured = {tuple(spec[k] for k in by): _values_text({k: spec.get(k) for k in grid_of(tuning, spec)})
                   for spec in runs.values()}
     result["configured"] = [configured[tuple(row[k] for k in by)] for _, row in result.iterrows()]
     result = result[[*by, *settings, "run_id", "score", "chosen", "configured"]]
@@ -211,8 +216,8 @@ def markdown(result: pd.DataFrame, tuning: dict[str, Any], name: str) -> str:
     disagree = 0
     for key, group in result.groupby(by, sort=False):
         key = key if isinstance(key, tuple) else (key,)
-        tuned = list(tuning["grid"][group[tuning["grid_by"]].iloc[0]])
-        texts = [_values_text({k: row[k] for k in tuned}) for _, row in group.iterrows()]
+        grid = grid_of(tuning, group.iloc[0])
+        texts = [_values_text({k: row[k] for k in grid}) for _, row in group.iterrows()]
         cells = ", ".join((f"**{t}: {s:.4g}**" if c else f"{t}: {s:.4g}")
                           for t, s, c in zip(texts, group["score"], group["chosen"]))
         picked = [t for t, c in zip(texts, group["chosen"]) if c]
@@ -222,8 +227,7 @@ def markdown(result: pd.DataFrame, tuning: dict[str, Any], name: str) -> str:
             pick = "none (all diverged)"
         else:
             row = group[group["chosen"]].iloc[0]
-            edge = any(row[k] in (group[k].min(), group[k].max()) and group[k].nunique() > 1 for k in tuned
-                       if len(tuning["grid"][row[tuning["grid_by"]]][k]) > 2)
+            edge = any(row[k] in (min(values), max(values)) for k, values in grid.items() if len(values) > 2)
             pick = picked[0] + (" (grid edge)" if edge else "")
         lines.append("| " + " | ".join(str(k) for k in key) + f" | {cells} | {pick} | {configured} |")
     lines += ["", f"The configuration differs from the chosen values in {disagree} of "
