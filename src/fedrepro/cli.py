@@ -253,13 +253,17 @@ def run_one(args: argparse.Namespace) -> None:
 def job_cost_table(scale: str | None) -> str:
     import yaml
 
+    from fedrepro.experiments.runtable import build_run_table
     from fedrepro.results.cost import cost_summary, job_costs
+    from fedrepro.schemas import known_papers
     from fedrepro.validate import with_defaults
 
-    if scale is None:
-        with open("config/config.yaml") as fh:
-            scale = with_defaults(yaml.safe_load(fh) or {})["scale"]
-    return cost_summary(job_costs(scale), scale)
+    with open("config/config.yaml") as fh:
+        config = with_defaults(yaml.safe_load(fh) or {})
+    scale = scale or config["scale"]
+    # every paper's runs under every reading, to say which reading each recorded run belongs to
+    table = build_run_table({**config, "scale": scale, "papers": known_papers(), "readings": "all"}, Path("config"))
+    return cost_summary(job_costs(scale, origins=table.run_origins()), scale)
 
 
 def paper_docs(args: argparse.Namespace) -> list[str]:

@@ -24,12 +24,16 @@ def test_costs_are_summed_per_paper_and_rule_with_runs_by_their_paper(tmp_path):
     _benchmark(tmp_path / "logs" / "benchmarks" / "download" / "insurance.tsv", 1.0, 0.2, 50.0)
     _benchmark(Layout("quick", tmp_path).logs / "benchmarks" / "plot" / "fedvr" / "fig3.tsv", 99.0, 99.0, 9.0)
 
-    costs = job_costs("smoke", tmp_path)
+    origins = {"a" * 16: "primary", "b" * 16: "steps=grid"}
+    costs = job_costs("smoke", tmp_path, origins)
     assert len(costs) == 5  # not the quick scale's
     fedvr_train = costs[(costs["paper"] == "fedvr") & (costs["rule"] == "train")]
     assert fedvr_train["wall_s"].sum() == 40.0 and fedvr_train["cpu_s"].sum() == 36.0
     assert set(costs["paper"]) == {"fedvr", "tdcd", "(data)"}
     text = cost_summary(costs, "smoke")
     assert "| fedvr | train | 2 | 40.0 | 36.0 | 300.0 |" in text and "| fedvr | plot | 1 | 2.0 | 1.5 | 120.0 |" in text
+    readings = text.split("per reading")[1].split("slowest")[0]
+    assert "| fedvr | primary | 1 | 10.0 | 9.0 |" in readings and "| fedvr | steps=grid | 1 | 30.0 | 27.0 |" in readings
+    assert "| tdcd | ? | 1 | 20.0 | 18.0 |" in readings and "plot" not in readings  # no reading says it has the run
     slowest = text.split("slowest runs")[1]
     assert slowest.index("b" * 16) < slowest.index("c" * 16) < slowest.index("a" * 16)

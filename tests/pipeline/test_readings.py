@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from fedrepro.claims.ledger import evaluate_claims
-from fedrepro.experiments.runtable import load_paper_config, resolve_alternatives, resolve_paper
+from fedrepro.experiments.runtable import build_run_table, load_paper_config, resolve_alternatives, resolve_paper
 from fedrepro.experiments.variants import patched
 from test_claims import LABELS, READINGS, _curve, _table
 
@@ -165,3 +165,17 @@ def test_an_alternative_reading_of_the_check_judges_the_same_tables_with_its_par
     assert ledger.loc["T1", "status"] == "FAIL"
     assert ledger.loc["T1", "robustness"] == "depends (ttt=seed_times: PASS)"
     assert ledger.loc["T2", "robustness"] == "untested (ttt=seed_times (changes nothing in its check))"
+
+
+def test_each_run_is_counted_under_the_primary_reading_or_the_first_alternative_that_adds_it():
+    """What `fedrepro cost` splits a paper's runs by: a run the alternative shares with the primary is the
+    primary's; the others are the alternative's."""
+    table = build_run_table({"scale": "quick", "papers": ["tdcd"], "readings": "all"}, CONFIG)
+    origins = table.run_origins()
+    primary = {rid for figure in table.paper_figures("tdcd") for rid in figure.run_ids}
+    (free,) = table.alternatives["tdcd"]
+    alternative = {rid for figure in free.figures.values() for rid in figure.run_ids}
+    assert set(origins) == set(table.runs) == primary | alternative
+    assert {origins[r] for r in primary} == {"primary"}
+    assert alternative - primary and {origins[r] for r in alternative - primary} == {"step_sizes=free_grid"}
+    assert alternative & primary  # groups whose rate the free grid keeps share their runs

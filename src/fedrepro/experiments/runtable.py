@@ -150,6 +150,9 @@ def setting_keys(specs: list[dict[str, Any]]) -> list[str]:
     return sorted(keys - set(LABEL_COLUMNS) - {"paper", "engine"})
 
 
+PRIMARY = "primary"  # the primary reading, as config `readings: primary` names it
+
+
 @dataclass
 class Alternative:
     """An alternative reading as run (config `readings: all`): the figures that the claims resting on its reading
@@ -202,6 +205,17 @@ class RunTable:
     def alternative_tables(self, paper: str) -> list[str]:
         """The figure tables of a paper's alternative readings."""
         return [self.alternative_table(paper, a, f) for a in self.alternatives.get(paper, []) for f in a.figures]
+
+    def run_origins(self) -> dict[str, str]:
+        """Run id -> the reading that adds it: PRIMARY when a paper's own figures have it, else the first
+        alternative (reading=name) whose figures do."""
+        origins = {rid: PRIMARY for figure in self.figures.values() for rid in figure.run_ids}
+        for paper_alternatives in self.alternatives.values():
+            for a in paper_alternatives:
+                for figure in a.figures.values():
+                    for rid in figure.run_ids:
+                        origins.setdefault(rid, f"{a.reading}={a.name}")
+        return origins
 
     def alternatives_settings(self, paper: str) -> dict[str, dict[str, dict[str, Any]]] | None:
         """What rule claims reads of the alternatives: reading -> alternative -> figure -> its table's path and

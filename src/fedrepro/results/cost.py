@@ -1,6 +1,7 @@
 """What the jobs of a scale cost, from Snakemake's own benchmark records (each rule's `benchmark:`, in
 logs/<scale>/benchmarks/<rule>/..., the data rules' in logs/benchmarks/<rule>/...): per paper and rule the jobs, their
-wall and CPU seconds and their peak memory, and the slowest runs. `fedrepro cost` prints it."""
+wall and CPU seconds and their peak memory, what the runs of each reading cost, and the slowest runs. `fedrepro
+cost` prints it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from fedrepro.errors import ResultsError
+from fedrepro.experiments.runtable import PRIMARY
 from fedrepro.layout import Layout
 from fedrepro.results.store import read_record, run_files
 
@@ -31,9 +33,10 @@ def _paper_of_run(results: Path, run_id: str) -> str:
         return "?"
 
 
-def job_costs(scale: str, root: Path = Path(".")) -> pd.DataFrame:
+def job_costs(scale: str, root: Path = Path("."), origins: dict[str, str] | None = None) -> pd.DataFrame:
     """One row per job with a benchmark record: rule, paper, job (its wildcards as a path), wall_s, cpu_s,
-    max_rss_mb."""
+    max_rss_mb, and reading: for a train job, what `origins` says adds its run (PRIMARY or reading=alternative;
+    "?" for a run that no figure of the configuration has now), else empty."""
     out = Layout(scale, root)
     rows = []
     for base, paper_of in ((out.logs / "benchmarks", None), (root / "logs" / "benchmarks", DATA)):
@@ -41,8 +44,9 @@ def job_costs(scale: str, root: Path = Path(".")) -> pd.DataFrame:
             rule, *rest = tsv.relative_to(base).with_suffix("").parts
             job = "/".join(rest)
             paper = paper_of or (_paper_of_run(out.results, job) if rule == "train" else rest[0])
-            rows.append({"rule": rule, "paper": paper, "job": job, **_record(tsv)})
-    return pd.DataFrame(rows, columns=["rule", "paper", "job", "wall_s", "cpu_s", "max_rss_mb"])
+            reading = (origins or {}).get(job, "?") if rule == "train" else ""
+            rows.append({"rule": rule, "paper": paper, "job": job, **_record(tsv), "reading": reading})
+    return pd.DataFrame(rows, columns=["rule", "paper", "job", "wall_s", "cpu_s", "max_rss_mb", "reading"])
 
 
 def _markdown(frame: pd.DataFrame) -> str:
@@ -52,7 +56,7 @@ def _markdown(frame: pd.DataFrame) -> str:
 
 
 def cost_summary(costs: pd.DataFrame, scale: str) -> str:
-    """Markdown: per paper and rule, then per paper, then the slowest runs."""
+    """Markdown: per paper and rule, then per paper, the runs per reading, then the slowest runs."""
     if costs.empty:
         return (f"No benchmark records at scale {scale} (logs/{scale}/benchmarks/): every rule that does work "
                 f"writes one when it runs.\n")
@@ -60,11 +64,15 @@ def cost_summary(costs: pd.DataFrame, scale: str) -> str:
         jobs=("job", "size"), wall_s=("wall_s", "sum"), cpu_s=("cpu_s", "sum"),
         max_rss_mb=("max_rss_mb", "max")).reset_index()
     papers = table.groupby("paper")[["jobs", "wall_s", "cpu_s"]].sum().reset_index()
-    runs = costs[costs["rule"] == "train"].nlargest(SLOWEST, "wall_s")[["paper", "job", "wall_s", "cpu_s",
-                                                                        "max_rss_mb"]]
+    train = costs[costs["rule"] == "train"]
+    readings = train.groupby(["paper", "reading"]).agg(
+        runs=("job", "size"), wall_s=("wall_s", "sum"), cpu_s=("cpu_s", "sum")).reset_index()
+    runs = train.nlargest(SLOWEST, "wall_s")[["paper", "job", "wall_s", "cpu_s", "max_rss_mb"]]
     return "\n".join([
         f"## Job costs at scale `{scale}`", "",
         "Sums over the jobs of Snakemake's benchmark records (wall and CPU seconds; peak resident memory in MB): "
         "not the wall time of a run, whose jobs overlap.", "", _markdown(table), "", "### Per paper", "",
-        _markdown(papers), "", f"### The {SLOWEST} slowest runs", "",
+        _markdown(papers), "", "### Runs per reading", "",
+        f"A run shared by several readings counts under {PRIMARY} when the primary reading has it, else under the "
+        "first alternative that adds it.", "", _markdown(readings), "", f"### The {SLOWEST} slowest runs", "",
         _markdown(runs.rename(columns={"job": "run"})) if len(runs) else "(no train job recorded)"]) + "\n"
