@@ -24,7 +24,7 @@ from fedrepro.data import load_prepared
 from fedrepro.engines import ENGINES
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.driver import run_seeds
-from fedrepro.results.store import write_metrics
+from fedrepro.experiments.store import write_metrics
 from fedrepro.validate import load_and_validate
 
 # (name, figure, panel, curve label, eta_tilde or None for the curve's own)

@@ -28,7 +28,7 @@ from fedrepro.data.registry import REGISTRY as DATASETS
 from fedrepro.data.views import VIEWS
 from fedrepro.engines import asynchronous, federated_nn, vertical
 from fedrepro.engines.vertical_inputs import IMAGE_NORMS
-from fedrepro.experiments import DEVICES, SCALES
+from fedrepro.schemas import DEVICES, SCALES
 from fedrepro.experiments.runtable import FORMATS
 from fedrepro.models import MODELS
 from fedrepro.nn import BACKENDS, OPTIMIZERS

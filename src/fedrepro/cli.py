@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from fedrepro.errors import ConfigError, DataError, ResultsError
-from fedrepro.experiments import DEVICES, SCALES
+from fedrepro.schemas import DEVICES, SCALES, check, known_papers
 
 # Errors whose message is the whole story for the user: no traceback.
 USER_ERRORS = (DataError, ConfigError, ResultsError)
@@ -130,11 +130,11 @@ def main(argv: list[str] | None = None) -> None:
         run_step(lambda: failed.append(audit_papers(args)))
         sys.exit(1 if failed[0] else 0)
     if args.command == "study":
-        from fedrepro.experiments.study import run_study
+        from fedrepro.variants.study import run_study
 
         run_step(lambda: print(run_study(args.name, jobs=args.jobs)[["variant", "claim_id", "status"]].to_string()))
     if args.command == "tune":
-        from fedrepro.experiments.tune import run_tuning
+        from fedrepro.variants.tune import run_tuning
 
         run_step(lambda: print(run_tuning(args.name, jobs=args.jobs).to_string(index=False)))
     if args.command == "cost":
@@ -171,7 +171,6 @@ def _paper_files(paper: str, config_dir: Path = Path("config")) -> tuple[dict, d
     """A paper's configuration and claims files as written (no resolution: instant)."""
     import yaml
 
-    from fedrepro.schemas import known_papers
 
     known(paper, known_papers(), "paper")
     read = lambda kind: yaml.safe_load((config_dir / kind / f"{paper}.yaml").read_text())  # noqa: E731
@@ -180,7 +179,6 @@ def _paper_files(paper: str, config_dir: Path = Path("config")) -> tuple[dict, d
 
 def listing(paper: str | None) -> str:
     """What can be built: the papers with their titles, or one paper's figures, claims and readings."""
-    from fedrepro.schemas import known_papers
 
     if paper is None:
         return "\n".join(f"{key:12s} {_paper_files(key)[0]['title']}" for key in known_papers())
@@ -219,8 +217,8 @@ def run_one(args: argparse.Namespace) -> None:
     from fedrepro.engines.context import resolve_device
     from fedrepro.experiments.execute import execute_run
     from fedrepro.experiments.runtable import RunTable, run_id_of
-    from fedrepro.results.store import read_record, run_files
-    from fedrepro.validate import check, load_and_validate
+    from fedrepro.experiments.store import read_record, run_files
+    from fedrepro.validate import load_and_validate
 
     resolve_device(args.device)  # before any work: a missing GPU is a one-line message
     refuse_pipeline_results(args.out)
@@ -255,7 +253,6 @@ def job_cost_table(scale: str | None) -> str:
 
     from fedrepro.experiments.runtable import build_run_table
     from fedrepro.results.cost import cost_summary, job_costs
-    from fedrepro.schemas import known_papers
     from fedrepro.validate import with_defaults
 
     with open("config/config.yaml") as fh:
@@ -268,7 +265,6 @@ def job_cost_table(scale: str | None) -> str:
 
 def paper_docs(args: argparse.Namespace) -> list[str]:
     from fedrepro.paper_docs import write_docs
-    from fedrepro.schemas import known_papers
 
     papers = [known(p, known_papers(), "paper") for p in args.papers] or known_papers()
     return write_docs(papers, check=args.check)
@@ -290,7 +286,6 @@ def audit_papers(args: argparse.Namespace) -> bool:
     from fedrepro.layout import Layout
     from fedrepro.results.audit import FAIL, Checkout, audit_paper, choose_reruns, ledger_readings, rerun
     from fedrepro.results.audit_report import summary, write_report
-    from fedrepro.schemas import known_papers
     from fedrepro.validate import load_and_validate, with_defaults
 
     root = Path(".")  # relative, so that the reports name files as results/<scale>/runs/<run_id>/...

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fedrepro.errors import ConfigError
-from fedrepro.experiments import SCALES
+from fedrepro.schemas import SCALES
 
 
 @dataclass(frozen=True)

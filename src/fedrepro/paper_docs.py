@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from fedrepro.errors import ConfigError
-from fedrepro.experiments import SCALES
+from fedrepro.schemas import SCALES
 from fedrepro.experiments.runtable import RunTable
 from fedrepro.layout import Layout
 

@@ -9,6 +9,14 @@ from typing import Any
 
 import yaml
 
+from fedrepro.errors import config_error
+
+# The scales every paper defines, smallest first (config.schema.yaml `scale` lists the same).
+SCALES = ("smoke", "quick", "paper")
+# The devices a run may ask for (config `device`, `fedrepro run --device`): engines/context.py resolve_device
+# turns auto into cuda where torch finds one, else cpu.
+DEVICES = ("auto", "cpu", "cuda")
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = REPO_ROOT / "workflow" / "schemas"
 
@@ -24,3 +32,32 @@ def schema(name: str, schema_dir: Path = SCHEMA_DIR) -> dict[str, Any]:
 def known_papers(schema_dir: Path = SCHEMA_DIR) -> list[str]:
     """The papers the project reproduces (config.schema.yaml `papers`)."""
     return list(schema("config.schema.yaml", schema_dir)["properties"]["papers"]["items"]["enum"])
+
+
+def _describe(error: Any, at: str = "") -> str:
+    """A jsonschema.ValidationError as one line that says where it is and what is allowed."""
+    where = ".".join([at] * bool(at) + [str(p) for p in error.absolute_path]) or "(top level)"
+    if error.validator == "enum":
+        return f"{where}: {error.instance!r} is not allowed; allowed values: {', '.join(map(str, error.validator_value))}"
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        hint = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
+        return f"{where}: {error.message}{hint}"
+    if error.validator == "items" and isinstance(error.validator_value, dict) and "enum" in error.validator_value:
+        return f"{where}: allowed values: {', '.join(error.validator_value['enum'])}"
+    return f"{where}: {error.message}"
+
+
+def check_against(instance: Any, schema: dict[str, Any], source: str, at: str = "") -> None:
+    """Raise ConfigError listing every violation of `schema` by `instance`, which lies at `at` in `source`."""
+    import jsonschema  # here: naming papers needs no validator
+
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(instance),
+                    key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        raise config_error(f"invalid configuration in {source}", [_describe(e, at) for e in errors])
+
+
+def check(instance: Any, schema_name: str, source: str, schema_dir: Path = SCHEMA_DIR) -> None:
+    """Raise ConfigError listing every violation of the schema `schema_name` in `instance`."""
+    check_against(instance, schema(schema_name, schema_dir), source)

@@ -6,43 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from fedrepro.claims.ledger import load_claims
 from fedrepro.engines import ENGINES
 from fedrepro.engines.context import resolve_device
-from fedrepro.errors import ConfigError, config_error
+from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import Figure, RunTable, build_run_table, label_values, load_paper_config
-from fedrepro.schemas import SCHEMA_DIR, known_papers, schema
+from fedrepro.schemas import SCHEMA_DIR, check, check_against, known_papers, schema
 
 # plot options whose values are method names of the paper
 METHOD_OPTIONS = ("dashed", "style_independent")
-
-
-def _describe(error: jsonschema.ValidationError, at: str = "") -> str:
-    where = ".".join([at] * bool(at) + [str(p) for p in error.absolute_path]) or "(top level)"
-    if error.validator == "enum":
-        return f"{where}: {error.instance!r} is not allowed; allowed values: {', '.join(map(str, error.validator_value))}"
-    if error.validator == "additionalProperties":
-        allowed = sorted(error.schema.get("properties", {}))
-        hint = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
-        return f"{where}: {error.message}{hint}"
-    if error.validator == "items" and isinstance(error.validator_value, dict) and "enum" in error.validator_value:
-        return f"{where}: allowed values: {', '.join(error.validator_value['enum'])}"
-    return f"{where}: {error.message}"
-
-
-def _check(instance: Any, schema: dict[str, Any], source: str, at: str = "") -> None:
-    """Raise ConfigError listing every violation of `schema` by `instance`, which lies at `at` in `source`."""
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(instance),
-                    key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        raise config_error(f"invalid configuration in {source}", [_describe(e, at) for e in errors])
-
-
-def check(instance: Any, schema_name: str, source: str, schema_dir: Path = SCHEMA_DIR) -> None:
-    """Raise ConfigError listing every violation of `schema_name` in `instance`."""
-    _check(instance, schema(schema_name, schema_dir), source)
 
 
 def check_plot_options(figure: Figure, schema_dir: Path = SCHEMA_DIR) -> None:
@@ -51,7 +23,7 @@ def check_plot_options(figure: Figure, schema_dir: Path = SCHEMA_DIR) -> None:
     when the figure is drawn."""
     kind = figure.plot.get("kind")
     defs = schema("paper.schema.yaml", schema_dir)["$defs"]
-    _check(figure.plot, {"$ref": f"#/$defs/{kind}_plot", "$defs": defs}, f"config/papers/{figure.paper}.yaml",
+    check_against(figure.plot, {"$ref": f"#/$defs/{kind}_plot", "$defs": defs}, f"config/papers/{figure.paper}.yaml",
            at=f"figures.{figure.name}.plot (kind {kind})")
 
 

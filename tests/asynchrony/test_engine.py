@@ -16,8 +16,8 @@ from fedrepro.experiments.execute import execute_run
 from fedrepro.experiments.runtable import run_id_of
 from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer
 from fedrepro.models import seeded_model
-from fedrepro.results.store import RunFiles
-from fedrepro.validate import check
+from fedrepro.experiments.store import RunFiles
+from fedrepro.schemas import check
 
 REPO = Path(__file__).resolve().parents[2]
 METRIC_COLUMNS = ["train_loss", "train_accuracy", "test_loss", "test_accuracy"]

@@ -16,7 +16,7 @@ from fedrepro.data import fetch_dataset, prepare_dataset
 from fedrepro.experiments.execute import execute_run
 from fedrepro.layout import Layout
 from fedrepro.plots import draw_figure
-from fedrepro.results.store import run_files
+from fedrepro.experiments.store import run_files
 from fedrepro.results.tables import write_figure_table
 from fedrepro.validate import load_and_validate
 

@@ -15,7 +15,7 @@ import pytest
 from fedrepro.cli import main
 from fedrepro.errors import ResultsError
 from fedrepro.layout import Layout
-from fedrepro.results.store import METRICS_SHA256, RECORD_SHA256, record_sha256
+from fedrepro.experiments.store import METRICS_SHA256, RECORD_SHA256, record_sha256
 from fedrepro.results.tables import table_digest, verify_figure_table, write_figure_table
 from fedrepro.validate import load_and_validate
 

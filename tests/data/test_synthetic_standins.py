@@ -123,7 +123,7 @@ def test_a_run_on_a_standin_records_the_generated_data_and_the_audit_checks_it(t
     """No file was downloaded, so the run records what it read: the generated arrays' sha256 with the generator,
     its seed and parameters; the audit finds them changed like a downloaded file."""
     from fedrepro.results.audit import Checkout, _data_findings
-    from fedrepro.results.provenance import data_files
+    from fedrepro.experiments.provenance import data_files
 
     synthesize("synthetic_ihm", tmp_path / "data" / "prepared" / "synthetic_ihm.npz", n_train=30, n_test=10)
     write_standin_provenance("synthetic_ihm", tmp_path / "data" / "raw")

@@ -13,10 +13,11 @@ from fedrepro.engines.context import RunContext
 from fedrepro.experiments.execute import execute_run
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import run_id_of
-from fedrepro.validate import check, load_and_validate
+from fedrepro.schemas import check
+from fedrepro.validate import load_and_validate
 from fedrepro.engines.monte_carlo import environment_keys
 from fedrepro.objectives.least_squares import make_insurance_problem
-from fedrepro.results.store import RunFiles
+from fedrepro.experiments.store import RunFiles
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = {"n_agents": 3, "samples_per_agent": 20, "features": ["age", "sex", "bmi", "children", "smoker"],

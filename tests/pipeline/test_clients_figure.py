@@ -14,7 +14,7 @@ from fedrepro.claims.checks.run_facts import compare_fact, rank_correlation
 from fedrepro.claims.data import ClaimData
 from fedrepro.experiments.runtable import Curve, Figure
 from fedrepro.plots.clients import clients
-from fedrepro.results.store import METRICS_SHA256, run_files, write_metrics
+from fedrepro.experiments.store import METRICS_SHA256, run_files, write_metrics
 from fedrepro.results.tables import figure_table
 from fedrepro.utils.digest import file_sha256
 

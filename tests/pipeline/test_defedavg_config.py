@@ -6,7 +6,7 @@ from pathlib import Path
 import yaml
 
 from fedrepro.experiments.runtable import resolve_paper
-from fedrepro.experiments.variants import patched
+from fedrepro.utils.patch import patched
 
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "papers" / "defedavg.yaml"
 

@@ -13,7 +13,7 @@ import pytest
 from fedrepro.errors import DataError
 from fedrepro.experiments import execute
 from fedrepro.experiments.execute import execute_run
-from fedrepro.results.store import RunFiles
+from fedrepro.experiments.store import RunFiles
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -69,7 +69,7 @@ KILLER = textwrap.dedent('''
     from pathlib import Path
     from fedrepro.engines import context
     from fedrepro.experiments.execute import execute_run
-    from fedrepro.results.store import RunFiles
+    from fedrepro.experiments.store import RunFiles
 
     args = json.loads(sys.argv[1])
     saves = {"n": 0}

@@ -11,8 +11,8 @@ import pytest
 from fedrepro.engines.federated_nn import COLUMNS
 from fedrepro.experiments.execute import execute_run
 from fedrepro.experiments.runtable import run_id_of
-from fedrepro.validate import check
-from fedrepro.results.store import RunFiles
+from fedrepro.schemas import check
+from fedrepro.experiments.store import RunFiles
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,10 +14,11 @@ from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import Curve, Figure
 from fedrepro.plots import draw_figure
 from fedrepro.plots.gantt import gantt
-from fedrepro.results.store import METRICS_SHA256, run_files, write_metrics
+from fedrepro.experiments.store import METRICS_SHA256, run_files, write_metrics
 from fedrepro.results.tables import figure_table, write_figure_table
 from fedrepro.utils.digest import file_sha256
-from fedrepro.validate import check, check_timelines
+from fedrepro.schemas import check
+from fedrepro.validate import check_timelines
 
 # one local step takes 0.5 s on the fastest client; a transfer takes 0.5 s
 SYSTEM = SystemModel(flops_per_iteration=1.0, fastest_flops=2.0, model_bytes=62_500.0, uplink_bps=1e6,

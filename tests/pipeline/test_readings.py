@@ -1,4 +1,4 @@
-"""Alternative readings as runs (experiments/variants.py, runtable.resolve_alternatives) and the ledger's
+"""Alternative readings as runs (utils/patch.py, runtable.resolve_alternatives) and the ledger's
 robustness column (claims/ledger.py): a patch adds only the runs it changes, and a verdict that flips under an
 alternative reads `depends`, naming it."""
 
@@ -9,7 +9,7 @@ import yaml
 
 from fedrepro.claims.ledger import evaluate_claims
 from fedrepro.experiments.runtable import build_run_table, load_paper_config, resolve_alternatives, resolve_paper
-from fedrepro.experiments.variants import patched
+from fedrepro.utils.patch import patched
 from test_claims import LABELS, READINGS, _curve, _table
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"

@@ -1,4 +1,4 @@
-"""Scale studies (experiments/study.py): each variant's settings reach its runs, its claims are judged on
+"""Scale studies (variants/study.py): each variant's settings reach its runs, its claims are judged on
 its own runs, shared runs train once, and bad studies or missing data stop with a message."""
 
 from pathlib import Path
@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from fedrepro.errors import ConfigError, DataError
-from fedrepro.experiments.study import run_study
-from fedrepro.results.store import read_record
+from fedrepro.variants.study import run_study
+from fedrepro.experiments.store import read_record
 from project_dir import make_project
 
 TINY = {"samples_per_device": 4, "E": 1, "B": 2, "csgd_batch": 4, "seeds": 2, "train_eval_subsample": 40}

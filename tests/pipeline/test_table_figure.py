@@ -7,7 +7,7 @@ import yaml
 
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import Figure, resolve_paper
-from fedrepro.validate import check
+from fedrepro.schemas import check
 from fedrepro.plots import write_table_figure
 
 # time (s) at which each method's accuracy reaches 0.9 (IID) / 0.8 (non-IID), per panel and n

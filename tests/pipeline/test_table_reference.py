@@ -9,7 +9,7 @@ import pytest
 
 from fedrepro.experiments.runtable import Figure
 from fedrepro.plots import write_table_figure
-from fedrepro.validate import check
+from fedrepro.schemas import check
 from fedrepro.errors import ConfigError
 
 H = {"fashion_mnist": 880.0, "cifar10": 1400.0}

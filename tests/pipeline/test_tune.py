@@ -1,4 +1,4 @@
-"""Step-size tuning (experiments/tune.py) and the `per_run` settings that freeze its choice: each group's
+"""Step-size tuning (variants/tune.py) and the `per_run` settings that freeze its choice: each group's
 value is the one with the lowest score, a diverging value loses, trials train once, the chosen block read
 back into the configuration gives every run its value, and bad tunings stop with a message."""
 
@@ -11,8 +11,8 @@ import yaml
 
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import load_paper_config, resolve_paper
-from fedrepro.experiments.tune import chosen, groups_of, load_tuning, per_run_entries, run_tuning, score, trials_of
-from fedrepro.results.store import read_record
+from fedrepro.variants.tune import chosen, groups_of, load_tuning, per_run_entries, run_tuning, score, trials_of
+from fedrepro.experiments.store import read_record
 from project_dir import REPO, make_project
 
 TUNING = {"paper": "tdcd", "scale": "smoke", "figures": ["fig6"], "by": ["dataset", "N", "K", "Q"],

@@ -12,8 +12,8 @@ from fedrepro.engines.vertical_inputs import model_inputs, subset_index
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.execute import execute_run
 from fedrepro.experiments.runtable import run_id_of
-from fedrepro.results.store import RunFiles
-from fedrepro.validate import check
+from fedrepro.experiments.store import RunFiles
+from fedrepro.schemas import check
 
 BASE = {"dataset": "synthetic_ihm", "train_subset": 30, "test_subset": 10}
 

@@ -14,8 +14,8 @@ from fedrepro.engines import ENGINES
 from fedrepro.engines.vertical import assignment, eval_metrics
 from fedrepro.experiments.execute import execute_run
 from fedrepro.experiments.runtable import run_id_of
-from fedrepro.results.store import RunFiles
-from fedrepro.validate import check
+from fedrepro.experiments.store import RunFiles
+from fedrepro.schemas import check
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Collection, Literal, Mapping, Union
 from fedrepro.claims.checks import CHECKS, check_hints, check_parameters
 from fedrepro.claims.checks.common import Above, Names, OneOf
 from fedrepro.errors import ConfigError, config_error
-from fedrepro.experiments import SCALES
+from fedrepro.schemas import SCALES
 
 # keys of a claim entry that are not parameters of its check
 CLAIM_FIELDS = {"id", "quote", "figures", "check", "expected", "note", "min_seeds", "undecided_at", "rests_on"}

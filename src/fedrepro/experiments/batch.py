@@ -11,7 +11,7 @@ from typing import Any
 from fedrepro.errors import DataError
 from fedrepro.experiments.execute import execute_run
 from fedrepro.experiments.runtable import RunTable
-from fedrepro.results.store import run_files
+from fedrepro.experiments.store import run_files
 
 
 def _train(run_id: str, spec: dict[str, Any], results_dir: Path, prepared: dict[str, Path],

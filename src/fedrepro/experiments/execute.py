@@ -19,8 +19,8 @@ from fedrepro.data.inputs import load_input
 from fedrepro.engines import ENGINES
 from fedrepro.engines.context import RunContext, resolve_device
 from fedrepro.engines.driver import run_seeds
-from fedrepro.results import provenance
-from fedrepro.results.store import METRICS_SHA256, RECORD_SHA256, RunFiles, record_sha256, write_metrics
+from fedrepro.experiments import provenance
+from fedrepro.experiments.store import METRICS_SHA256, RECORD_SHA256, RunFiles, record_sha256, write_metrics
 from fedrepro.utils import atomic
 from fedrepro.utils.digest import file_sha256
 

@@ -21,7 +21,7 @@ import yaml
 from fedrepro.data.inputs import MULTIVIEW_DATASETS, prepared_name, prepared_path
 from fedrepro.data.sources import STAND_INS, USER_DATASETS, DataSource, resolve_source
 from fedrepro.errors import ConfigError
-from fedrepro.experiments.variants import patched
+from fedrepro.utils.patch import patched
 from fedrepro.layout import Layout
 from fedrepro.utils.digest import config_digest
 
@@ -512,7 +512,7 @@ def label_values(paper_cfg: dict[str, Any]) -> dict[str, dict[str, set[Any]]]:
 
 def resolve_alternatives(paper_cfg: dict[str, Any], claims: list[dict[str, Any]], scale: str, raw_root: Path,
                          figures: dict[tuple[str, str], Figure]) -> tuple[dict[str, dict], list[Alternative]]:
-    """The runs and figures of every alternative reading that declares a `set` (experiments/variants.py): of the
+    """The runs and figures of every alternative reading that declares a `set` (utils/patch.py): of the
     figures the claims resting on its reading read, those whose runs it changes. `figures`: the paper's own."""
     paper = paper_cfg["key"]
     runs: dict[str, dict] = {}

@@ -33,8 +33,8 @@ import pandas as pd
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import Alternative, Figure, RunTable, run_id_of
 from fedrepro.layout import Layout
-from fedrepro.results import provenance
-from fedrepro.results.store import (METRICS_SHA256, RunFiles, canonical_json, read_record, run_files,
+from fedrepro.experiments import provenance
+from fedrepro.experiments.store import (METRICS_SHA256, RunFiles, canonical_json, read_record, run_files,
                                     verify_metrics, verify_record)
 from fedrepro.results.tables import figure_table_csv
 from fedrepro.utils.digest import tree_sha256

@@ -12,7 +12,7 @@ import pandas as pd
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import PRIMARY
 from fedrepro.layout import Layout
-from fedrepro.results.store import read_record, run_files
+from fedrepro.experiments.store import read_record, run_files
 
 DATA = "(data)"  # the data rules' jobs, shared by every scale
 SLOWEST = 5

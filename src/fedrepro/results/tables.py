@@ -16,7 +16,7 @@ import pandas as pd
 from fedrepro.asynchrony import TIMELINE_KINDS
 from fedrepro.experiments.runtable import Figure
 from fedrepro.errors import ResultsError
-from fedrepro.results.store import RunFiles, read_verified_record, run_files
+from fedrepro.experiments.store import RunFiles, read_verified_record, run_files
 from fedrepro.utils import atomic
 from fedrepro.utils.digest import file_sha256
 

@@ -25,11 +25,11 @@ from fedrepro.engines import ENGINES
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.batch import train_missing
 from fedrepro.experiments.runtable import RunTable, label_values, load_paper_config, resolve_paper
-from fedrepro.experiments.variants import patched
+from fedrepro.utils.patch import patched
 from fedrepro.layout import Layout
 from fedrepro.results.tables import read_figure_table, write_figure_table
 from fedrepro.utils import atomic
-from fedrepro.validate import check
+from fedrepro.schemas import check
 
 STUDY_KEYS = {"paper", "scale", "figures", "claims", "variants", "about", "defaults", "panels"}
 COLUMNS = ["variant", "claim_id", "figure", "status", "measured", "margin", "support", "settings"]
@@ -52,7 +52,7 @@ def load_study(path: Path) -> dict[str, Any]:
 def variant_config(paper_cfg: dict[str, Any], scale: str, settings: dict[str, Any],
                    figures: dict[str, Any], panels: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The paper's configuration whose `scale` carries the variant's settings (and settings of named
-    `panels`), laid over it as a reading's alternative is (experiments/variants.py), and runs only `figures`."""
+    `panels`), laid over it as a reading's alternative is (utils/patch.py), and runs only `figures`."""
     cfg = patched(paper_cfg, {"scales": {scale: {"defaults": settings, "panels": panels or {}}}})
     cfg["scales"][scale]["figures"] = copy.deepcopy(figures)
     cfg["figures"] = {name: fig for name, fig in cfg["figures"].items() if name in figures}

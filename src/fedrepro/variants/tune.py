@@ -29,9 +29,9 @@ from fedrepro.errors import ConfigError
 from fedrepro.experiments.batch import train_missing
 from fedrepro.experiments.runtable import RunTable, load_paper_config, resolve_paper, run_id_of
 from fedrepro.layout import Layout
-from fedrepro.results.store import read_verified_record, run_files
+from fedrepro.experiments.store import read_verified_record, run_files
 from fedrepro.utils import atomic
-from fedrepro.validate import check
+from fedrepro.schemas import check
 
 TUNING_KEYS = {"paper", "scale", "by", "grid_by", "grid", "select", "trial", "figures", "about"}
 REQUIRED = {"paper", "scale", "by", "grid_by", "grid", "select"}

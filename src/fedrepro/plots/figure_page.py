@@ -17,7 +17,7 @@ from fedrepro.claims.table import STATUS_COLOURS, plain_words
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import Figure
 from fedrepro.layout import Layout, scales_on_disk
-from fedrepro.results.store import read_record, run_files
+from fedrepro.experiments.store import read_record, run_files
 from fedrepro.utils.atomic import write_text
 
 VERDICTS = tuple(STATUS_COLOURS)  # PASS, FAIL, INCONCLUSIVE
