@@ -7,9 +7,8 @@ import functools
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from fedrepro.errors import config_error
+from fedrepro.utils.yaml_file import read_yaml
 
 # The scales every paper defines, smallest first (config.schema.yaml `scale` lists the same).
 SCALES = ("smoke", "quick", "paper")
@@ -25,8 +24,7 @@ SCHEMA_DIR = REPO_ROOT / "workflow" / "schemas"
 def schema(name: str, schema_dir: Path = SCHEMA_DIR) -> dict[str, Any]:
     """A schema, parsed once per process (start-up checks every resolved run against its engine's);
     callers must not modify it."""
-    with open(schema_dir / name) as fh:
-        return yaml.safe_load(fh)
+    return read_yaml(schema_dir / name)
 
 
 def known_papers(schema_dir: Path = SCHEMA_DIR) -> list[str]:

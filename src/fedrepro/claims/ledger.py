@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from fedrepro.claims import support as bootstrap_rule
 from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, UNITS, Result
@@ -20,6 +19,7 @@ from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import paper_value
 from fedrepro.results.tables import merged_labels, read_figure_table
 from fedrepro.utils.atomic import atomic_path
+from fedrepro.utils.yaml_file import read_yaml
 
 # support: share of bootstrap resamples in which the claim holds (empty: NA, the reason in note); margin: the
 # check's distance from its threshold in its own units (> 0: holds); margin_se: margin / its bootstrap s.d.
@@ -179,8 +179,7 @@ def load_claims(path: Path, figures: FigureLabels | None = None,
                 readings: dict[str, Any] | None = None) -> dict[str, Any]:
     """A claims file, checked by validate_claims (with `figures`, down to the columns and values its
     claims name; with `readings`, the readings they rest on)."""
-    with open(path) as fh:
-        claims_cfg = yaml.safe_load(fh)
+    claims_cfg = read_yaml(path)
     validate_claims(claims_cfg, str(path), figures, readings)
     return claims_cfg
 

@@ -16,14 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from fedrepro.data.inputs import MULTIVIEW_DATASETS, prepared_name, prepared_path
 from fedrepro.data.sources import STAND_INS, USER_DATASETS, DataSource, resolve_source
 from fedrepro.errors import ConfigError
-from fedrepro.utils.patch import patched
 from fedrepro.layout import Layout
 from fedrepro.utils.digest import config_digest
+from fedrepro.utils.patch import patched
+from fedrepro.utils.yaml_file import read_yaml
 
 # Keys that describe how a curve is shown, not what is computed: kept out of the run spec.
 PRESENTATION_KEYS = ("label",)
@@ -266,8 +265,7 @@ def run_id_of(spec: dict[str, Any]) -> str:
 
 
 def load_paper_config(path: Path) -> dict[str, Any]:
-    with open(path) as fh:
-        return yaml.safe_load(fh)
+    return read_yaml(path)
 
 
 def _merge(*layers: dict[str, Any]) -> dict[str, Any]:
@@ -548,8 +546,7 @@ def build_run_table(config: dict[str, Any], config_dir: Path) -> RunTable:
         figures.update(paper_figures)
         readings[paper] = paper_cfg.get("readings", {})
         if config.get("readings") == "all":
-            with open(config_dir / "claims" / f"{paper}.yaml") as fh:
-                claims = yaml.safe_load(fh).get("claims", [])
+            claims = read_yaml(config_dir / "claims" / f"{paper}.yaml").get("claims", [])
             alt_runs, alternatives[paper] = resolve_alternatives(paper_cfg, claims, config["scale"], raw_root,
                                                                  paper_figures)
             runs.update({rid: spec for rid, spec in alt_runs.items() if rid not in runs})

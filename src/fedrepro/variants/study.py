@@ -18,18 +18,18 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from fedrepro.claims.ledger import evaluate_claims, load_claims
 from fedrepro.engines import ENGINES
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.batch import train_missing
 from fedrepro.experiments.runtable import RunTable, label_values, load_paper_config, resolve_paper
-from fedrepro.utils.patch import patched
 from fedrepro.layout import Layout
 from fedrepro.results.tables import read_figure_table, write_figure_table
-from fedrepro.utils import atomic
 from fedrepro.schemas import check
+from fedrepro.utils import atomic
+from fedrepro.utils.patch import patched
+from fedrepro.utils.yaml_file import read_yaml
 
 STUDY_KEYS = {"paper", "scale", "figures", "claims", "variants", "about", "defaults", "panels"}
 COLUMNS = ["variant", "claim_id", "figure", "status", "measured", "margin", "support", "settings"]
@@ -38,8 +38,7 @@ COLUMNS = ["variant", "claim_id", "figure", "status", "measured", "margin", "sup
 def load_study(path: Path) -> dict[str, Any]:
     if not path.exists():
         raise ConfigError(f"no study {path}")
-    with open(path) as fh:
-        study = yaml.safe_load(fh)
+    study = read_yaml(path)
     missing, unknown = {"paper", "scale", "figures", "claims", "variants"} - set(study), set(study) - STUDY_KEYS
     problems = [f"{what} {', '.join(sorted(keys))}" for what, keys in (("missing", missing), ("unknown", unknown)) if keys]
     if problems:

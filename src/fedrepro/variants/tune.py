@@ -28,10 +28,11 @@ from fedrepro.engines import ENGINES
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.batch import train_missing
 from fedrepro.experiments.runtable import RunTable, load_paper_config, resolve_paper, run_id_of
-from fedrepro.layout import Layout
 from fedrepro.experiments.store import read_verified_record, run_files
-from fedrepro.utils import atomic
+from fedrepro.layout import Layout
 from fedrepro.schemas import check
+from fedrepro.utils import atomic
+from fedrepro.utils.yaml_file import read_yaml
 
 TUNING_KEYS = {"paper", "scale", "by", "grid_by", "grid", "select", "trial", "figures", "about"}
 REQUIRED = {"paper", "scale", "by", "grid_by", "grid", "select"}
@@ -41,8 +42,7 @@ GOALS = ("min", "max")
 def load_tuning(path: Path) -> dict[str, Any]:
     if not path.exists():
         raise ConfigError(f"no tuning {path}")
-    with open(path) as fh:
-        tuning = yaml.safe_load(fh)
+    tuning = read_yaml(path)
     missing, unknown = REQUIRED - set(tuning), set(tuning) - TUNING_KEYS
     problems = [f"{what} {', '.join(sorted(keys))}" for what, keys in (("missing", missing), ("unknown", unknown)) if keys]
     if not problems:
