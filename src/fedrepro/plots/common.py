@@ -93,15 +93,49 @@ def log_y(ax: plt.Axes) -> None:
     ax.yaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.4)))
 
 
-def mark_diverged(ax: plt.Axes, sub: pd.DataFrame, y: str, x: str = "round") -> None:
-    """A cross at the last finite point of every diverged seed, so a reader sees it stopped."""
-    for (_, seed), run in sub[sub["diverged"]].groupby(["run_id", "seed"]):
-        finite = run[np.isfinite(run[y])].sort_values(x)
-        if len(finite):
-            last = finite.iloc[-1]
-            ax.plot(last[x], last[y], marker="x", color="crimson", markersize=8, mew=2, zorder=5)
-            ax.annotate("diverged", (last[x], last[y]), textcoords="offset points", xytext=(4, 4),
-                        fontsize=7, color="crimson")
+def _kept_limits(values: pd.Series, diverged: pd.Series, log: bool) -> tuple[float, float] | None:
+    """When a diverged seed's values would more than double the span of the values no diverged seed drew: y limits
+    around those and the diverged values within that reach (5% margins; on a log axis in decades). Else None (the
+    axis scales itself)."""
+    scaled = np.log10(values) if log else values
+    kept, wild = scaled[~diverged], scaled[diverged]
+    if not (len(kept) and len(wild)):
+        return None
+    lo, hi = kept.min(), kept.max()
+    span = hi - lo if hi > lo else abs(hi) or 1.0
+    near = wild[(lo - span <= wild) & (wild <= hi + span)]
+    if len(near) == len(wild):
+        return None
+    lo, hi = np.min(near.to_numpy(), initial=lo), np.max(near.to_numpy(), initial=hi)
+    limits = np.array([lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo)])
+    return tuple(10 ** limits if log else limits)
+
+
+def mark_diverged(ax: plt.Axes, sub: pd.DataFrame, y: str, x: str = "round") -> str:
+    """A cross at the last finite point of every diverged seed, so a reader sees it stopped. Where a diverged
+    seed's values would more than double the span of everything else drawn, the y axis keeps that span (a loss of
+    1e7 would flatten every other curve into one line) and the cross sits on the axis's edge; the note returned
+    for the panel's title says so ("" when none is off scale). Call it after the axis's scale is set."""
+    log = ax.get_yscale() == "log"
+    finite = sub[np.isfinite(sub[y]) & ((sub[y] > 0) if log else True)]
+    limits = _kept_limits(finite[y], finite["diverged"], log)
+    if limits:
+        ax.set_ylim(*limits)
+    off = []  # the last values off scale
+    for _, run in finite[finite["diverged"]].groupby(["run_id", "seed"]):
+        last = run.sort_values(x).iloc[-1]
+        at = last[y]
+        if limits and not limits[0] <= at <= limits[1]:
+            at = min(max(at, limits[0]), limits[1])
+            off.append(last[y])
+        else:
+            ax.annotate("diverged", (last[x], at), textcoords="offset points", xytext=(4, 4), fontsize=7,
+                        color="crimson")
+        ax.plot(last[x], at, marker="x", color="crimson", markersize=8, mew=2, zorder=5, clip_on=False)
+    if not off:
+        return ""
+    reach = f"{min(off):.2g}" + (f" to {max(off):.2g}" if len(off) > 1 else "")
+    return f"\n(x: {len(off)} diverged seed{'s' * (len(off) > 1)} off scale, at {reach})"
 
 
 def finish_figure(fig: plt.Figure, axes, used: int, table: pd.DataFrame, figure: Figure, band: str) -> plt.Figure:

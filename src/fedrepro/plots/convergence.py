@@ -49,11 +49,11 @@ def convergence(table: pd.DataFrame, figure: Figure, *, y: str, ylabel: str | No
         clean = sub[np.isfinite(sub[y]) & (sub[y] > 0 if logy else True)]
         sns.lineplot(data=clean.rename(columns=names), x=x, y=y, hue="curve", style=names.get(style, style),
                      estimator="median", errorbar=("pi", 100), ax=ax, linewidth=1.3)
-        mark_diverged(ax, sub, y, x)
         if logy:
             log_y(ax)
+        off_scale = mark_diverged(ax, sub, y, x)
         counted_x(ax, x)
-        ax.set_title(panel_name(figure, panel))
+        ax.set_title(panel_name(figure, panel) + off_scale)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel or y)
         ax.legend(fontsize=7, title=None, ncols=2 if style else 1)

@@ -87,11 +87,12 @@ def loss_accuracy(table: pd.DataFrame, figure: Figure, *, metrics: Sequence[str]
                     name += _steps(run, step_size or {})
                     _line(ax, run, metric, x, color=color, ls="--" if method in dashed else "-", label=name)
                     drawn.append(run)
-            mark_diverged(ax, pd.concat(drawn), metric, x)
             if metric in log_metrics:
                 log_y(ax)
+            off_scale = mark_diverged(ax, pd.concat(drawn), metric, x)
             title = panel_name(figure, panel)
-            ax.set_title(title if len(metrics) == 1 else f"{title}: {NAMES.get(metric, metric)}", fontsize=9)
+            title = title if len(metrics) == 1 else f"{title}: {NAMES.get(metric, metric)}"
+            ax.set_title(title + off_scale, fontsize=9)
             ax.set_xlabel(xlabel)
             counted_x(ax, x)
             ax.set_ylabel(NAMES.get(metric, metric))
