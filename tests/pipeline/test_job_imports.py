@@ -1,5 +1,5 @@
 """The jobs after training (tables, figures, pages, claims, audit) read CSV and JSON files: they must not load torch,
-whose import costs seconds in every one of them. Their scripts' imports, and the run table whose objects Snakemake
+whose import costs seconds in every one of them, nor the download stack (pooch, requests: ~0.3 s). Their scripts' imports, and the run table whose objects Snakemake
 hands them as params, are imported in a fresh interpreter."""
 
 import ast
@@ -17,12 +17,12 @@ def _imports(script: Path) -> set[str]:
         alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
 
 
-def test_the_jobs_after_training_load_no_torch():
+def test_the_jobs_after_training_load_neither_torch_nor_the_download_stack():
     modules = sorted(set().union(*(_imports(SCRIPTS / f"{job}.py") for job in JOBS))
                      | {"fedrepro.experiments.runtable"})
     assert "fedrepro.plots" in modules and "fedrepro.claims.ledger" in modules  # the scripts were read
     code = ("import importlib, sys\n"
             f"for name in {modules!r}:\n    importlib.import_module(name)\n"
-            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))[:3])")
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'pooch', 'requests'))[:3])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout

@@ -23,7 +23,7 @@ import pooch
 import requests
 
 from fedrepro.errors import DataError
-from fedrepro.data.registry import Dataset, RemoteFile, get_dataset
+from fedrepro.data.registry import PROVENANCE_NAME, Dataset, RemoteFile, get_dataset
 from fedrepro.utils.atomic import FILE_MODE, write_json
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 pooch.get_logger().setLevel(logging.WARNING)
 
 MIRROR_ENV = "FEDREPRO_DATA_MIRROR"
-PROVENANCE_NAME = "PROVENANCE.json"
 NO_CHECKSUM = "none (no published checksum)"
 
 _MIRROR_HINT = (

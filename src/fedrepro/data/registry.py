@@ -13,6 +13,9 @@ from typing import Literal
 
 from fedrepro.errors import DataError
 
+# What each dataset's raw directory records of where its files came from (download.py, sources.py).
+PROVENANCE_NAME = "PROVENANCE.json"
+
 ChecksumAlgo = Literal["md5", "sha256"]
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fedrepro.data import mimic3_ihm, multiview
-from fedrepro.data.download import PROVENANCE_NAME
+from fedrepro.data.registry import PROVENANCE_NAME
 from fedrepro.errors import DataError
 from fedrepro.utils.atomic import write_json, write_text
 from fedrepro.utils.digest import file_sha256
