@@ -12,7 +12,7 @@ SNAKEMAKE_ARGS := --config readings=$(READINGS) scale=$(SCALE)
 # what DVC records after a reproduction: the data (shared by the scales) and this scale's outputs
 DVC_TRACKED := data/raw data/prepared results/$(SCALE) figures/$(SCALE)
 
-.PHONY: install reproduce report record pull touch test test-fast lint clean study tune
+.PHONY: install reproduce report record pull touch test test-fast lint clean variants
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -62,12 +62,9 @@ lint: install
 clean:
 	rm -rf results/$(SCALE) figures/$(SCALE) logs/$(SCALE)
 
-# Which reduced-scale choice moves which claim: `make study STUDY=fedcluster_scale` (config/studies/).
-STUDY ?= fedcluster_scale
-study: install
-	$(BIN)/fedrepro study $(STUDY)
-
-# A step-size grid search by a paper's protocol: `make tune TUNING=tdcd_quick` (config/tuning/).
-TUNING ?= tdcd_quick
-tune: install
-	$(BIN)/fedrepro tune $(TUNING)
+# Named variants of a scale's settings, trained and judged outside the pipeline (config/variants/): a scale study
+# (`make variants NAME=fedcluster_scale`: which reduced-scale choice moves which claim) or a paper's tuning
+# protocol (`make variants NAME=tdcd_quick`).
+NAME ?= fedcluster_scale
+variants: install
+	$(BIN)/fedrepro variants $(NAME)

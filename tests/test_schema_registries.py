@@ -40,6 +40,7 @@ from fedrepro.plots.loss_accuracy import LEGENDS
 from fedrepro.plots.table import NEVER, SUMMARIES
 from fedrepro.results.summaries import SEED_AGGREGATES
 from fedrepro.schemas import SCHEMA_DIR
+from fedrepro.variants.tune import GOALS
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"
 
@@ -67,7 +68,9 @@ MC_LINES_KINDS = tuple(kind for kind, build in KINDS.items() if build.__module__
 REGISTRY_ENUMS: list[tuple[str, str, str, Any]] = [
     # -- config.schema.yaml (config/config.yaml)
     ("config", "properties/papers/items", SAME, PAPER_FILES),
-    ("config", "properties/scale", SAME, SCALES),  # experiments/__init__.py
+    ("config", "properties/scale", SAME, SCALES),  # schemas.py
+    ("variants", "properties/scale", SAME, SCALES),
+    ("variants", "properties/select/properties/goal", SAME, GOALS),  # variants/tune.py
     ("config", "properties/device", SAME, DEVICES),  # experiments/__init__.py (engines/context.py resolve_device)
     # -- paper.schema.yaml (config/papers/<paper>.yaml)
     ("paper", "$defs/plot/properties/kind", SAME, PLOT_KINDS),

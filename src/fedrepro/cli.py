@@ -29,8 +29,8 @@ examples:
   fedrepro run fedvr fig3 --scale smoke --set rounds=5
   fedrepro audit                       every paper of config/config.yaml
   fedrepro audit fedvr --rerun 3       ...and recompute 3 random runs, comparing their metrics and facts
-  fedrepro study fedcluster_scale      which reduced-scale choice moves which FedCluster verdict
-  fedrepro tune tdcd_quick             TDCD's step size per (dataset, N, K, Q) by its paper's grid protocol"""
+  fedrepro variants fedcluster_scale   which reduced-scale choice moves which FedCluster verdict
+  fedrepro variants tdcd_quick         TDCD's step size per (dataset, N, K, Q) by its paper's grid protocol"""
 
 
 def run_step(step: Callable[[], None], log_path: str | None = None) -> None:
@@ -91,17 +91,14 @@ def parser() -> argparse.ArgumentParser:
                        "printed)")
     audit.add_argument("--out", default=Path("audit"), type=Path, help="directory of the reports, one folder per "
                        "scale (default: audit/)")
-    study = sub.add_parser("study", help="which reduced-scale choice moves which claim (config/studies/<name>.yaml)",
-                           description="Train each variant of a scale study (settings over a scale) and judge the "
-                           "study's claims per variant; writes results/<scale>/studies/<name>.csv and .md.")
-    study.add_argument("name", help="a study of config/studies/, e.g. fedcluster_scale")
-    study.add_argument("--jobs", type=int, default=2, help="runs trained at once, 1 torch thread each")
-    tune = sub.add_parser("tune", help="a setting's grid search per group of runs (config/tuning/<name>.yaml)",
-                          description="Train each group of runs once per grid value and keep the value with the "
-                          "lowest score; writes results/<scale>/tuning/<name>.csv and .md with the per_run entries to "
-                          "freeze in the paper's configuration.")
-    tune.add_argument("name", help="a tuning of config/tuning/, e.g. tdcd_quick")
-    tune.add_argument("--jobs", type=int, default=2, help="runs trained at once, 1 torch thread each")
+    variants = sub.add_parser("variants", help="train and judge named variants of a scale's settings "
+                              "(config/variants/<name>.yaml): a scale study or a tuning",
+                              description="A scale study trains each named variant and judges the claims it lists "
+                              "under each; a tuning trains each group of runs once per combination of its grid and "
+                              "keeps the best score, with the per_run entries to freeze in the paper's configuration. "
+                              "Writes results/<scale>/variants/<name>.csv and .md.")
+    variants.add_argument("name", help="a file of config/variants/, e.g. fedcluster_scale or tdcd_quick")
+    variants.add_argument("--jobs", type=int, default=2, help="runs trained at once, 1 torch thread each")
     cost = sub.add_parser("cost", help="what the jobs of a scale cost, per paper and rule (Snakemake's benchmark "
                           "records)")
     cost.add_argument("--scale", choices=list(SCALES), help="default: `scale` of config/config.yaml")
@@ -129,14 +126,10 @@ def main(argv: list[str] | None = None) -> None:
         failed: list[bool] = []
         run_step(lambda: failed.append(audit_papers(args)))
         sys.exit(1 if failed[0] else 0)
-    if args.command == "study":
-        from fedrepro.variants.study import run_study
+    if args.command == "variants":
+        from fedrepro.variants.run import run_variants
 
-        run_step(lambda: print(run_study(args.name, jobs=args.jobs)[["variant", "claim_id", "status"]].to_string()))
-    if args.command == "tune":
-        from fedrepro.variants.tune import run_tuning
-
-        run_step(lambda: print(run_tuning(args.name, jobs=args.jobs).to_string(index=False)))
+        run_step(lambda: print(run_variants(args.name, jobs=args.jobs).to_string(index=False)))
     if args.command == "cost":
         run_step(lambda: print(job_cost_table(args.scale)))
     if args.command == "docs":

@@ -55,13 +55,19 @@ class Layout:
     def figure(self, paper: str, name: str, ext: str) -> Path:
         return self.figures / paper / f"{name}.{ext}"
 
+    @property
+    def variants(self) -> Path:
+        """Where `fedrepro variants` writes (variants/spec.py): <name>.csv, <name>.md, <name>/runs, <name>/tables."""
+        return self.results / "variants"
+
 
 def scales_on_disk(root: Path = Path(".")) -> list[str]:
     """The scales that have a results tree under `root`, smallest first."""
     return [s for s in SCALES if (root / "results" / s).is_dir()]
 
 
-# Named experiments outside the workflow (`fedrepro tune`, `fedrepro study`): results/<scale>/<kind>/<name>*
+# Where tunings and studies wrote before they became variants (results/<kind>/<name>*, later
+# results/<scale>/<kind>/<name>*): migrate moves them to results/<scale>/variants/<name>*
 NAMED = ("tuning", "studies")
 # Rules whose logs lie in a scale's tree (logs/<scale>/<rule>/); the data rules' logs stay in logs/, as their
 # data is shared by every scale.
@@ -97,42 +103,44 @@ def recorded_scale(root: Path = Path(".")) -> str:
 
 def migrate(root: Path = Path("."), scale: str | None = None) -> list[tuple[Path, Path]]:
     """Move outputs of the old layout into `scale`'s tree (default: the scale their ledgers record), and each
-    tuning's or study's results into the tree of the scale its configuration names, by rename: nothing is copied or
-    retrained, and Snakemake keeps their modification times. Refuses, moving nothing, when a destination exists.
-    Returns the moves made."""
+    tuning's or study's results into the variants of the scale its variants file names (or of the scale whose tree
+    holds them), by rename: nothing is copied or retrained, and Snakemake keeps their modification times. Refuses,
+    moving nothing, when a destination exists. Returns the moves made."""
     old = old_layout(root)
     named = [p for kind in NAMED for p in sorted((root / "results" / kind).glob("*"))]
-    if not old and not named:
+    in_scales = [p for s in SCALES for kind in NAMED for p in sorted((Layout(s, root).results / kind).glob("*"))]
+    if not old and not named and not in_scales:
         return []
     scale = scale or (recorded_scale(root) if old else None)
     if scale is not None and scale not in SCALES:
         raise ConfigError(f"unknown scale {scale!r}; allowed: {', '.join(SCALES)}")
     moves = [(p, root / p.relative_to(root).parts[0] / scale / Path(*p.relative_to(root).parts[1:])) for p in old]
-    for path in named:  # a tuning's or a study's results go to the scale its configuration names
-        kind, name = path.parent.name, path.name.split(".")[0]
-        to = _named_scale(root, kind, name) or scale
+    for path in named:  # a tuning's or a study's results go to the scale its variants file names
+        to = _named_scale(root, path.name.split(".")[0]) or scale
         if to is None:
-            raise ConfigError(f"cannot tell the scale of {path}: no config/{kind}/{name}.yaml names one; give it: "
-                              f"fedrepro migrate --scale SCALE")
-        moves.append((path, Layout(to, root).results / kind / path.name))
+            raise ConfigError(f"cannot tell the scale of {path}: no config/variants/{path.name.split('.')[0]}.yaml "
+                              f"names one; give it: fedrepro migrate --scale SCALE")
+        moves.append((path, Layout(to, root).variants / path.name))
+    moves += [(path, path.parent.parent / "variants" / path.name) for path in in_scales]
     clash = [str(dest) for _, dest in moves if dest.exists()]
     if clash:
         raise ConfigError(f"cannot migrate: {', '.join(clash)} already exist(s); move or remove them first")
     for source, dest in moves:
         dest.parent.mkdir(parents=True, exist_ok=True)
         source.rename(dest)
-    for kind in NAMED:
-        if (root / "results" / kind).is_dir() and not any((root / "results" / kind).iterdir()):
-            (root / "results" / kind).rmdir()
+    for directory in [root / "results" / kind for kind in NAMED] + [Layout(s, root).results / kind
+                                                                     for s in SCALES for kind in NAMED]:
+        if directory.is_dir() and not any(directory.iterdir()):
+            directory.rmdir()
     return moves
 
 
-def _named_scale(root: Path, kind: str, name: str) -> str | None:
-    """The scale config/<kind>/<name>.yaml names, if it exists."""
-    import yaml
+def _named_scale(root: Path, name: str) -> str | None:
+    """The scale config/variants/<name>.yaml names, if it exists."""
+    from fedrepro.utils.yaml_file import read_yaml
 
-    path = root / "config" / kind / f"{name}.yaml"
+    path = root / "config" / "variants" / f"{name}.yaml"
     if not path.is_file():
         return None
-    scale = (yaml.safe_load(path.read_text()) or {}).get("scale")
+    scale = (read_yaml(path) or {}).get("scale")
     return scale if scale in SCALES else None

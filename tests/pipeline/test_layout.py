@@ -80,13 +80,27 @@ def test_a_target_plans_only_its_own_scales_files(workdir):
 
 def test_migrate_moves_a_tuning_to_the_scale_its_configuration_names(tmp_path):
     _old_results(tmp_path, "quick")
-    (tmp_path / "config" / "tuning").mkdir(parents=True)
-    (tmp_path / "config" / "tuning" / "steps.yaml").write_text("paper: tdcd\nscale: smoke\n")
+    (tmp_path / "config" / "variants").mkdir(parents=True)
+    (tmp_path / "config" / "variants" / "steps.yaml").write_text("paper: tdcd\nscale: smoke\n")
     for name in ("steps/runs/0123456789abcdef/run.json", "steps.csv", "orphan.md"):
         (tmp_path / "results" / "tuning" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "results" / "tuning" / name).write_text("x")
     migrate(tmp_path)
-    assert (Layout("smoke", tmp_path).results / "tuning" / "steps" / "runs" / "0123456789abcdef" / "run.json").is_file()
-    assert (Layout("smoke", tmp_path).results / "tuning" / "steps.csv").is_file()
-    assert (Layout("quick", tmp_path).results / "tuning" / "orphan.md").is_file()  # no configuration: the ledgers'
+    assert (Layout("smoke", tmp_path).variants / "steps" / "runs" / "0123456789abcdef" / "run.json").is_file()
+    assert (Layout("smoke", tmp_path).variants / "steps.csv").is_file()
+    assert (Layout("quick", tmp_path).variants / "orphan.md").is_file()  # no configuration: the ledgers'
     assert not (tmp_path / "results" / "tuning").exists()
+
+
+def test_migrate_moves_a_scales_tunings_and_studies_into_its_variants(tmp_path):
+    out = Layout("quick", tmp_path)
+    for kind, name in (("tuning", "steps/runs/0123456789abcdef/run.json"), ("tuning", "steps.md"),
+                       ("studies", "fleet.csv")):
+        (out.results / kind / name).parent.mkdir(parents=True, exist_ok=True)
+        (out.results / kind / name).write_text(kind)
+    inode = (out.results / "tuning" / "steps.md").stat().st_ino
+    assert len(migrate(tmp_path)) == 3
+    assert (out.variants / "steps.md").stat().st_ino == inode and (out.variants / "fleet.csv").read_text() == "studies"
+    assert (out.variants / "steps" / "runs" / "0123456789abcdef" / "run.json").is_file()
+    assert not (out.results / "tuning").exists() and not (out.results / "studies").exists()
+    assert migrate(tmp_path) == []  # once

@@ -68,7 +68,7 @@ def test_the_quick_scale_is_the_reduced_profile(tmp_path):
         assert {s["K"] for s in specs} == Ks
         assert {(s["eval_every"], s["eval_dense_every"], s["eval_dense_until"], s["train_eval_subsample"])
                 for s in specs} == {(10, 2, 40, 1000)}
-    # the paper's protocol: a rate per (dataset, N, K, Q), chosen by `fedrepro tune tdcd_quick` and frozen as
+    # the paper's protocol: a rate per (dataset, N, K, Q), chosen by `fedrepro variants tdcd_quick` and frozen as
     # exactly one per_run entry for every run
     entries = yaml.safe_load(CONFIG.read_text())["scales"]["quick"]["per_run"]
     for spec in runs.values():

@@ -11,13 +11,17 @@ import yaml
 
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import load_paper_config, resolve_paper
-from fedrepro.variants.tune import chosen, groups_of, load_tuning, per_run_entries, run_tuning, score, trials_of
+from fedrepro.variants.run import run_variants
+from fedrepro.variants.spec import load_variants
+from fedrepro.variants.tune import chosen, groups_of, per_run_entries, score, trials_of
 from fedrepro.experiments.store import read_record
 from project_dir import REPO, make_project
 
 TUNING = {"paper": "tdcd", "scale": "smoke", "figures": ["fig6"], "by": ["dataset", "N", "K", "Q"],
           "grid_by": "dataset", "grid": {"cifar10": {"lr": [0.02, 1.0e4]}}, "select": {"metric": "train_loss", "last": 3},
-          "trial": {"seeds": 1, "iterations": 12}}
+          # every trial: one seed, and fewer iterations than the panels of Fig. 6 set
+          "set": {"scales": {"smoke": {"defaults": {"seeds": 1}, "panels": {"cifar_k_small": {"iterations": 12},
+                                                                            "cifar_k_large": {"iterations": 12}}}}}}
 
 
 @pytest.fixture
@@ -29,24 +33,25 @@ def project(tmp_path, monkeypatch) -> Path:
 
 
 def write_tuning(project: Path, name: str, tuning: dict) -> None:
-    (project / "config" / "tuning" / f"{name}.yaml").write_text(yaml.safe_dump(tuning))
+    (project / "config" / "variants").mkdir(exist_ok=True)
+    (project / "config" / "variants" / f"{name}.yaml").write_text(yaml.safe_dump(tuning))
 
 
 def test_each_group_keeps_its_lowest_scoring_value_and_the_block_freezes_it(project, capsys):
     write_tuning(project, "tiny", TUNING)
-    result = run_tuning("tiny", jobs=1)
+    result = run_variants("tiny", jobs=1)
     assert len(result) == 8 * 2  # fig6: 2 K x 4 Q groups, each at both grid values
     for _, group in result.groupby(["K", "Q"]):
         assert group["chosen"].sum() == 1
         assert group.loc[group["chosen"], "score"].iloc[0] == group["score"].min()
     huge = result[result["lr"] == 1.0e4]
     assert not huge["chosen"].any() and (huge["score"] > result[result["lr"] == 0.02]["score"].max()).all()
-    specs = [read_record(r / "run.json")["spec"] for r in (project / "results" / "smoke" / "tuning" / "tiny" / "runs").iterdir()]
+    specs = [read_record(r / "run.json")["spec"] for r in (project / "results" / "smoke" / "variants" / "tiny" / "runs").iterdir()]
     assert len(specs) == 16 and {(s["seeds"], s["iterations"]) for s in specs} == {(1, 12)}
-    assert pd.read_csv(project / "results" / "smoke" / "tuning" / "tiny.csv")["chosen"].sum() == 8
+    assert pd.read_csv(project / "results" / "smoke" / "variants" / "tiny.csv")["chosen"].sum() == 8
 
     # the Markdown's per_run block, laid into the scale, gives every tuned run the chosen value
-    md = (project / "results" / "smoke" / "tuning" / "tiny.md").read_text()
+    md = (project / "results" / "smoke" / "variants" / "tiny.md").read_text()
     assert "differs from the chosen values in 8 of 8 groups" in md  # the configured smoke rate is 0.005
     block = yaml.safe_load(md.split("```yaml\n")[1].split("```")[0])
     cfg = load_paper_config(project / "config" / "papers" / "tdcd.yaml")
@@ -57,7 +62,7 @@ def test_each_group_keeps_its_lowest_scoring_value_and_the_block_freezes_it(proj
     assert {s["lr"] for r, s in runs.items() if s["dataset"] != "cifar10"} == {0.05, 0.003}  # others untouched
 
     capsys.readouterr()
-    run_tuning("tiny", jobs=1)
+    run_variants("tiny", jobs=1)
     assert "16 runs, 0 to train" in capsys.readouterr().out
 
 
@@ -80,17 +85,18 @@ def test_the_lowest_score_wins_a_tie_goes_to_the_first_grid_value_and_a_diverged
 
 
 def test_with_goal_max_the_highest_score_wins_and_a_tie_goes_to_the_smaller_steps():
-    """DeFedAvg's protocol (config/tuning/defedavg_quick.yaml): every combination of two grids, the first
+    """DeFedAvg's protocol (config/variants/defedavg_quick.yaml): every combination of two grids, the first
     setting outermost; the highest area under the accuracy curve wins, a diverged trial (-inf) never."""
-    groups = {("fedavg", 2): {"method": "fedavg", "n": 2, "lr_global": 1.0, "lr_local": 0.1, "seeds": 3},
-              ("asysg", 2): {"method": "asysg", "n": 2, "lr_global": 0.1, "lr_local": 1.0, "seeds": 3}}
-    tuning = {"by": ["method", "n"], "grid_by": "method", "trial": {"seeds": 1},
+    groups = {("fedavg", 2): {"method": "fedavg", "n": 2, "lr_global": 1.0, "lr_local": 0.1, "seeds": 1},
+              ("asysg", 2): {"method": "asysg", "n": 2, "lr_global": 0.1, "lr_local": 1.0, "seeds": 1}}
+    tuning = {"by": ["method", "n"], "grid_by": "method",
               "grid": {"fedavg": {"lr_global": [0.1, 1.0], "lr_local": [0.01, 0.1]}, "asysg": {"lr_global": [0.1, 1.0]}}}
     trials = trials_of(groups, tuning)
     fedavg = trials[trials["method"] == "fedavg"]
     assert list(zip(fedavg["lr_global"], fedavg["lr_local"])) == [(0.1, 0.01), (0.1, 0.1), (1.0, 0.01), (1.0, 0.1)]
     assert trials.loc[trials["method"] == "asysg", "lr_local"].isna().all()  # AsySG's own rate is not tuned
-    assert {s["seeds"] for s in trials["spec"]} == {1} and trials["run_id"].is_unique
+    assert all(s == {**groups[(s["method"], 2)], "lr_global": s["lr_global"], "lr_local": s["lr_local"]}
+               for s in trials["spec"]) and trials["run_id"].is_unique  # the group's run at the grid's values
     result = trials.drop(columns="spec").assign(score=[0.6, 0.7, 0.7, -np.inf, 0.5, 0.5])
     picked = result[chosen(result, ["method", "n"], goal="max")]
     assert list(zip(picked["method"], picked["lr_global"], picked["lr_local"].fillna(0))) == [
@@ -118,17 +124,20 @@ def test_score_is_the_mean_of_the_last_evaluations_and_a_diverged_trial_loses():
 
 def test_a_bad_tuning_is_named(project):
     write_tuning(project, "bad", {k: v for k, v in TUNING.items() if k != "grid"})
-    with pytest.raises(ConfigError, match="missing grid"):
-        load_tuning(project / "config" / "tuning" / "bad.yaml")
+    with pytest.raises(ConfigError, match="config/variants/bad.yaml"):
+        load_variants("bad")
+    write_tuning(project, "bad", {**TUNING, "grid": {"cifar10": [0.1]}})
+    with pytest.raises(ConfigError, match=r"grid\.cifar10: \[0\.1\] is not of type 'object'"):
+        load_variants("bad")
+    write_tuning(project, "bad", {**TUNING, "select": {"metric": "test_accuracy", "last": "all", "goal": "best"}})
+    with pytest.raises(ConfigError, match="select.goal: 'best' is not allowed; allowed values: min, max"):
+        load_variants("bad")
+    write_tuning(project, "bad", {**TUNING, "claims": ["C1"]})  # a tuning judges by its score, not by claims
+    with pytest.raises(ConfigError, match="config/variants/bad.yaml"):
+        load_variants("bad")
     write_tuning(project, "bad", {**TUNING, "by": ["dataset", "lr"]})
     with pytest.raises(ConfigError, match="none of the tuned settings"):
-        load_tuning(project / "config" / "tuning" / "bad.yaml")
-    write_tuning(project, "bad", {**TUNING, "grid": {"cifar10": [0.1]}})
-    with pytest.raises(ConfigError, match="grid of cifar10 must map each tuned setting"):
-        load_tuning(project / "config" / "tuning" / "bad.yaml")
-    write_tuning(project, "bad", {**TUNING, "select": {"metric": "test_accuracy", "last": "all", "goal": "best"}})
-    with pytest.raises(ConfigError, match="goal is one of min, max"):
-        load_tuning(project / "config" / "tuning" / "bad.yaml")
+        run_variants("bad", jobs=1)
     write_tuning(project, "bad", {**TUNING, "grid": {"mnist": {"lr": [0.1]}}})
     with pytest.raises(ConfigError, match="no grid for dataset = cifar10"):
-        run_tuning("bad", jobs=1)
+        run_variants("bad", jobs=1)

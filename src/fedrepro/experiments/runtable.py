@@ -398,7 +398,7 @@ def resolve_data_source(spec: dict[str, Any], raw_root: Path) -> DataSource | No
 def per_run_settings(per_run: list[dict[str, Any]], spec: dict[str, Any]) -> dict[str, Any]:
     """The settings a scale's `per_run` entries give a run: each entry whose `where` the run's settings
     match (after the scale's `values`, with `dataset` the data actually read: the user's or its stand-in)
-    lays its `set` over the run, later entries over earlier ones (e.g. the step size `fedrepro tune` chose
+    lays its `set` over the run, later entries over earlier ones (e.g. the step size a tuning (`fedrepro variants`) chose
     for each (dataset, K, Q))."""
     chosen: dict[str, Any] = {}
     for entry in per_run:

@@ -2,16 +2,13 @@
 learning rate with the lowest training loss"; DeFedAvg paper §4.1.4: the rates from its grids "that yield the best
 convergence performance"), reproducible and frozen into the configuration.
 
-config/tuning/<name>.yaml names a paper, a scale, the settings that identify a tuned group of runs (`by`, e.g.
-dataset, N, K, Q), a grid per value of `grid_by` (e.g. per dataset or method): a mapping from each tuned
-setting to its values, every combination a trial; what selects (`select`: the metric, over the last evaluations
-or `all`, and the `goal`: min, the default, or max), the settings of every trial (`trial`, e.g. one seed) and
-optionally the `figures` whose runs it tunes (default: all). Every run of the scale is resolved by the run
-table; each group's run is trained once per combination (trials stored by run id under
-results/<scale>/tuning/<name>/runs, so a rerun trains only what is missing); the best score wins. The result
-(results/<scale>/tuning/<name>.{csv,md}) gives the `per_run` entries to freeze in the paper's configuration and
-says where the configuration differs from them: the pipeline never reads a tuning result, only the
-configuration.
+Its variants file (variants/spec.py) names the settings that identify a tuned group of runs (`by`, e.g. dataset,
+N, K, Q), a grid per value of `grid_by` (e.g. per dataset or method): a mapping from each tuned setting to its
+values, every combination a trial; and what selects (`select`: the metric, over the last evaluations or `all`, and
+the `goal`: min, the default, or max). Its `set` holds what every trial shares (e.g. one seed). Each group's run
+is trained once per combination; the best score wins. The result gives the `per_run` entries to freeze in the
+paper's configuration and says where the configuration differs from them: the pipeline never reads a tuning
+result, only the configuration.
 """
 
 from __future__ import annotations
@@ -24,50 +21,19 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from fedrepro.engines import ENGINES
 from fedrepro.errors import ConfigError
-from fedrepro.experiments.batch import train_missing
-from fedrepro.experiments.runtable import RunTable, load_paper_config, resolve_paper, run_id_of
+from fedrepro.experiments.runtable import resolve_paper, run_id_of
 from fedrepro.experiments.store import read_verified_record, run_files
-from fedrepro.layout import Layout
-from fedrepro.schemas import check
-from fedrepro.utils import atomic
-from fedrepro.utils.yaml_file import read_yaml
+from fedrepro.variants.spec import base_config, settings_text, train_checked, write_result
 
-TUNING_KEYS = {"paper", "scale", "by", "grid_by", "grid", "select", "trial", "figures", "about"}
-REQUIRED = {"paper", "scale", "by", "grid_by", "grid", "select"}
 GOALS = ("min", "max")
 
 
-def load_tuning(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        raise ConfigError(f"no tuning {path}")
-    tuning = read_yaml(path)
-    missing, unknown = REQUIRED - set(tuning), set(tuning) - TUNING_KEYS
-    problems = [f"{what} {', '.join(sorted(keys))}" for what, keys in (("missing", missing), ("unknown", unknown)) if keys]
-    if not problems:
-        problems += _select_problems(tuning["select"])
-        bad = sorted(str(k) for k, grid in tuning["grid"].items() if not isinstance(grid, dict) or not grid
-                     or not all(isinstance(v, list) and v for v in grid.values()))
-        if bad:
-            problems.append(f"the grid of {', '.join(bad)} must map each tuned setting to a list of values")
-    if not problems and (set(tuned_settings(tuning)) & set(tuning["by"]) or tuning["grid_by"] not in tuning["by"]):
-        problems.append(f"by must name grid_by ({tuning['grid_by']}) and none of the tuned settings "
-                        f"({', '.join(tuned_settings(tuning))})")
-    if problems:
-        raise ConfigError(f"{path}: " + "; ".join(problems))
-    return tuning
-
-
-def _select_problems(select: dict[str, Any]) -> list[str]:
-    last = select.get("last")
-    if not {"metric", "last"} <= set(select) <= {"metric", "last", "goal"}:
-        return ["select needs metric and last, and may give goal"]
-    if not (last == "all" or (isinstance(last, int) and last >= 1)):
-        return ["select's last is a count (>= 1) or all"]
-    if select.get("goal", "min") not in GOALS:
-        return [f"select's goal is one of {', '.join(GOALS)}"]
-    return []
+def check_tuning(spec: dict[str, Any]) -> None:
+    """What the schema cannot say: `by` names grid_by and none of the tuned settings."""
+    if set(tuned_settings(spec)) & set(spec["by"]) or spec["grid_by"] not in spec["by"]:
+        raise ConfigError(f"variants {spec.get('name', '')}: by must name grid_by ({spec['grid_by']}) and none of the "
+                          f"tuned settings ({', '.join(tuned_settings(spec))})")
 
 
 def tuned_settings(tuning: dict[str, Any]) -> list[str]:
@@ -103,13 +69,13 @@ def groups_of(runs: dict[str, dict[str, Any]], tuning: dict[str, Any]) -> dict[t
 
 def trials_of(groups: dict[tuple, dict[str, Any]], tuning: dict[str, Any]) -> pd.DataFrame:
     """One row per (group, combination of its grid's values, the first setting's values outermost): the
-    trial's run id and spec (the group's run with the values and the `trial` settings)."""
+    trial's run id and spec (the group's run with the values)."""
     rows = []
     for key, spec in groups.items():
         grid = grid_of(tuning, spec)
         for values in itertools.product(*grid.values()):
             point = dict(zip(grid, values))
-            trial = {**spec, **(tuning.get("trial") or {}), **point}
+            trial = {**spec, **point}
             rows.append({**dict(zip(tuning["by"], key)), **point, "run_id": run_id_of(trial), "spec": trial})
     return pd.DataFrame(rows)
 
@@ -150,28 +116,16 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def run_tuning(name: str, config_dir: Path = Path("config"), out_dir: Path | None = None,
+def run_tuning(spec: dict[str, Any], config_dir: Path = Path("config"), out_dir: Path | None = None,
                jobs: int = 2) -> pd.DataFrame:
-    """Train every trial, score it, choose per group; write <out>/<name>.csv (every trial) and .md (default out:
-    results/<scale>/tuning, in the tree of the tuning's scale)."""
-    tuning = load_tuning(config_dir / "tuning" / f"{name}.yaml")
-    out_dir = out_dir or Layout(tuning["scale"]).results / "tuning"
-    paper_cfg = load_paper_config(config_dir / "papers" / f"{tuning['paper']}.yaml")
-    if tuning.get("figures"):
-        unknown = sorted(set(tuning["figures"]) - set(paper_cfg["figures"]))
-        if unknown:
-            raise ConfigError(f"tuning {name}: unknown figures {', '.join(unknown)} of {tuning['paper']}")
-        paper_cfg = {**paper_cfg, "figures": {k: v for k, v in paper_cfg["figures"].items() if k in tuning["figures"]}}
-    runs, _ = resolve_paper(paper_cfg, tuning["scale"])
-    trials = trials_of(groups_of(runs, tuning), tuning)
-    for spec in trials["spec"]:
-        check(spec, ENGINES[spec["engine"]].schema, f"tuning {name}")
-    results_dir = out_dir / name
-    train_missing(RunTable(tuning["scale"], dict(zip(trials["run_id"], trials["spec"])), {}), results_dir, jobs,
-                  f"tuning {name}")
+    """Train every trial, score it, choose per group; write the result (every trial, variants/spec.py)."""
+    check_tuning(spec)
+    runs, _ = resolve_paper(base_config(spec, config_dir), spec["scale"])
+    trials = trials_of(groups_of(runs, spec), spec)
+    results_dir = train_checked(spec, dict(zip(trials["run_id"], trials["spec"])), out_dir, jobs)
 
-    metric, last = tuning["select"]["metric"], tuning["select"]["last"]
-    goal = tuning["select"].get("goal", "min")
+    metric, last = spec["select"]["metric"], spec["select"]["last"]
+    goal = spec["select"].get("goal", "min")
     scores = []
     for rid in trials["run_id"]:
         files = run_files(results_dir, rid)
@@ -179,14 +133,13 @@ def run_tuning(name: str, config_dir: Path = Path("config"), out_dir: Path | Non
         diverged = record.get("diverged", False)
         scores.append(worst(goal) if diverged else score(pd.read_csv(files.metrics), metric, last, goal))
     result = trials.drop(columns="spec").assign(score=scores)
-    by, settings = tuning["by"], tuned_settings(tuning)
+    by, settings = spec["by"], tuned_settings(spec)
     result["chosen"] = chosen(result, by, goal)
-    configured = {tuple(spec[k] for k in by): _values_text({k: spec.get(k) for k in grid_of(tuning, spec)})
-                  for spec in runs.values()}
+    configured = {tuple(run[k] for k in by): _values_text({k: run.get(k) for k in grid_of(spec, run)})
+                  for run in runs.values()}
     result["configured"] = [configured[tuple(row[k] for k in by)] for _, row in result.iterrows()]
     result = result[[*by, *settings, "run_id", "score", "chosen", "configured"]]
-    atomic.write_text(out_dir / f"{name}.csv", result.to_csv(index=False))
-    atomic.write_text(out_dir / f"{name}.md", markdown(result, tuning, name))
+    write_result(spec, out_dir, result, markdown(result, spec, spec["name"]))
     return result
 
 
@@ -209,7 +162,7 @@ def markdown(result: pd.DataFrame, tuning: dict[str, Any], name: str) -> str:
     if tuning.get("about"):
         lines += [tuning["about"].strip(), ""]
     lines += [f"Score: the mean over {over} of {select['metric']} ({'lowest' if goal == 'min' else 'highest'} "
-              f"wins; {worst_text}: diverged). Trial settings: {tuning.get('trial') or {}}.", "",
+              f"wins; {worst_text}: diverged). What every trial shares: {settings_text(tuning.get('set') or {})}.", "",
               "| " + " | ".join(by) + f" | scores ({', '.join(settings)}: score) | chosen | configured |",
               "|" + "---|" * (len(by) + 3)]
     chosen = result[result["chosen"]]
