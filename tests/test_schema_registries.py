@@ -55,7 +55,7 @@ def allowed(protocol: str, option: str) -> tuple:
 
 # schemas.known_papers reads config.schema.yaml `papers` itself: the copies of that list are the paper files
 PAPER_FILES = sorted(path.stem for path in (CONFIG / "papers").glob("*.yaml"))
-# resolve_backend of engines/federated_nn.py (also the async engine's) and of engines/vertical.py: `auto` is the
+# client_backend of nn/clients.py (the federated_nn and async engines') and silo_backend of nn/silos.py: `auto` is the
 # engine's own rule, the others the client layer's backends (nn/clients.py BACKENDS, nn/silos.py SILO_BACKENDS)
 CLIENT_BACKENDS = ("auto", *BACKENDS)
 SILO_BACKEND_CHOICES = ("auto", *SILO_BACKENDS)

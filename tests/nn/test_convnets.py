@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from fedrepro.engines.federated_nn import resolve_backend
-from fedrepro.models import MODELS, VECTORIZED_ON_CPU, build_model
+from fedrepro.nn.clients import VECTORIZED_ON_CPU, client_backend
+from fedrepro.models import MODELS, build_model
 from fedrepro.nn import BACKENDS, FlatModel
 from fedrepro.nn.convnets import grouped_convnet, grouped_forward, replicated_forward, stacked_channels_last
 from fedrepro.nn.evaluate import evaluate
@@ -120,7 +120,7 @@ def test_models_vectorized_on_the_cpu_have_a_batched_path():
      ("cnn_tiny", "loop", "cpu", "loop"), ("cnn_defedavg", "vectorized", "cpu", "vectorized")],
 )
 def test_auto_backend(model, backend, device, expected):
-    assert resolve_backend({"model": model, "backend": backend}, device) == expected
+    assert client_backend(backend, model, device) == expected
 
 
 @pytest.mark.parametrize("model", sorted(CONV_SHAPES))

@@ -29,12 +29,12 @@ from fedrepro.data.partitions import class_group_partition, iid_partition
 from fedrepro.data.views import view_name
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, rows_limit, setting_limit
-from fedrepro.engines.federated_nn import resolve_backend
 from fedrepro.models import seeded_model
 from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
-from fedrepro.nn.images import images_on
+from fedrepro.nn.clients import client_backend
+from fedrepro.nn.images import ImageData
 from fedrepro.utils.digest import array_digest
-from fedrepro.seeding import numpy_rng, stream_key, torch_generator
+from fedrepro.seeding import numpy_rng, torch_generator
 
 # The settings that make the clients' data and minibatch streams: nothing about the algorithm or rates.
 ENVIRONMENT_KEYS = ("dataset", "view", "n_classes", "n_clients", "samples_per_client", "partition",
@@ -223,14 +223,11 @@ class AsyncTrainer(Trainer):
         self.evaluated_to = int(state["evaluated_to"])
 
 
-class Environment:
+class Environment(ImageData):
     """The run's images on the compute device, the evaluation subsets and the per-seed partition."""
 
     def __init__(self, spec: dict[str, Any], arrays: dict[str, np.ndarray], device: str) -> None:
-        self.spec, self.device = spec, device
-        self.labels_np = arrays["y_train"]
-        self.images, self.labels, self.test_images, self.test_labels = images_on(arrays, device)
-        self.key = stream_key({k: spec[k] for k in ENVIRONMENT_KEYS})
+        super().__init__(spec, arrays, device, ENVIRONMENT_KEYS)
         n_test, keep = len(self.test_labels), spec["test_eval_subsample"]
         self.test_index = None
         if keep is not None and keep < n_test:  # a fixed subset, the same for every seed and algorithm
@@ -253,7 +250,7 @@ class AsyncSetup(Setup):
     def __init__(self, spec: dict[str, Any], arrays: dict[str, np.ndarray], ctx: RunContext) -> None:
         self.spec, self.ctx = spec, ctx
         self.env = Environment(spec, arrays, ctx.device)
-        self.backend = resolve_backend(spec, ctx.device)
+        self.backend = client_backend(spec["backend"], spec["model"], ctx.device)
         x = ["round", "virtual_time"] if "time_horizon" in spec else ["round"]
         self.columns = ["seed", *x, "sim_time", *METRICS]
         self.summary = {"backend": self.backend, "algorithm": async_algorithm(spec["algorithm"]).label}

@@ -36,12 +36,13 @@ from fedrepro.data.partitions import device_partition, random_clusters, rho_clus
 from fedrepro.data.registry import get_dataset
 from fedrepro.data.views import view_name
 from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
-from fedrepro.nn.images import images_on
+from fedrepro.nn.clients import client_backend
+from fedrepro.nn.images import ImageData
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, setting_limit
 from fedrepro.utils.digest import array_digest
-from fedrepro.seeding import numpy_rng, stream_key, torch_generator
-from fedrepro.models import VECTORIZED_ON_CPU, seeded_model
+from fedrepro.seeding import numpy_rng, torch_generator
+from fedrepro.models import seeded_model
 
 COLUMNS = ["seed", "round", "train_loss", "train_accuracy", "test_loss", "test_accuracy", "samples", "updates",
            "clients"]
@@ -53,14 +54,6 @@ ENVIRONMENT_KEYS = ("dataset", "view", "n_devices", "samples_per_device", "rho_d
 # draws FedCluster's clusters (data/partitions.py random_clusters, rho_cluster_clusters)
 ALGORITHMS = ("fedavg", "fedcluster", "csgd")
 CLUSTERINGS = ("random", "rho_cluster")
-
-
-def resolve_backend(spec: dict[str, Any], device: str) -> str:
-    """`auto`: the vectorized backend on CUDA, and on the CPU for the models where it was measured to be
-    faster than the loop (models.VECTORIZED_ON_CPU: MLPs and the small conv nets); else the loop."""
-    if spec["backend"] != "auto":
-        return spec["backend"]
-    return "vectorized" if device.startswith("cuda") or spec["model"] in VECTORIZED_ON_CPU else "loop"
 
 
 def algorithm_lr(spec: dict[str, Any]) -> float:
@@ -95,14 +88,11 @@ class Seeded:
     record: dict[str, Any]
 
 
-class Environment:
+class Environment(ImageData):
     """The run's data on the compute device and the per-seed pieces built from it."""
 
     def __init__(self, spec: dict[str, Any], arrays: dict[str, np.ndarray], device: str) -> None:
-        self.spec, self.device = spec, device
-        self.labels_np = arrays["y_train"]
-        self.images, self.labels, self.test_images, self.test_labels = images_on(arrays, device)
-        self.key = stream_key({k: spec[k] for k in ENVIRONMENT_KEYS})
+        super().__init__(spec, arrays, device, ENVIRONMENT_KEYS)
 
     def model(self, seed: int) -> tuple[torch.nn.Module, torch.Tensor]:
         """The model on the device and W0, the same for every run of (dataset, view, model, seed).
@@ -188,7 +178,7 @@ class NetworkSetup(Setup):
     def __init__(self, spec: dict[str, Any], arrays: dict[str, np.ndarray], ctx: RunContext) -> None:
         self.spec, self.ctx = spec, ctx
         self.env = Environment(spec, arrays, ctx.device)
-        self.backend = resolve_backend(spec, ctx.device)
+        self.backend = client_backend(spec["backend"], spec["model"], ctx.device)
         self.summary = {"backend": self.backend, "lr": algorithm_lr(spec)}
         ctx.log.info("backend %s, lr %g, %d training images of shape %s", self.backend, self.summary["lr"],
                      len(self.env.labels), tuple(self.env.images.shape[1:]))

@@ -41,7 +41,7 @@ from fedrepro.engines.vertical_inputs import model_inputs
 from fedrepro.vertical_time import time_at, time_column
 from fedrepro.errors import ConfigError
 from fedrepro.models import build_model, seeded_model
-from fedrepro.nn.silos import StateLayout, make_silo, sample_losses
+from fedrepro.nn.silos import StateLayout, make_silo, sample_losses, silo_backend
 from fedrepro.seeding import numpy_rng, stream_key
 from fedrepro.utils.digest import array_digest
 
@@ -78,16 +78,6 @@ def clients_per_silo(spec: dict[str, Any]) -> list[int]:
     if len(K) != spec["N"]:
         raise ConfigError(f"K lists {len(K)} silos' client counts for N = {spec['N']} silos")
     return K
-
-
-def resolve_backend(spec: dict[str, Any], has_buffers: bool) -> str:
-    """`auto`: vectorized for models without buffers, loop for the BatchNorm ResNets (clients need their
-    own running statistics)."""
-    if spec["backend"] == "auto":
-        return "loop" if has_buffers else "vectorized"
-    if spec["backend"] == "vectorized" and has_buffers:
-        raise ConfigError(f"backend: vectorized, but model {spec['model']!r} has BatchNorm buffers; use loop or auto")
-    return spec["backend"]
 
 
 def assignment(n_ids: int, K: list[int], mode: str, key: str, seed: int) -> list[np.ndarray]:
@@ -267,7 +257,7 @@ class VerticalSetup(Setup):
         self.env = Environment(spec, arrays, ctx)
         probe = build_model(spec["model"], self.env.shapes[0], spec["out_dim"], **self.env.model_options())
         has_buffers = StateLayout(probe).has_buffers
-        self.backend = resolve_backend(spec, has_buffers)
+        self.backend = silo_backend(spec["backend"], spec["model"], has_buffers)
         metrics = ["train_loss", "test_loss", "test_accuracy"]
         if spec["test_metric"] != "accuracy":
             metrics.append(TEST_METRIC[spec["test_metric"]])

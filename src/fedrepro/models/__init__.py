@@ -50,13 +50,5 @@ def seeded_model(name: str, in_shape: tuple[int, ...], n_classes: int, *seed_par
         return build_model(name, in_shape, n_classes, **options)
 
 
-# Where the vectorized client backend beats the one-client loop on a CPU (benchmarks/bench_clients.py,
-# 1 thread): the MLPs (closed-form gradients, 3-12x) and the small conv nets (grouped convolutions:
-# cnn_tiny ~5x, cnn_defedavg_tiny ~2.5x, AlexNet ~1.4x). The 32/64-channel DeFedAvg CNN is compute-bound
-# there and oneDNN's grouped kernels are slower than its plain ones (~0.9x), so it stays on the loop.
-# TDCD's cnn_s2 takes the grouped path too (its engine picks backends by its own rule, engines/vertical.py).
-VECTORIZED_ON_CPU = frozenset({"mlp", "mlp2", "cnn_tiny", "cnn_defedavg_tiny", "alexnet", "cnn_s2"})
-
-
 __all__ = ["MLP", "MODELS", "ResNet18Cifar", "ResNet18ImageNet", "SiloLSTM", "SmallAlexNet", "StridedCNN", "TwoConvCNN",
-           "VECTORIZED_ON_CPU", "build_model", "seeded_model"]
+           "build_model", "seeded_model"]

@@ -32,6 +32,19 @@ from fedrepro.nn.optim import LocalOptimizer
 from fedrepro.sampling import smallest_indices
 
 BACKENDS = ("loop", "vectorized")
+# Where the vectorized backend beats the one-client loop on a CPU (benchmarks/bench_clients.py, 1 thread): the
+# MLPs (closed-form gradients, 3-12x) and the small conv nets (grouped convolutions: cnn_tiny ~5x,
+# cnn_defedavg_tiny ~2.5x, AlexNet ~1.4x). The 32/64-channel DeFedAvg CNN is compute-bound there and oneDNN's
+# grouped kernels are slower than its plain ones (~0.9x), so it stays on the loop.
+VECTORIZED_ON_CPU = frozenset({"mlp", "mlp2", "cnn_tiny", "cnn_defedavg_tiny", "alexnet", "cnn_s2"})
+
+
+def client_backend(choice: str, model: str, device: str) -> str:
+    """A run's `backend` setting as a backend: `auto` is the vectorized one on CUDA, and on the CPU for the models
+    where it was measured faster than the loop (VECTORIZED_ON_CPU); else the loop."""
+    if choice != "auto":
+        return choice
+    return "vectorized" if device.startswith("cuda") or model in VECTORIZED_ON_CPU else "loop"
 Streams = Callable[..., torch.Generator]  # streams(purpose, rnd, client=None) -> a fresh generator
 
 

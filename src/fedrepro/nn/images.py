@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 from torch import Tensor
+
+from fedrepro.seeding import stream_key
 
 
 def images_on(arrays: dict[str, np.ndarray], device: str) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -14,3 +18,15 @@ def images_on(arrays: dict[str, np.ndarray], device: str) -> tuple[Tensor, Tenso
         return torch.from_numpy(np.ascontiguousarray(a)).to(device)
 
     return on(arrays["x_train"]), on(arrays["y_train"]).long(), on(arrays["x_test"]), on(arrays["y_test"]).long()
+
+
+class ImageData:
+    """What an image engine's run environment starts from: its spec, the view's images and labels on the compute
+    device (the labels also as the array the partitions read) and the key of its data streams, the spec's values
+    of `keys` (the settings that decide the data)."""
+
+    def __init__(self, spec: dict[str, Any], arrays: dict[str, np.ndarray], device: str, keys: tuple[str, ...]) -> None:
+        self.spec, self.device = spec, device
+        self.labels_np = arrays["y_train"]
+        self.images, self.labels, self.test_images, self.test_labels = images_on(arrays, device)
+        self.key = stream_key({k: spec[k] for k in keys})

@@ -27,11 +27,22 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call
 
+from fedrepro.errors import ConfigError
 from fedrepro.nn.flat import FlatModel
 from fedrepro.nn.gradients import fused_sgd, stacked_grad
 from fedrepro.nn.losses import CROSS_ENTROPY, Loss
 
 SILO_BACKENDS = ("loop", "vectorized")
+
+
+def silo_backend(choice: str, model: str, has_buffers: bool) -> str:
+    """A run's `backend` setting as a silo backend: `auto` is vectorized for models without buffers, the loop for
+    the BatchNorm ResNets (each client needs its own running statistics)."""
+    if choice == "auto":
+        return "loop" if has_buffers else "vectorized"
+    if choice == "vectorized" and has_buffers:
+        raise ConfigError(f"backend: vectorized, but model {model!r} has BatchNorm buffers; use loop or auto")
+    return choice
 
 
 def sample_losses(logits: Tensor, y: Tensor) -> Tensor:
