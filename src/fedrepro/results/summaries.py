@@ -17,7 +17,7 @@ time integral: for rounds logged at a fixed cadence the two readings agree.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Literal
+from typing import Iterable, Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -32,7 +32,10 @@ MC_STATISTICS = ("mean_err_final", "rel_err_final", "auc", "t_target", "var_fina
                  "opt_dist")
 MC_COLUMNS = MC_STATISTICS + ("f_star", "runs", "last_x", "diverged_runs")
 # How time_to_target joins a run's seeds: the first x of their mean curve, or the median of their own first x
-SEED_AGGREGATES = ("mean", "median")
+SeedAggregate = Literal["mean", "median"]
+SEED_AGGREGATES = get_args(SeedAggregate)
+# What an area under a curve is: the mean of its evaluations, or the trapezoid area over its x range / the range
+AucKind = Literal["mean", "trapezoid"]
 
 
 def _per_run_labels(table: pd.DataFrame, labels: list[str], exclude: Iterable[str] = ()) -> pd.DataFrame:
@@ -128,7 +131,7 @@ def monte_carlo_statistics(curves: Iterable[tuple[dict, MonteCarloRuns]], coords
 
 
 def auc_fin_per_seed(table: pd.DataFrame, labels: list[str], metric: str, higher_is_better: bool = False,
-                     x: str = "round", auc: Literal["mean", "trapezoid"] = "mean") -> pd.DataFrame:
+                     x: str = "round", auc: AucKind = "mean") -> pd.DataFrame:
     """One row per (run, seed) with FedCluster's curve summaries (docs/papers/fedcluster.md R21),
     joined with the run's labels:
 
@@ -201,7 +204,7 @@ def _target_of(run: pd.DataFrame, target: float | dict[str, float] | str) -> flo
 
 
 def time_to_target(table: pd.DataFrame, labels: list[str], metric: str, target: float | dict[str, float] | str,
-                   higher: bool, x: str = "round", seeds: Literal["mean", "median"] = "mean") -> pd.DataFrame:
+                   higher: bool, x: str = "round", seeds: SeedAggregate = "mean") -> pd.DataFrame:
     """One row per run: t_target, the x at which its curve first reaches `target` (inf if never), t_lower,
     what the data say of it (= t_target when reached; a target not reached within the curve's last x H is
     censored there: the time is > H, t_lower = H; inf for a diverged curve, which never reaches it), and

@@ -9,7 +9,7 @@ metric <= eps x its first value.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
@@ -45,7 +45,7 @@ from fedrepro.claims.checks.common import (
     within_spread,
 )
 from fedrepro.claims.data import ClaimData
-from fedrepro.results.summaries import CURVE_STATISTICS, spearman
+from fedrepro.results.summaries import CURVE_STATISTICS, SeedAggregate, spearman
 
 # a seed-median summary of a curve: final, auc, g0 or T_<eps> (results/summaries.py)
 CurveStat = Annotated[str, OneOf(CURVE_STATISTICS, r"T_(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", "T_<eps>")]
@@ -124,7 +124,7 @@ def monotone_time_to_target(data: ClaimData, *, per: Columns, along: Column, eps
 
 def time_to_target(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str,
                    target: Target, higher: bool, x: str = "round",
-                   seeds: Literal["mean", "median"] = "mean", factor: Positive = 1.0, require: Require = "all",
+                   seeds: SeedAggregate = "mean", factor: Positive = 1.0, require: Require = "all",
                    fraction: Fraction | None = None) -> Result:
     """A reaches `target` of `metric` (>= when `higher` is better, else <=) in less x than B, in each cell
     (each curve of A there): T(a) < T(b) * factor. T is the first x of the seed-mean curve (seeds: mean) or
@@ -177,7 +177,7 @@ def _spans_in_order(cell: pd.DataFrame, along: str, order: list) -> tuple[list[t
 
 def time_to_target_trend(data: ClaimData, *, select: Selector, per: Columns, along: Column, order: values_of("along"),
                          metric: str, target: Target, higher: bool, increasing: bool, x: str = "round",
-                         seeds: Literal["mean", "median"] = "mean", inversions: int = 0, require: Require = "all",
+                         seeds: SeedAggregate = "mean", inversions: int = 0, require: Require = "all",
                          fraction: Fraction | None = None) -> Result:
     """The time to target of the selected runs moves one way along `order` of the values of `along`: never
     falls (increasing) or never rises, with at most `inversions` adjacent pairs against it (e.g. Fig. 6's
@@ -216,7 +216,7 @@ def time_to_target_trend(data: ClaimData, *, select: Selector, per: Columns, alo
 def time_ratio_by_group(data: ClaimData, *, a: Selector, b: Selector, per: Columns, group: Column,
                         greater: values_of("group"), than: values_of("group"), metric: str, target: Target,
                         higher: bool, x: str = "round",
-                        seeds: Literal["mean", "median"] = "mean") -> Result:
+                        seeds: SeedAggregate = "mean") -> Result:
     """The mean over cells of T(b) / T(a) (how many times faster A is) is larger where `group` takes a value
     in `greater` than where it takes one in `than` (DeFedAvg claim 4b: FedBuff's edge over FedAvg shrinks as
     n grows). A cell where neither reaches the target is left out. A censored time (time_to_target) makes its

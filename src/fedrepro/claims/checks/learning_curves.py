@@ -29,7 +29,7 @@ from fedrepro.claims.checks.common import (
     values_of,
 )
 from fedrepro.claims.data import ClaimData
-from fedrepro.results.summaries import spearman
+from fedrepro.results.summaries import AucKind, spearman
 
 
 def _gain(auc_a, auc_b, higher: bool, relative: bool = True):
@@ -72,7 +72,7 @@ def _seed_pairs(data: ClaimData, a: dict, b: dict, per: list[str], metric: str, 
 def faster(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str = "train_loss", x: str = "round",
            higher: bool = False, min_gain: float = 0.0, fin_rel_tol: float | None = None,
            fin_abs_tol: float | None = None, seed_share: float = 2 / 3, require: Require = "all",
-           fraction: Fraction | None = None, auc: Literal["mean", "trapezoid"] = "mean",
+           fraction: Fraction | None = None, auc: AucKind = "mean",
            floor: float | None = None, gain_tol: float | None = None) -> Result:
     """A converges faster than B in a cell (the pass rule of docs/papers/fedcluster.md R21) when, on means over the paired seeds,
     G(A over B) > 0 and >= min_gain ("significantly": 0.05), FIN(A) is no worse than FIN(B) within

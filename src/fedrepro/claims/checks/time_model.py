@@ -10,7 +10,6 @@ S_Q(c) = threshold(c) / (n_Q / n_1), which rises with c whenever both targets ar
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 from fedrepro.claims.checks.common import (
     Column,
@@ -30,12 +29,13 @@ from fedrepro.claims.checks.common import (
 )
 from fedrepro.claims.checks.final_values import Target
 from fedrepro.claims.data import ClaimData
+from fedrepro.results.summaries import SeedAggregate
 from fedrepro.vertical_time import time_win_threshold
 
 
 def time_win_ratio(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str, target: Target,
                    higher: bool, t_comm: list[float], t_comp: float = 1.0, q: Column = "Q", x: str = "iteration",
-                   seeds: Literal["mean", "median"] = "mean") -> Result:
+                   seeds: SeedAggregate = "mean") -> Result:
     """In each cell, each run of `a` (local iterations per round in column `q`) against the one run of `b`
     (Q = 1): n_a / n_b, the iterations (x) to `target` of `metric`, below time_win_threshold(Q, c) for every c
     in `t_comm`, so that A wins in time at each latency. A run that does not reach the target by its last
