@@ -29,7 +29,8 @@ from fedrepro.data.views import VIEWS
 from fedrepro.engines import asynchronous, federated_nn, vertical
 from fedrepro.engines.vertical_inputs import IMAGE_NORMS
 from fedrepro.schemas import DEVICES, SCALES
-from fedrepro.experiments.runtable import FORMATS
+from fedrepro.experiments.runtable import DRAWING_FORMATS, FIGURE_KINDS
+from fedrepro.results.tables import ROWS
 from fedrepro.models import MODELS
 from fedrepro.nn import BACKENDS, OPTIMIZERS
 from fedrepro.nn.silos import SILO_BACKENDS
@@ -59,8 +60,7 @@ PAPER_FILES = sorted(path.stem for path in (CONFIG / "papers").glob("*.yaml"))
 # engine's own rule, the others the client layer's backends (nn/clients.py BACKENDS, nn/silos.py SILO_BACKENDS)
 CLIENT_BACKENDS = ("auto", *BACKENDS)
 SILO_BACKEND_CHOICES = ("auto", *SILO_BACKENDS)
-# plots/__init__.py KINDS are drawn; the kinds of experiments/runtable.py FORMATS are written as text (`table`)
-PLOT_KINDS = (*KINDS, *FORMATS)
+PLOT_KINDS = tuple(FIGURE_KINDS)  # experiments/runtable.py, the one table of kinds
 MC_LINES_KINDS = tuple(kind for kind, build in KINDS.items() if build.__module__ == mc_lines.__name__)
 
 # (schema file without .schema.yaml, keys to its `enum` joined by "/", relation, the registry: names, or a mapping
@@ -197,3 +197,11 @@ def test_every_paper_defines_the_scales():
     """paper.schema.yaml `scales` names the scales (not an enum: one key each)."""
     scales = yaml.safe_load((SCHEMA_DIR / "paper.schema.yaml").read_text())["properties"]["scales"]
     assert set(scales["required"]) == set(scales["properties"]) == set(SCALES)
+
+
+def test_every_drawn_kind_has_its_builder_and_every_builder_its_kind():
+    """experiments/runtable.py FIGURE_KINDS is the one table of plot kinds; plots/__init__.py KINDS draws exactly
+    those written as drawings, and results/tables.py ROWS gives every kind's rows."""
+    drawn = {kind for kind, what in FIGURE_KINDS.items() if what.formats == DRAWING_FORMATS}
+    assert set(KINDS) == drawn and "table" not in drawn
+    assert {what.rows for what in FIGURE_KINDS.values()} <= set(ROWS)

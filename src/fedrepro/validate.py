@@ -98,18 +98,14 @@ def check_device(device: str) -> None:
                           f"on this machine; allowed here: auto, cpu") from None
 
 
-# plot kinds drawn from a run's timing trace, which only engine async writes (results/tables.py ROWS)
-TRACE_KINDS = ("gantt", "clients")
-
-
 def check_timelines(figure: Figure, runs: dict[str, dict[str, Any]], engine: str) -> None:
     """A `gantt` or `clients` figure reads its runs' timing traces, and a `gantt` figure their timelines:
     each run must record them (else rule aggregate would fail only after the runs were trained)."""
     kind = figure.plot.get("kind")
-    if kind in TRACE_KINDS and engine != "async":
+    if figure.kind.rows != "metrics" and engine != "async":  # rows from a timing trace, which only async writes
         raise ConfigError(f"config/papers/{figure.paper}.yaml: figures.{figure.name} is a {kind} figure, which "
                           f"reads the timing trace of engine async; this paper's engine is {engine}")
-    if kind != "gantt":
+    if figure.kind.rows != "timeline":
         return
     missing = sorted({c.label for c in figure.curves if not runs[c.run_id].get("record_timeline")})
     if missing:

@@ -36,9 +36,30 @@ ANALYSIS_KEYS = ("target_accuracy", "x_source")
 OPERATIONAL_KEYS = ("checkpoint_every",)
 # Columns of a figure table that say which curve a row belongs to; the runs' settings follow them.
 LABEL_COLUMNS = ["figure", "panel", "curve", "method", "run_id"]
-# What a figure is written as, by its plot kind (a `table` figure is a table, not a drawing).
-FORMATS = {"table": ("csv", "md", "tex")}
 DRAWING_FORMATS = ("pdf", "png")
+
+
+@dataclass(frozen=True)
+class FigureKind:
+    """What a figure of a plot kind is: the rows one run gives its table (results/tables.py ROWS: its metrics, its
+    timeline intervals or its timing trace's clients), the files it is written as and the report's group for it.
+    Each drawn kind has its builder in plots/__init__.py KINDS."""
+    group: str
+    rows: str = "metrics"
+    formats: tuple[str, ...] = DRAWING_FORMATS
+
+
+# Every plot kind (paper.schema.yaml `plot.kind` lists the same): the one table of kinds
+FIGURE_KINDS = {
+    "convergence": FigureKind("convergence curves"),
+    "loss_accuracy": FigureKind("training curves"),
+    "mc_error": FigureKind("Monte Carlo statistics"),
+    "mc_variance": FigureKind("Monte Carlo statistics"),
+    "cep": FigureKind("Monte Carlo statistics"),
+    "gantt": FigureKind("timelines and participation", rows="timeline"),
+    "clients": FigureKind("timelines and participation", rows="clients"),
+    "table": FigureKind("tables", formats=("csv", "md", "tex")),  # a table, not a drawing (plots/table.py)
+}
 
 
 @dataclass(frozen=True)
@@ -110,7 +131,11 @@ class Figure:
     @property
     def formats(self) -> tuple[str, ...]:
         """File extensions of figures/<paper>/<name>.*"""
-        return FORMATS.get(self.plot.get("kind"), DRAWING_FORMATS)
+        return self.kind.formats
+
+    @property
+    def kind(self) -> FigureKind:
+        return FIGURE_KINDS[self.plot["kind"]]
 
     def __str__(self) -> str:
         """Its settings as one line of text: the HTML report shows a rule's parameters this way (the

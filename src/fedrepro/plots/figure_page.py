@@ -136,16 +136,10 @@ class Overview:
 
 # --- a figure's page ---
 
-# The report's subcategory of a figure, by its kind: what a reader looks for (curves over rounds or time, Monte
-# Carlo statistics, time lines, tables); the claims ledger and the audit have their own.
-REPORT_GROUPS = {"convergence": "convergence curves", "loss_accuracy": "training curves",
-                 "mc_error": "Monte Carlo statistics", "mc_variance": "Monte Carlo statistics",
-                 "cep": "Monte Carlo statistics", "gantt": "timelines and participation",
-                 "clients": "timelines and participation", "table": "tables"}
-
-
 def report_group(figure: Figure) -> str:
-    return REPORT_GROUPS.get(figure.plot.get("kind"), "figures")
+    """The report's subcategory of a figure, by its kind (FigureKind.group): what a reader looks for (curves over
+    rounds or time, Monte Carlo statistics, time lines, tables); the claims ledger and the audit have their own."""
+    return figure.kind.group
 
 
 PAGE_STYLE = """body {font-family: sans-serif; font-size: 13px; margin: 10px; max-width: 1200px}

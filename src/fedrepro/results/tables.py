@@ -76,19 +76,19 @@ def client_rows(run_id: str, record: dict[str, Any], files: RunFiles, figure: Fi
     return pd.concat(frames, ignore_index=True)
 
 
-# plot kind -> what one run contributes to the figure table (default: metric_rows)
+# What one run contributes to a figure's table, by its kind's `rows` (experiments/runtable.py FIGURE_KINDS)
 ROWS: dict[str, Callable[[str, dict[str, Any], RunFiles, Figure], pd.DataFrame]] = {
-    "gantt": timeline_rows, "clients": client_rows}
+    "metrics": metric_rows, "timeline": timeline_rows, "clients": client_rows}
 
 
 def figure_table(figure: Figure, results_dir: Path) -> pd.DataFrame:
-    """Every run's rows (ROWS, by the figure's plot kind), after the figure's label columns
+    """Every run's rows (ROWS, by the figure's kind), after the figure's label columns
     (Figure.label_columns). Each run's metrics.csv must be the one its run.json vouches for. A curve with
     an `x_source` gets it copied into the figure's x column (and run_id <run_id>/<x_source>); with plot
     option `common_x` each panel ends at the smallest last x of its curves (common_x)."""
     records = {rid: read_verified_record(run_files(results_dir, rid)) for rid in figure.run_ids}
     specs = {rid: rec["spec"] for rid, rec in records.items()}
-    rows_of = ROWS.get(figure.plot.get("kind"), metric_rows)
+    rows_of = ROWS[figure.kind.rows]
     frames = []
     x = figure.plot.get("x")
     for curve in figure.curves:
