@@ -28,9 +28,7 @@ from fedrepro.data.registry import REGISTRY as DATASETS
 from fedrepro.data.views import VIEWS
 from fedrepro.engines import asynchronous, federated_nn, vertical
 from fedrepro.engines.vertical_inputs import IMAGE_NORMS
-from fedrepro.schemas import DEVICES, SCALES
 from fedrepro.experiments.runtable import DRAWING_FORMATS, FIGURE_KINDS
-from fedrepro.results.tables import ROWS
 from fedrepro.models import MODELS
 from fedrepro.nn import BACKENDS, OPTIMIZERS
 from fedrepro.nn.silos import SILO_BACKENDS
@@ -40,7 +38,8 @@ from fedrepro.plots import KINDS, mc_lines
 from fedrepro.plots.loss_accuracy import LEGENDS
 from fedrepro.plots.table import NEVER, SUMMARIES
 from fedrepro.results.summaries import SEED_AGGREGATES
-from fedrepro.schemas import SCHEMA_DIR
+from fedrepro.results.tables import ROWS
+from fedrepro.schemas import DEVICES, SCALES, SCHEMA_DIR
 from fedrepro.variants.tune import GOALS
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"

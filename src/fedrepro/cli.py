@@ -164,7 +164,6 @@ def _paper_files(paper: str, config_dir: Path = Path("config")) -> tuple[dict, d
     """A paper's configuration and claims files as written (no resolution: instant)."""
     import yaml
 
-
     known(paper, known_papers(), "paper")
     read = lambda kind: yaml.safe_load((config_dir / kind / f"{paper}.yaml").read_text())  # noqa: E731
     return read("papers"), read("claims")
@@ -172,7 +171,6 @@ def _paper_files(paper: str, config_dir: Path = Path("config")) -> tuple[dict, d
 
 def listing(paper: str | None) -> str:
     """What can be built: the papers with their titles, or one paper's figures, claims and readings."""
-
     if paper is None:
         return "\n".join(f"{key:12s} {_paper_files(key)[0]['title']}" for key in known_papers())
     cfg, claims = _paper_files(paper)

@@ -5,10 +5,10 @@ from fedrepro.data.mimic3_ihm import raw_files as mimic3_raw_files
 from fedrepro.data.sources import STAND_INS, USER_DATASETS
 from fedrepro.data.views import VIEWS
 from fedrepro.engines import ENGINES
-from fedrepro.schemas import SCALES
 from fedrepro.experiments.runtable import Figure, FigureList
 from fedrepro.layout import Layout
 from fedrepro.plots.figure_page import report_group
+from fedrepro.schemas import SCALES
 from fedrepro.utils.digest import config_digest
 
 OUT = Layout("{scale}")

@@ -11,8 +11,8 @@ import pandas as pd
 
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import PRIMARY
-from fedrepro.layout import Layout
 from fedrepro.experiments.store import read_record, run_files
+from fedrepro.layout import Layout
 
 DATA = "(data)"  # the data rules' jobs, shared by every scale
 SLOWEST = 5
