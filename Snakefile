@@ -60,6 +60,7 @@ onstart:
             raise WorkflowError(str(error)) from None
 
 
+include: "workflow/rules/scheduling.smk"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
