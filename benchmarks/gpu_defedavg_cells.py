@@ -3,14 +3,19 @@
     PYTHONPATH=src python benchmarks/gpu_defedavg_cells.py --budget 420 --out DIR
 
 Runs Table I's DeFedAvg-IID curve of the FMNIST IID panels n = 10 and n = 20 at the paper scale (paper CNN,
-N = 100, K = 50, 3 seeds, device auto) under each step-size reading: Table II's rates (the paper scale's
-primary) and the rates the §4.1.4 protocol chose for the same cell at the quick scale (scales.quick.per_run).
+N = 100, K = 50, 3 seeds, device auto) with Table II's rates (the paper scale's step-size reading; its
+alternative `table_ii` is the same runs there) and with the rates the §4.1.4 protocol chose for the same cell at
+the quick scale (scales.quick.per_run).
 Each run is the pipeline's own (execute_run, as rule train and `fedrepro run` call it); only its simulated
 horizon is cut, to what the budget allows, since the paper's 880 s cost ~24 M client-steps a seed and a
 time to target needs the curve only up to the target. A cut changes no value before it: the timing trace
 and every minibatch are keyed by (seed, client, training), never by the horizon. The horizon is chosen from
-the client-steps the run's own timing traces compute up to it (counted here) and a rate measured by the
-first run. Prints per run the seed-mean time to 90% (the Table I reading) and each seed's, beside the paper.
+the client-steps the run's own timing traces compute up to it (counted here) and a rate per client-step: the
+client layer's, doubled, until the first run measures the engine's (on an H200 the guess was 2x too high).
+Prints per run the seed-mean time to 90% (the Table I reading) and each seed's, beside the paper; results of
+2026-11-26: docs/papers/defedavg.md. On the device machine (no Snakemake, no jsonschema there): carry the
+jsonschema wheels, data/prepared/fashion_mnist.npz and data/raw/fashion_mnist/PROVENANCE.json, and make the
+native view first (fedrepro.data.views.prepare_view).
 """
 
 from __future__ import annotations
@@ -79,7 +84,7 @@ def main() -> None:
     start, rows = time.perf_counter(), []
     for i, (reading, panel, paper_time, spec) in enumerate(jobs):
         left = args.budget - (time.perf_counter() - start)
-        share = left / (len(jobs) - i) if i else left / 3  # the first run gets more: it also measures the rate
+        share = left / (len(jobs) - i) if i else left / 3  # the first run's rate is a guess: room to spare
         step = spec["eval_every_time"]
         evals = math.ceil(args.max_horizon_factor * paper_time / step)  # the horizon in evaluation steps
         while not args.horizon and evals * step > 1.2 * paper_time and client_steps(spec, evals * step) * rate > share:
