@@ -84,7 +84,7 @@ def main() -> None:
     start, rows = time.perf_counter(), []
     for i, (reading, panel, paper_time, spec) in enumerate(jobs):
         left = args.budget - (time.perf_counter() - start)
-        share = left / (len(jobs) - i) if i else left / 3  # the first run's rate is a guess: room to spare
+        share = left / (len(jobs) - i) if i else left / 3  # a third for the first: its rate is a guess
         step = spec["eval_every_time"]
         evals = math.ceil(args.max_horizon_factor * paper_time / step)  # the horizon in evaluation steps
         while not args.horizon and evals * step > 1.2 * paper_time and client_steps(spec, evals * step) * rate > share:
