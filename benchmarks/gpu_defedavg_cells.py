@@ -28,7 +28,6 @@ import tarfile
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from fedrepro.engines.asynchronous import trace_of
@@ -47,8 +46,7 @@ PANELS = {"FMNIST, IID, n = 10": 26.39, "FMNIST, IID, n = 20": 49.26}  # paper T
 MEASURE_CLIENTS = 16  # clients per call of the rate's first measurement (the engine's calls hold 10-64)
 
 
-def curve_spec(scale: str, panel: str) -> dict:
-    _, table = load_and_validate({"scale": scale}, Path("config"))
+def curve_spec(table: RunTable, panel: str) -> dict:
     curve = next(c for c in table.figure("defedavg", FIGURE).curves if c.panel == panel and c.label == CURVE)
     return dict(table.runs[curve.run_id])
 
@@ -72,13 +70,14 @@ def main() -> None:
     # until a run measures it: the client layer's own rate, doubled for evaluation and the engine's overhead
     rate = 2 * seconds_per_step((1, 28, 28), "vectorized", MEASURE_CLIENTS, device)
     print(f"client layer on {device}: {rate / 2 * 1e6:.1f} us per client-step ({MEASURE_CLIENTS} clients a call)")
+    tables = {scale: load_and_validate({"scale": scale}, Path("config"))[1] for scale in ("paper", "quick")}
     jobs = []
     for reading in args.readings:
         for panel in args.panels:
             paper_time = PANELS[panel]
-            spec = curve_spec("paper", panel)
+            spec = curve_spec(tables["paper"], panel)
             if reading == "quick_protocol":
-                quick = curve_spec("quick", panel)
+                quick = curve_spec(tables["quick"], panel)
                 spec.update(lr_global=quick["lr_global"], lr_local=quick["lr_local"])
             jobs.append((reading, panel, paper_time, spec))
     start, rows = time.perf_counter(), []
@@ -125,5 +124,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    np.seterr(all="ignore")
     main()

@@ -36,4 +36,3 @@ def test_many_passes_leave_one_timer_and_a_fired_timer_makes_room(monkeypatch):
     JobScheduler._schedule_reevalutation(scheduler, 0.1)  # the fired timer's pass starts the next one
     time.sleep(0.4)
     assert passes(scheduler) == 1
-
