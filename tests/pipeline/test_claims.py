@@ -158,6 +158,8 @@ READINGS = {
     "interrupt": {"what": "B's interruption period", "paper": "§4: 'the server can interrupt the clients'",
                   "choice": "every 5 steps", "source": "assumption"},
     "steps": {"what": "the step size", "paper": "Table II", "choice": "Table II's values", "source": "paper"},
+    "local": {"what": "the local step size", "paper": "§6: 'chosen heuristically'", "choice": "0.1 x the global",
+              "source": "unreported"},
 }
 
 
@@ -170,6 +172,8 @@ def test_a_claim_resting_on_an_assumed_reading_is_never_pass_or_fail():
          metric: grad_norm, rests_on: [interrupt]}
       - {id: X3, figures: [f], check: compare_final, a: {method: fast}, b: {method: slow}, per: [panel],
          metric: grad_norm, rests_on: [steps]}
+      - {id: X4, figures: [f], check: compare_final, a: {method: slow}, b: {method: fast}, per: [panel],
+         metric: grad_norm, rests_on: [local]}
     """)
     table = _table(_curve("fast", 0.1, 5), _curve("slow", 0.1, 1))
     ledger = evaluate_claims(claims, {"f": table}, "quick", {"f": LABELS}, READINGS).set_index("claim_id")
@@ -179,6 +183,8 @@ def test_a_claim_resting_on_an_assumed_reading_is_never_pass_or_fail():
                 f"says {alone}") in ledger.loc[claim, "note"]
     # a reading the paper itself makes leaves the verdict alone, and the ledger names it
     assert ledger.loc["X3", "status"] == "PASS" and "Rests on readings: steps (paper)" in ledger.loc["X3", "note"]
+    # a value the paper ran but does not report is no definition of ours: the verdict stands, named
+    assert ledger.loc["X4", "status"] == "FAIL" and "Rests on readings: local (unreported)" in ledger.loc["X4", "note"]
 
 
 def test_a_claim_may_rest_only_on_readings_its_paper_declares():

@@ -109,7 +109,7 @@ def test_wrong_type_in_paper_file_is_caught(tmp_path):
 def test_a_reading_states_its_source_and_a_claim_rests_only_on_declared_readings(tmp_path):
     def guessed(cfg):
         cfg["readings"]["favano"]["source"] = "guess"
-    with pytest.raises(ConfigError, match="readings.favano.source: 'guess' is not allowed; allowed values: paper, authors_code, cited_work"):
+    with pytest.raises(ConfigError, match="readings.favano.source: 'guess' is not allowed; allowed values: paper, authors_code, cited_work, unreported"):
         load_and_validate({"scale": "smoke"}, _paper_config_dir(tmp_path / "a", guessed, paper="defedavg"))
     with pytest.raises(ConfigError, match="claim C1b: rests_on: unknown reading 'favanno'"):
         load_and_validate({"scale": "smoke"}, _paper_config_dir(
