@@ -320,3 +320,20 @@ def test_a_scale_note_reaches_the_captions_of_its_figures_only_at_that_scale():
     assert "fig6 only: rho_cluster is slight" not in quick[("fedcluster", "fig2")].deviations
     assert quick[("fedcluster", "fig6")].deviations[-2:] == ["every figure: a conv net", "fig6 only: rho_cluster is slight"]
     assert not any("conv net" in d for f in paper.values() for d in f.deviations)
+
+
+def test_a_caption_lists_a_setting_as_run_only_for_the_curves_whose_runs_have_it():
+    from fedrepro.experiments.runtable import load_paper_config, resolve_paper
+
+    cfg = load_paper_config(Path("config/papers/fedpage.yaml"))
+    for scale in ("smoke", "quick"):
+        runs, figures = resolve_paper(cfg, scale)
+        figure = figures[("fedpage", "fig5")]  # FedPAGE, FedPAGE-Full, SCAFFOLD-Full, FedAvg-Full
+        by_label: dict[str, list] = {}
+        for curve in figure.curves:
+            if "c_l" in runs[curve.run_id] and runs[curve.run_id]["c_l"] not in by_label.setdefault(curve.label, []):
+                by_label[curve.label].append(runs[curve.run_id]["c_l"])
+        assert set(by_label) == {"FedPAGE", "FedPAGE-Full"}  # SCAFFOLD and FedAvg have no c_l: not listed
+        shown = "; ".join(f"{label} " + ", ".join(f"{v:g}" for v in values) for label, values in by_label.items())
+        assert figure.caption.endswith(f"c_l as run: {shown}.")
+        assert "SCAFFOLD-Full None" not in figure.caption

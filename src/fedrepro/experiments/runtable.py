@@ -367,12 +367,14 @@ def _values_text(values: list[Any]) -> str:
 def _as_run(keys: list[str], curves: list[Curve], runs: dict[str, dict]) -> str:
     """What the figure's curves ran with for the settings `keys` (a figure's `caption_settings`), read from
     the resolved runs, so that a caption never states a value another scale, a per_run entry or the data
-    read replaced: "lr as run: Q = 1 0.5; Q = 10 0.05, 0.01." (a label's values over its panels, in order)."""
+    read replaced: "lr as run: Q = 1 0.5; Q = 10 0.05, 0.01." (a label's values over its panels, in order).
+    A curve whose run has no such setting (a method it does not apply to) is left out."""
     parts = []
     for key in keys:
         by_label: dict[str, dict[Any, None]] = {}
         for curve in curves:
-            by_label.setdefault(curve.label, {})[runs[curve.run_id].get(key)] = None
+            if key in runs[curve.run_id]:
+                by_label.setdefault(curve.label, {})[runs[curve.run_id][key]] = None
         shown = "; ".join(f"{label} " + ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
                           for label, values in by_label.items())
         parts.append(f"{key} as run: {shown}.")
