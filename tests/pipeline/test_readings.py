@@ -75,7 +75,14 @@ def test_an_alternative_adds_exactly_the_runs_its_patch_changes():
     by_name = {(a.reading, a.name): a for a in alternatives}
     assert set(by_name) == {("favano", "k_over_q"), ("fedbuff_staleness", "none"),
                             ("step_sizes", "table_ii")}  # those that declare `set`
-    assert by_name[("step_sizes", "table_ii")].figures == {}  # smoke runs Table II's rates: nothing to undo
+    # smoke runs the protocol's rates (scales.smoke.per_run): Table II's retrain just the runs whose rates differ
+    table_ii = {rid for f in by_name[("step_sizes", "table_ii")].figures.values() for rid in f.run_ids} - set(runs)
+    rates = ("lr_global", "lr_local")
+    primary = {tuple(sorted((k, str(v)) for k, v in s.items() if k not in rates)): s for s in runs.values()}
+    assert table_ii
+    for rid in table_ii:
+        twin = primary[tuple(sorted((k, str(v)) for k, v in alt_runs[rid].items() if k not in rates))]
+        assert [twin[k] for k in rates] != [alt_runs[rid][k] for k in rates]
     staleness = by_name[("fedbuff_staleness", "none")]
     new = {rid for f in staleness.figures.values() for rid in f.run_ids} - set(runs)
     assert new and {alt_runs[r]["method"] for r in new} == {"fedbuff"}
@@ -91,7 +98,9 @@ def test_an_alternative_adds_exactly_the_runs_its_patch_changes():
         "choice": "the primary's own value", "set": {"methods": {"fedbuff": {"fedbuff_staleness": "sqrt"}}}}}}}})
     alt_runs, alternatives = resolve_alternatives(same, claims, "smoke", Path("data/raw"), figures)
     unchanged = [a for a in alternatives if a.reading == "fedbuff_staleness"]
-    assert unchanged[0].figures == {} and {r for r, s in alt_runs.items() if s["method"] == "fedbuff"} <= set(runs)
+    rates_runs = {rid for a in alternatives if a.reading == "step_sizes" for f in a.figures.values() for rid in f.run_ids}
+    assert unchanged[0].figures == {}
+    assert {r for r, s in alt_runs.items() if s["method"] == "fedbuff"} - rates_runs <= set(runs)
 
 
 def test_fedclusters_rate_alternative_retrains_only_the_cluster_counts_it_changes():
