@@ -62,7 +62,7 @@ def fedvr_smoke(tmp_path_factory) -> Path:
         write_figure_table(figure, results, tables[-1])
         draw_figure(figure, tables[-1], *(Layout("smoke", root).figure(PAPER, figure.name, ext) for ext in ("pdf", "png")))
     write_ledger(root / "config" / "claims" / f"{PAPER}.yaml", tables, {f.name: f.claims_settings() for f in figures},
-                 "smoke", results / "claims" / f"{PAPER}.csv")
+                 "smoke", results / "claims" / f"{PAPER}.csv", readings=table.readings[PAPER])
     return root
 
 
