@@ -15,6 +15,7 @@ import pytest
 from fedrepro.cli import main
 from fedrepro.errors import ResultsError
 from fedrepro.layout import Layout
+from fedrepro.experiments.runtable import run_id_of
 from fedrepro.experiments.store import METRICS_SHA256, RECORD_SHA256, record_sha256
 from fedrepro.results.tables import table_digest, verify_figure_table, write_figure_table
 from fedrepro.validate import load_and_validate
@@ -113,6 +114,23 @@ def test_a_run_json_from_before_its_content_hash_is_a_warning_not_a_failure(smok
     code, out = audit(capsys)
     assert code == 0 and "WARN" in out
     assert "predates the hash of its own content" in (smoke_copy / "audit" / "smoke" / "fedvr.md").read_text()
+
+
+def test_the_audit_hashes_a_spec_under_the_numerics_version_its_run_json_records(smoke_copy, capsys):
+    run = run_dirs(smoke_copy)[0]
+    record = json.loads((run / "run.json").read_text())
+    assert record["numerics"] == 0  # the engine's version, recorded by the run
+
+    def rewrite(**change):
+        edited = {k: v for k, v in {**record, **change}.items() if v is not None}
+        edited[RECORD_SHA256] = record_sha256(edited)
+        (run / "run.json").write_text(json.dumps(edited))
+
+    rewrite(numerics=None)  # a run.json from before versions: made at 0
+    assert audit(capsys)[0] == 0
+    rewrite(numerics=1)  # a version the run was not made under: its spec hashes to another id
+    code, out = audit(capsys)
+    assert code == 1 and f"its spec hashes to {run_id_of(record['spec'], 1)}, not to its run_id" in out
 
 
 def test_aggregate_refuses_a_run_json_without_a_metrics_hash(smoke_copy):

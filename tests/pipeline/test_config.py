@@ -7,7 +7,9 @@ import yaml
 
 from fedrepro.engines import ENGINES
 from fedrepro.errors import ConfigError
-from fedrepro.experiments.runtable import build_run_table, run_id_of
+from fedrepro.experiments.runtable import OPERATIONAL_KEYS, build_run_table, run_id_of
+from fedrepro.numerics import VERSIONS
+from fedrepro.utils.digest import config_digest
 from fedrepro.validate import load_and_validate
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
@@ -147,6 +149,20 @@ def test_run_id_is_a_stable_hash_of_the_spec_only():
     assert run_id_of(spec) == run_id_of({"c": "x", "b": [1, 2], "a": 1})
     assert run_id_of(spec) != run_id_of({**spec, "a": 2})
     assert run_id_of(spec) == run_id_of({**spec, "checkpoint_every": 7})  # operational only
+
+
+def test_a_numerics_version_enters_the_run_ids_of_its_engine_only_once_it_is_bumped(monkeypatch):
+    runs = load_and_validate({"scale": "smoke"}, CONFIG)[1].runs
+    assert {spec["engine"] for spec in runs.values()} == set(ENGINES)  # every engine has runs here
+    # at 0 an id is the digest of the spec alone, as every id made before versions existed
+    assert all(rid == config_digest({k: v for k, v in spec.items() if k not in OPERATIONAL_KEYS})
+               for rid, spec in runs.items())
+    monkeypatch.setitem(VERSIONS, "async", 1)
+    assert ENGINES["async"].numerics == 1 and ENGINES["finite_sum"].numerics == 0
+    moved = {rid for rid, spec in runs.items() if run_id_of(spec) != rid}
+    assert moved == {rid for rid, spec in runs.items() if spec["engine"] == "async"}
+    # the version that made a run, as run.json records it, gives the id it was made under
+    assert all(run_id_of(spec, numerics=0) == rid for rid, spec in runs.items())
 
 
 def test_figures_share_identical_runs_and_scales_only_override():

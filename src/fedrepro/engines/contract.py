@@ -40,6 +40,7 @@ import numpy as np
 from fedrepro.data.registry import get_dataset
 from fedrepro.engines.context import RunContext
 from fedrepro.errors import ConfigError
+from fedrepro.numerics import numerics_version
 
 Row = dict[str, Any]
 
@@ -109,6 +110,11 @@ class Engine:
     watch: str = ""
     trains_networks: bool = False  # paper-scale jobs then ask a cluster for a GPU
     ms_per_round: int = 100  # generous CPU milliseconds per round and seed, for cluster runtime limits
+
+    @property
+    def numerics(self) -> int:
+        """This engine's numerics version (numerics.py): part of its run ids when non-zero."""
+        return numerics_version(self.name)
 
     def setup(self, spec: dict[str, Any], data: dict[str, dict[str, np.ndarray]], ctx: RunContext) -> Setup:
         raise NotImplementedError

@@ -67,6 +67,7 @@ def execute_run(
     record = {
         "run_id": run_id,
         "spec": spec,
+        "numerics": engine.numerics,  # the version that made these results (their run id includes it when > 0)
         "git": provenance.git_state(repo),
         "packages": provenance.package_versions(),
         "device": provenance.device_info(device),

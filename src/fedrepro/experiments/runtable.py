@@ -20,6 +20,7 @@ from fedrepro.data.inputs import MULTIVIEW_DATASETS, prepared_name, prepared_pat
 from fedrepro.data.sources import STAND_INS, USER_DATASETS, DataSource, resolve_source
 from fedrepro.errors import ConfigError
 from fedrepro.layout import Layout
+from fedrepro.numerics import numerics_version
 from fedrepro.utils.digest import config_digest
 from fedrepro.utils.patch import patched
 from fedrepro.utils.yaml_file import read_yaml
@@ -285,8 +286,15 @@ class RunTable:
         }
 
 
-def run_id_of(spec: dict[str, Any]) -> str:
-    return config_digest({k: v for k, v in spec.items() if k not in OPERATIONAL_KEYS})
+def run_id_of(spec: dict[str, Any], numerics: int | None = None) -> str:
+    """The digest of what determines a run's results: its spec but the operational keys, and the numerics
+    version of its engine when non-zero: `numerics`, the version that made the run (run.json's), or by default
+    the engine's current one."""
+    body = {k: v for k, v in spec.items() if k not in OPERATIONAL_KEYS}
+    version = numerics_version(spec.get("engine", "")) if numerics is None else numerics
+    if version:
+        body["numerics"] = version
+    return config_digest(body)
 
 
 def load_paper_config(path: Path) -> dict[str, Any]:

@@ -231,8 +231,10 @@ def _record_finding(run_id: str, record: dict[str, Any], files: RunFiles, checko
     problems = [f"lacks {', '.join(lacking)}"] if lacking else []
     if record.get("run_id") != run_id:
         problems.append(f"names run {record.get('run_id')!r}")
-    if isinstance(record.get("spec"), dict) and run_id_of(record["spec"]) != run_id:
-        problems.append(f"its spec hashes to {run_id_of(record['spec'])}, not to its run_id (edited after the run)")
+    # under the numerics version that made the run (0 in records that predate versions)
+    hashed = run_id_of(record["spec"], record.get("numerics", 0)) if isinstance(record.get("spec"), dict) else run_id
+    if hashed != run_id:
+        problems.append(f"its spec hashes to {hashed}, not to its run_id (edited after the run)")
     if problems:
         return Finding("run.json", FAIL, f"{checkout.relative(files.record)}: " + "; ".join(problems) + "; "
                        + RECOVER.format(run_dir=checkout.relative(files.run_dir)))

@@ -1,0 +1,17 @@
+"""Each engine's numerics version: the number to bump when a change alters any value an engine writes
+(docs/development.md, "Numerics versions").
+
+A non-zero version enters the run id of every run of its engine, so the results of new numerics never sit
+under an old id and every one of them is retrained. 0, each engine's version until its numerics first
+change, enters no id, so the ids made before versions existed stand. The table lives here, not on the
+engines, because run ids are computed by jobs that load no engine (and no torch); an engine reads its own
+version from it (Engine.numerics).
+"""
+
+from __future__ import annotations
+
+VERSIONS: dict[str, int] = {}  # engine name -> its numerics version; an engine not listed is at 0
+
+
+def numerics_version(engine: str) -> int:
+    return VERSIONS.get(engine, 0)
