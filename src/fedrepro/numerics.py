@@ -10,7 +10,10 @@ version from it (Engine.numerics).
 
 from __future__ import annotations
 
-VERSIONS: dict[str, int] = {}  # engine name -> its numerics version; an engine not listed is at 0
+# engine name -> its numerics version; an engine not listed is at 0
+VERSIONS: dict[str, int] = {
+    "finite_sum": 1,  # 2026-11-26: streams keyed by every setting but the step sizes (trials paired)
+}
 
 
 def numerics_version(engine: str) -> int:

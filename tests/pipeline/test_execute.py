@@ -55,6 +55,17 @@ def test_a_seed_does_not_depend_on_how_many_seeds_the_run_has(tmp_path, syntheti
     assert not m2[m2["seed"] == 1]["grad_norm"].equals(m2[m2["seed"] == 0]["grad_norm"])
 
 
+def test_runs_that_differ_only_in_their_step_sizes_draw_the_same_random_coins(tmp_path, synthetic_inputs, spec_and_id):
+    """A tuning's trials are paired: every setting but the step sizes keys the finite-sum engine's streams."""
+    coins = {}
+    for name, change in (("base", {}), ("steps", {"c_l": 1.0, "eta_tilde": 0.3}), ("K", {"K": 2})):
+        spec, rid = spec_and_id(**change)
+        record = json.loads(_run(tmp_path, name, spec, rid, synthetic_inputs).record.read_text())
+        coins[name] = [info["full_round_indices"] for info in record["summary"]["seeds"].values()]
+    assert coins["base"] == coins["steps"] and any(coins["base"])  # FedPAGE's full rounds: the same coins
+    assert coins["base"] != coins["K"]  # another setting: other streams
+
+
 def test_a_diverging_run_is_recorded_not_raised(tmp_path, synthetic_inputs, spec_and_id):
     spec, rid = spec_and_id(divergence_threshold=0.05)  # ||grad f|| starts above it
     files = _run(tmp_path, "div", spec, rid, synthetic_inputs)
