@@ -17,7 +17,7 @@ import yaml
 
 from fedrepro.algorithms import ALGORITHMS as FINITE_SUM_ALGORITHMS
 from fedrepro.algorithms.asynchronous import ALGORITHMS as ASYNC_ALGORITHMS
-from fedrepro.algorithms.fedavg_prob import ACTIVATION_KINDS, Sampling
+from fedrepro.algorithms.probabilistic_agents import ACTIVATION_KINDS, Sampling
 from fedrepro.algorithms.fedcluster import CLUSTER_ORDERS, FC_LR_RULES
 from fedrepro.algorithms.fedvr import ETA_SCHEDULES, METHODS as MONTE_CARLO_ALGORITHMS
 from fedrepro.asynchrony import PROTOCOLS, SPEED_MODELS
@@ -93,9 +93,9 @@ REGISTRY_ENUMS: list[tuple[str, str, str, Any]] = [
     ("monte_carlo_run", "properties/scaling", SAME, get_args(Scaling)),  # objectives/least_squares.py
     ("monte_carlo_run", "properties/scaling_rows", SAME, get_args(ScalingRows)),  # objectives/least_squares.py
     ("monte_carlo_run", "properties/rows", SAME, get_args(Rows)),  # objectives/least_squares.py
-    ("monte_carlo_run", "properties/activation/properties/kind", SAME, ACTIVATION_KINDS),  # algorithms/fedavg_prob.py
+    ("monte_carlo_run", "properties/activation/properties/kind", SAME, ACTIVATION_KINDS),  # algorithms/probabilistic_agents.py
     ("monte_carlo_run", "properties/eta_schedule", SAME, ETA_SCHEDULES),  # algorithms/fedvr.py
-    ("monte_carlo_run", "properties/sampling", SAME, get_args(Sampling)),  # algorithms/fedavg_prob.py
+    ("monte_carlo_run", "properties/sampling", SAME, get_args(Sampling)),  # algorithms/probabilistic_agents.py
     # -- federated_nn_run.schema.yaml (engines/federated_nn.py)
     ("federated_nn_run", "properties/algorithm", SAME, federated_nn.ALGORITHMS),
     ("federated_nn_run", "properties/dataset", WITHIN, DATASETS),

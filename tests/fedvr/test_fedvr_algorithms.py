@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedrepro.algorithms.fedavg_prob import (
+from fedrepro.algorithms.probabilistic_agents import (
     activation_probabilities,
     aggregate_inverse_prob,
     draw_active,

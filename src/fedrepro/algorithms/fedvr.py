@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 import torch
 
-from fedrepro.algorithms.fedavg_prob import (
+from fedrepro.algorithms.probabilistic_agents import (
     Streams,
     activation_probabilities,
     aggregate_inverse_prob,

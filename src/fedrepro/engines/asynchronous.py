@@ -111,11 +111,11 @@ class Replay:
         if not due:
             return
         ahead_end = self.bounds[min(t + 1 + self.lookahead, len(self.bounds) - 1)]
-        room = self.ahead - (len(self.deltas) - (hi - lo - len(due)))  # Deltas held beyond this round's
-        if room > 0 and ahead_end > hi:
+        free = self.ahead - (len(self.deltas) - (hi - lo - len(due)))  # slots left for Deltas of later rounds
+        if free > 0 and ahead_end > hi:
             cand = np.arange(hi, ahead_end)
             cand = cand[self.trace.start_version[cand] <= t]
-            due += [int(i) for i in cand if int(i) not in self.deltas][:room]
+            due += [int(i) for i in cand if int(i) not in self.deltas][:free]
         size = self.call or max(len(due), 1)
         for at in range(0, len(due), size):
             self._train(np.asarray(due[at : at + size]))

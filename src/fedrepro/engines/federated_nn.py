@@ -50,7 +50,7 @@ COLUMNS = ["seed", "round", "train_loss", "train_accuracy", "test_loss", "test_a
 # about the algorithm, so that runs differing only in method or optimizer are paired.
 ENVIRONMENT_KEYS = ("dataset", "view", "n_devices", "samples_per_device", "rho_device", "remainder",
                     "n_classes")
-# The `algorithm`s build_algorithm and algorithm_lr branch on, and the `clustering`s by which Environment.seeded
+# The `algorithm`s build_algorithm and algorithm_lr branch on, and the `clustering`s by which Environment.for_seed
 # draws FedCluster's clusters (data/partitions.py random_clusters, rho_cluster_clusters)
 ALGORITHMS = ("fedavg", "fedcluster", "csgd")
 CLUSTERINGS = ("random", "rho_cluster")
@@ -77,7 +77,7 @@ def csgd_steps(spec: dict[str, Any]) -> int:
 
 
 @dataclasses.dataclass
-class Seeded:
+class SeedSetup:
     """What one seed trains on: devices, clusters (FedCluster), W0 and the fixed train-loss slots."""
 
     data: DeviceData
@@ -102,7 +102,7 @@ class Environment(ImageData):
                               "W0", spec["dataset"], spec["view"], spec["model"], seed).to(self.device)
         return module, FlatModel(module).flatten()
 
-    def seeded(self, seed: int, W0: torch.Tensor) -> Seeded:
+    def for_seed(self, seed: int, W0: torch.Tensor) -> SeedSetup:
         spec = self.spec
         table, majors = device_partition(
             self.labels_np, n_devices=spec["n_devices"], samples_per_device=spec["samples_per_device"],
@@ -120,7 +120,7 @@ class Environment(ImageData):
         record = {"partition_sha256": array_digest(table), "W0_sha256": array_digest(W0.cpu().numpy())}
         if clusters is not None:
             record["clusters_sha256"] = array_digest(clusters)
-        return Seeded(DeviceData(self.images, self.labels, table_t),
+        return SeedSetup(DeviceData(self.images, self.labels, table_t),
                       None if clusters is None else torch.from_numpy(clusters), W0, index, weights, record)
 
 
@@ -145,13 +145,14 @@ class NetworkTrainer(Trainer):
         super().__init__([seed])
         spec, env = setup.spec, setup.env
         module, W0 = env.model(seed)
-        self.env, self.seeded = env, env.seeded(seed, W0)
+        self.env, self.seed_setup = env, env.for_seed(seed, W0)
         streams = setup.ctx.streams(seed, ENVIRONMENT_KEYS)
-        self.algo = build_algorithm(spec, module, self.seeded.data, self.seeded.clusters, streams, setup.backend)
+        data, clusters = self.seed_setup.data, self.seed_setup.clusters
+        self.algo = build_algorithm(spec, module, data, clusters, streams, setup.backend)
         setup.summary["n_params"] = self.algo.trainer.flat.n_params
         self.W = W0
         self.counters = {"samples": 0, "updates": 0, "clients": 0}
-        self.info[seed].update(self.seeded.record)
+        self.info[seed].update(self.seed_setup.record)
 
     def advance(self, r: int) -> None:
         self.W, info = self.algo.round(self.W, r)
@@ -159,8 +160,8 @@ class NetworkTrainer(Trainer):
             self.counters[key] += int(info[key])
 
     def evaluate(self, r: int) -> list[Row]:
-        flat, env, seeded = self.algo.trainer.flat, self.env, self.seeded
-        train = evaluate(flat, self.W, env.images, env.labels, seeded.eval_index, seeded.eval_weights)
+        flat, env, seed_setup = self.algo.trainer.flat, self.env, self.seed_setup
+        train = evaluate(flat, self.W, env.images, env.labels, seed_setup.eval_index, seed_setup.eval_weights)
         test = evaluate(flat, self.W, env.test_images, env.test_labels)
         return [{"seed": self.seeds[0], "round": r, "train_loss": train["loss"], "train_accuracy": train["accuracy"],
                  "test_loss": test["loss"], "test_accuracy": test["accuracy"], **self.counters}]

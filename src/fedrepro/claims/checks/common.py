@@ -112,7 +112,8 @@ def compare_stat(frame: pd.DataFrame, a: dict, b: dict, per: list[str], stat: st
     for name, ra, rb in pair_rows(frame, a, b, per) if len(frame) else []:
         sa, sb = (float(ra[lower]), float(ra[stat])), (float(rb[lower]), float(rb[stat]))
         ok = below(sa, sb, factor)
-        margin = room(sa[1], sb[0] * factor, log=log) if ok else room(sa[0], sb[1] * factor, log=log)
+        margin = (margin_below(sa[1], sb[0] * factor, log=log) if ok
+                  else margin_below(sa[0], sb[1] * factor, log=log))
         tol = paired_spread(per_seed, ra["run_id"], rb["run_id"], stat, log) if per_seed is not None else 0.0
         inside = ok is not None and within_spread(margin, tol, sa, sb)
         holds.append(None if inside else ok)
@@ -229,9 +230,9 @@ def below(a: tuple[float, float], b: tuple[float, float], factor: float = 1.0) -
     return None
 
 
-def room(value: float, bound: float, log: bool = True) -> float:
+def margin_below(value: float, bound: float, log: bool = True) -> float:
     """How far `value` lies below `bound` (> 0: below): in decades, log10(bound / value), when `log` and
-    both are positive, else bound - value. Two equal infinities have no room (0)."""
+    both are positive, else bound - value. Two equal infinities have no margin (0)."""
     if value == bound:
         return 0.0
     if log and min(value, bound) == 0 and max(value, bound) > 0:  # a spread of 0 (one run drawn repeatedly)
@@ -276,11 +277,12 @@ def never_falls(spans: list[tuple[float, float]], inversions: int = 0,
     `inversions` worst are forgiven, of the bounds (the least they guarantee, or for a FAIL the most they allow)."""
     pairs = list(zip(spans[:-1], spans[1:]))
     tolerances = tolerances or [0.0] * len(pairs)
-    outcomes = [None if within_spread(room(later[1], earlier[1]), tol, earlier, later)
+    outcomes = [None if within_spread(margin_below(later[1], earlier[1]), tol, earlier, later)
                 else below(later, earlier) for (earlier, later), tol in zip(pairs, tolerances)]  # True: surely falls
     against, open_ = sum(o is True for o in outcomes), sum(o is None for o in outcomes)
     ok = True if against + open_ <= inversions else False if against > inversions else None
-    steps = sorted(room(earlier[1], later[0]) if ok else room(earlier[0], later[1]) for earlier, later in pairs)
+    steps = sorted(margin_below(earlier[1], later[0]) if ok else margin_below(earlier[0], later[1])
+                   for earlier, later in pairs)
     return ok, steps[min(inversions, len(steps) - 1)], open_
 
 

@@ -31,12 +31,12 @@ from fedrepro.claims.checks.common import (
     fmt,
     fmt_span,
     judged,
+    margin_below,
     never,
     never_falls,
     pair_rows,
     paired_spread,
     ratio_span,
-    room,
     rows_matching,
     selector_name,
     span,
@@ -85,7 +85,7 @@ def log_ratio_within(data: ClaimData, *, a: Selector, b: Selector, per: Columns,
         small = or_both_below is not None and max(fa, fb) <= or_both_below * g0
         holds.append(ratio <= max_abs_log10 or small)
         margins.append(max(max_abs_log10 - ratio,
-                           room(max(fa, fb), or_both_below * g0) if or_both_below is not None else -math.inf))
+                           margin_below(max(fa, fb), or_both_below * g0) if or_both_below is not None else -math.inf))
         parts.append(f"[{name}] {fmt(fa)} vs {fmt(fb)} (|log10 ratio| {fmt(ratio)})")
     measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has both curves"
     return judged(holds, margins, measured, require, fraction)
@@ -151,7 +151,7 @@ def time_to_target(data: ClaimData, *, a: Selector, b: Selector, per: Columns, m
             parts.append(shown + " (neither reaches the target: undecided)")
             continue
         ok = below(sa, sb, factor)
-        margin = room(sa[1], sb[0] * factor) if ok else room(sa[0], sb[1] * factor)
+        margin = margin_below(sa[1], sb[0] * factor) if ok else margin_below(sa[0], sb[1] * factor)
         tol = paired_spread(per_seed, ra["run_id"], rb["run_id"], "t_target", log=True)
         inside = ok is not None and within_spread(margin, tol, sa, sb)
         holds.append(None if inside else ok)
@@ -245,7 +245,7 @@ def time_ratio_by_group(data: ClaimData, *, a: Selector, b: Selector, per: Colum
 
     measured = (f"mean T(b)/T(a) {shown(g_low, g_high)} at {group} in {greater} ({len(ratios['greater'])} cells) vs "
                 f"{shown(t_low, t_high)} at {group} in {than} ({len(ratios['than'])} cells): " + "; ".join(parts))
-    return judged([ok], [room(t_high, g_low) if ok else room(t_low, g_high)], measured)
+    return judged([ok], [margin_below(t_high, g_low) if ok else margin_below(t_low, g_high)], measured)
 
 
 def rate_within(data: ClaimData, *, select: Selector, rate: str, target: str, rel_tol: float, x: str = "round") -> Result:
@@ -308,7 +308,7 @@ def falls(data: ClaimData, *, select: Selector, metric: str, x: str = "round", w
         first, final = float(run["g0"]), float(run["final"])
         ok = run["diverged_seeds"] == 0 and np.isfinite(final) and final < first
         holds.append(bool(ok))
-        margins.append(room(final, first) if ok or np.isfinite(final) else -math.inf)
+        margins.append(margin_below(final, first) if ok or np.isfinite(final) else -math.inf)
         parts.append(f"[{run['panel']}, {run['curve']}] {fmt(first)} -> {fmt(final)}")
     failing = [p for p, ok in zip(parts, holds) if not ok]
     measured = (f"{sum(holds)}/{len(holds)} runs fall" + (": not " + "; ".join(failing) if failing else "")

@@ -22,8 +22,8 @@ from fedrepro.claims.checks.common import (
     compare_stat,
     fmt,
     judged,
+    margin_below,
     pair_rows,
-    room,
     rows_matching,
 )
 from fedrepro.claims.data import ClaimData
@@ -63,13 +63,13 @@ def compare_with_paper(data: ClaimData, *, a: Selector, b: Selector, per: Column
         # numpy floats: a resample of one run repeated has a spread of 0, so a ratio may be inf or nan
         (va, la), (vb, lb) = (np.float64(ra[stat]), ra["curve"]), (np.float64(rb[stat]), rb["curve"])
         pa, pb = float(paper["a"]), float(paper["b"])
-        ok, margin = va < vb, room(va, vb)
+        ok, margin = va < vb, margin_below(va, vb)
         if within is not None:
             ok &= all(max(v / p, p / v) <= within for v, p in ((va, pa), (vb, pb)))
-            margin = min(margin, *(room(max(v / p, p / v), within) for v, p in ((va, pa), (vb, pb))))
+            margin = min(margin, *(margin_below(max(v / p, p / v), within) for v, p in ((va, pa), (vb, pb))))
         if min_ratio is not None:
             ok &= vb / va >= min_ratio
-            margin = min(margin, room(min_ratio, vb / va))
+            margin = min(margin, margin_below(min_ratio, vb / va))
         holds.append(bool(ok))
         margins.append(margin)
         parts.append(f"[{name}] {la} {fmt(va)} (paper {pa:g}, x{fmt(va / pa)}); {lb} {fmt(vb)} (paper {pb:g}, "
@@ -106,7 +106,7 @@ def series_ratio(data: ClaimData, *, a: Selector, b: Selector, per: Columns, ser
             continue  # the run is shorter than the window (reduced scale)
         value = float(np.exp(np.mean(np.log(ratio)))) if agg == "gmean" else float(np.median(ratio))
         holds.append(value <= max_ratio)
-        margins.append(room(value, max_ratio))
+        margins.append(margin_below(value, max_ratio))
         parts.append(f"[{name}] {agg} {series} ratio over k in [{window[0]}, {window[1]}]: {fmt(value)}")
     return judged(holds, margins, "; ".join(parts) or "no cell has both curves over the window")
 
@@ -129,7 +129,8 @@ def series_trend(data: ClaimData, *, select: Selector, series: Series = "var",
             continue  # the run is shorter than the windows (reduced scale)
         m_early, m_late = float(np.mean(_window(s, series, early))), float(np.mean(_window(s, series, late)))
         holds.append(m_late < factor * m_early if expect == "below" else m_late >= factor * m_early)
-        margins.append(room(m_late, factor * m_early) if expect == "below" else -room(m_late, factor * m_early))
+        below = margin_below(m_late, factor * m_early)
+        margins.append(below if expect == "below" else -below)
         span = (s["x"] >= early[0]) & (s["x"] <= late[1])
         rho = spearmanr(s["x"][span], s[series][span]).statistic
         parts.append(f"[{row.panel}, {row.curve}] mean {series} k in [{early[0]}, {early[1]}]: {fmt(m_early)}, "
@@ -154,8 +155,8 @@ def mc_stat_within(data: ClaimData, *, select: Selector, stat: McStat, low: floa
     for row in frame.itertuples():
         value = float(getattr(row, stat))
         holds.append((low is None or value >= low) and (high is None or value <= high))
-        margins.append(min(-room(value, low) if low is not None else np.inf,
-                           room(value, high) if high is not None else np.inf))
+        margins.append(min(-margin_below(value, low) if low is not None else np.inf,
+                           margin_below(value, high) if high is not None else np.inf))
         parts.append(f"[{row.panel}, {row.curve}] {stat} = {fmt(value)}")
     bounds = f"in [{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}]"
     return judged(holds, margins, f"{sum(holds)}/{len(holds)} {bounds}: " + "; ".join(parts))

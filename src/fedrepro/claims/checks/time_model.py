@@ -20,9 +20,9 @@ from fedrepro.claims.checks.common import (
     fmt,
     fmt_span,
     judged,
+    margin_below,
     never,
     ratio_span,
-    room,
     rows_matching,
     span,
     tally,
@@ -63,7 +63,7 @@ def time_win_ratio(data: ClaimData, *, a: Selector, b: Selector, per: Columns, m
             bound = min(thresholds.values())
             ok = True if high < bound else False if low >= bound else None
             holds.append(ok)
-            margins.append(room(high, bound) if ok else room(low, bound))
+            margins.append(margin_below(high, bound) if ok else margin_below(low, bound))
             ratio = f"n/n_1 = {fmt_span(sa)}/{fmt_span(sb)} " + (
                 f"= {fmt(high)}" if low == high else f"> {fmt(low)}" if math.isinf(high) else f"< {fmt(high)}")
             if ok is None:

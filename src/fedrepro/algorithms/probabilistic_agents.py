@@ -1,5 +1,6 @@
-"""FedAvg baselines of the `fedvr` paper (Rostami & Kia), plus the pieces they share
-with FedAvg-SVRG (probabilistic activation, inverse-probability aggregation).
+"""Probabilistically activated agents, the setting of the `fedvr` paper (Rostami & Kia): activation draws,
+inverse-probability aggregation and local SGD, shared by FedAvg-SVRG (fedvr.py), and the paper's two FedAvg
+baselines built from them.
 Each method is a round step `step(theta (R, d), k) -> theta'`, so a run can be advanced, saved
 and resumed round by round (engines/monte_carlo.py).
 
