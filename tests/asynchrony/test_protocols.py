@@ -9,6 +9,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from asynchrony_helpers import idle, of_client, records_of_round, round_durations, system_from_config
+from fedrepro.algorithms.asynchronous import async_algorithm
 from fedrepro.asynchrony import PROTOCOLS, SystemModel, simulate, timing_rng_parts
 from fedrepro.errors import ConfigError
 
@@ -27,7 +28,8 @@ def _same(a, b) -> bool:
 def _run(protocol, system=FMNIST, N=20, n=4, K=5, **kw):
     kw.setdefault("rounds", 60)
     kw.setdefault("rng_parts", ("test", 0))
-    return simulate(protocol, system, n_clients=N, n_per_round=n, local_steps=1 if protocol == "asysg" else K, **kw)
+    return simulate(PROTOCOLS[protocol], system, n_clients=N, n_per_round=n,
+                    local_steps=1 if protocol == "asysg" else K, **kw)
 
 
 # --- determinism and streams --------------------------------------------------------------------
@@ -118,13 +120,14 @@ def test_fedbuff_staleness_weights_hand_checked():
     round 1 = {c0@3 (started 2, v1), c1@3 (started 0, v0)} closes at 3; round 2 = {c0@4 (v2), c0@5 (v2)}
     closes at 5; round 3 = {c0@6 (started 5, v3), c1@6 (started 3, v2)}."""
     system = dataclasses.replace(UNIT, fastest_flops=1.0)
-    tr = simulate("fedbuff", system, n_clients=2, n_per_round=2, local_steps=1, rounds=4, slowdowns=np.array([1.0, 3.0]))
+    tr = simulate(PROTOCOLS["fedbuff"], system, n_clients=2, n_per_round=2, local_steps=1, rounds=4,
+                  slowdowns=np.array([1.0, 3.0]))
     assert tr.close_time.tolist() == [2.0, 3.0, 5.0, 6.0]
     assert tr.client.tolist() == [0, 0, 0, 1, 0, 0, 0, 1]
     assert tr.start_version.tolist() == [0, 0, 1, 0, 2, 2, 3, 2]
     s = 1 / np.sqrt(2)
     np.testing.assert_allclose(tr.weight, np.array([1, 1, 1, s, 1, 1, 1, s]) / 2)
-    plain = simulate("fedbuff", system, n_clients=2, n_per_round=2, local_steps=1, rounds=4,
+    plain = simulate(PROTOCOLS["fedbuff"], system, n_clients=2, n_per_round=2, local_steps=1, rounds=4,
                      slowdowns=np.array([1.0, 3.0]), fedbuff_staleness="none")
     assert np.all(plain.weight == 0.5) and np.array_equal(plain.start_version, tr.start_version)
 
@@ -134,7 +137,7 @@ def test_asysg_is_first_arrivals_with_one_step():
     b = _run("defedavg_iid", K=1)
     assert _same(a, b) and np.all(a.n_steps == 1)
     with pytest.raises(ConfigError, match="exactly 1 local step"):
-        simulate("asysg", FMNIST, n_clients=4, n_per_round=2, local_steps=5, rounds=3)
+        simulate(PROTOCOLS["asysg"], FMNIST, n_clients=4, n_per_round=2, local_steps=5, rounds=3)
 
 
 def test_fedbuff_favours_fast_clients_niid_does_not():
@@ -220,7 +223,7 @@ def test_favano_period_steps_and_weights():
 
 def test_favano_rejects_a_clock_that_cannot_advance():
     with pytest.raises(ConfigError, match="never advances"):
-        simulate("favano", UNIT, n_clients=4, n_per_round=2, local_steps=2, horizon_time=10.0)
+        simulate(PROTOCOLS["favano"], UNIT, n_clients=4, n_per_round=2, local_steps=2, horizon_time=10.0)
 
 
 # --- horizons -------------------------------------------------------------------------------------
@@ -242,7 +245,7 @@ def test_time_horizon_keeps_exactly_the_rounds_closed_by_it(protocol):
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    (dict(protocol="fedsgd"), "unknown asynchrony protocol"),
+    (dict(protocol="fedsgd"), "protocol must be a Protocol"),  # a name, not the record
     (dict(protocol="fedbuff", fedbuff_staleness="linear"), "fedbuff_staleness='linear' is not allowed"),
     (dict(protocol="fedbuff", favano_reweight="none"), "has no option"),
     (dict(protocol="defedavg_niid", niid_upload_pauses_training="yes"), "not allowed"),
@@ -255,6 +258,13 @@ def test_time_horizon_keeps_exactly_the_rounds_closed_by_it(protocol):
 def test_bad_input_is_a_config_error(kwargs, match):
     args = dict(protocol="fedavg", n_clients=20, n_per_round=4, local_steps=5, rounds=10)
     args.update(kwargs)
-    protocol = args.pop("protocol")
+    name = args.pop("protocol")
     with pytest.raises(ConfigError, match=match):
-        simulate(protocol, FMNIST, **args)
+        simulate(PROTOCOLS.get(name, name), FMNIST, **args)
+
+
+def test_an_unknown_algorithm_is_a_config_error_naming_the_known_ones():
+    """A run names its protocol through its algorithm, whose record holds it."""
+    with pytest.raises(ConfigError, match=r"unknown asynchronous algorithm 'fedsgd'; expected one of .*'fedbuff'"):
+        async_algorithm("fedsgd")
+    assert all(async_algorithm(name).protocol is PROTOCOLS[name] for name in PROTOCOLS)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from asynchrony_helpers import PAPER_SYSTEMS, records_of_round, system_from_config
-from fedrepro.asynchrony import simulate
+from fedrepro.asynchrony import PROTOCOLS, simulate
 from fedrepro.errors import ConfigError
 
 
@@ -44,7 +44,7 @@ def test_system_config_errors(config, match):
 
 @pytest.fixture(scope="module")
 def trace():
-    return simulate("fedbuff", system_from_config({"dataset": "fashion_mnist"}), n_clients=30, n_per_round=5,
+    return simulate(PROTOCOLS["fedbuff"], system_from_config({"dataset": "fashion_mnist"}), n_clients=30, n_per_round=5,
                     local_steps=20, rounds=200, rng_parts=("trace", 0))
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from asynchrony_helpers import system_from_config
-from fedrepro.asynchrony import SystemModel, simulate
+from fedrepro.asynchrony import PROTOCOLS, SystemModel, simulate
 
 FMNIST = system_from_config({"dataset": "fashion_mnist"})
 SEEDS = range(3)
@@ -20,7 +20,7 @@ TOL = 0.15
 
 
 def _mean(protocol: str, n: int, K: int = 50, system: SystemModel = FMNIST):
-    stats = [simulate(protocol, system, n_clients=100, n_per_round=n, local_steps=K, rounds=ROUNDS,
+    stats = [simulate(PROTOCOLS[protocol], system, n_clients=100, n_per_round=n, local_steps=K, rounds=ROUNDS,
                       rng_parts=("sanity", seed)) for seed in SEEDS]
     round_time = np.mean([tr.close_time[-1] / tr.n_rounds for tr in stats])
     staleness = np.mean([tr.staleness.mean() for tr in stats])

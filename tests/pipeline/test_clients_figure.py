@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedrepro import asynchrony
 from fedrepro.asynchrony import SystemModel, simulate
 from fedrepro.claims.checks.run_facts import compare_fact, rank_correlation
 from fedrepro.claims.data import ClaimData
@@ -31,8 +32,8 @@ def _write_run(results, label: str, protocol: str):
     files.run_dir.mkdir(parents=True)
     facts, traces = {}, {}
     for seed in SEEDS:
-        tr = simulate(protocol, SYSTEM, n_clients=N_CLIENTS, n_per_round=4, local_steps=10, horizon_time=5.0,
-                      rng_parts=("clients-figure", seed))
+        tr = simulate(asynchrony.PROTOCOLS[protocol], SYSTEM, n_clients=N_CLIENTS, n_per_round=4, local_steps=10,
+                      horizon_time=5.0, rng_parts=("clients-figure", seed))
         traces[seed] = tr
         facts[str(seed)] = {"diverged_at": None, "trace": tr.summary(), "iteration_time": tr.iteration_time.tolist(),
                             "participation": tr.participation().tolist(),

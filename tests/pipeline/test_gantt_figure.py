@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedrepro import asynchrony
 from fedrepro.asynchrony import TIMELINE_KINDS, SystemModel, simulate
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import Curve, Figure
@@ -34,7 +35,7 @@ def _write_run(results, label: str, protocol: str, seeds=(0, 1), timeline: bool 
     files.run_dir.mkdir(parents=True)
     facts, rows, traces = {}, [], {}
     for seed in seeds:
-        tr = simulate(protocol, SYSTEM, n_clients=3, n_per_round=2, local_steps=4, rounds=ROUNDS,
+        tr = simulate(asynchrony.PROTOCOLS[protocol], SYSTEM, n_clients=3, n_per_round=2, local_steps=4, rounds=ROUNDS,
                       rng_parts=("gantt", seed), slowdowns=np.array([1.0, 2.0, 3.0]), record_timeline=True)
         traces[seed] = tr
         tl = tr.timeline

@@ -13,7 +13,8 @@ and differs in its protocol, its weights (multiplicity/n, FedBuff's s(tau)/n, 1/
 - asysg sends one minibatch gradient (K = 1 step at local rate 1, so Delta is the gradient) and
   the server steps by eta times their mean (docs/papers/defedavg.md R18).
 A new asynchronous method is one more protocol in asynchrony/simulate.py and one entry here (with its
-own `server_step` if its server does something else, e.g. momentum or a mixing weight).
+own `server_step` if its server does something else, e.g. momentum or a mixing weight). The record holds
+its Protocol, and its name is the protocol's.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
+from fedrepro.asynchrony import PROTOCOLS, Protocol
 from fedrepro.errors import ConfigError
 
 
 @dataclass(frozen=True)
 class AsyncAlgorithm:
-    protocol: str  # asynchrony.PROTOCOLS key
+    protocol: Protocol  # who trains from which server version, which round consumes which training
     label: str
     global_lr: bool = True  # False: plain averaging, eta = 1
     sends_gradient: bool = False  # True: one step at local rate 1 (Delta = the minibatch gradient)
@@ -45,14 +47,14 @@ class AsyncAlgorithm:
         return w - eta * (weights.to(deltas.dtype) @ deltas)
 
 
-ALGORITHMS: dict[str, AsyncAlgorithm] = {
-    "fedavg": AsyncAlgorithm("fedavg", "FedAvg"),
-    "defedavg_niid": AsyncAlgorithm("defedavg_niid", "DeFedAvg-nIID"),
-    "defedavg_iid": AsyncAlgorithm("defedavg_iid", "DeFedAvg-IID"),
-    "fedbuff": AsyncAlgorithm("fedbuff", "FedBuff"),
-    "favano": AsyncAlgorithm("favano", "FAVANO", global_lr=False),
-    "asysg": AsyncAlgorithm("asysg", "AsySG", sends_gradient=True),
-}
+ALGORITHMS: dict[str, AsyncAlgorithm] = {a.protocol.name: a for a in (
+    AsyncAlgorithm(PROTOCOLS["fedavg"], "FedAvg"),
+    AsyncAlgorithm(PROTOCOLS["defedavg_niid"], "DeFedAvg-nIID"),
+    AsyncAlgorithm(PROTOCOLS["defedavg_iid"], "DeFedAvg-IID"),
+    AsyncAlgorithm(PROTOCOLS["fedbuff"], "FedBuff"),
+    AsyncAlgorithm(PROTOCOLS["favano"], "FAVANO", global_lr=False),
+    AsyncAlgorithm(PROTOCOLS["asysg"], "AsySG", sends_gradient=True),
+)}
 
 
 def async_algorithm(name: str) -> AsyncAlgorithm:

@@ -1,7 +1,8 @@
 """Entry point of the timing phase: ``simulate(protocol, system, ...) -> Trace``.
 
-Each protocol is one function over a SimContext plus its own keyword options; PROTOCOLS lists them
-with their options' defaults and allowed values, so a new asynchronous method is one more entry.
+Each protocol is one function over a SimContext plus its own keyword options; PROTOCOLS lists them by name
+with their options' defaults and allowed values, so a new asynchronous method is one more entry. An
+asynchronous algorithm holds its Protocol (algorithms/asynchronous.py), so a run looks it up once.
 
 Random streams (docs/papers/defedavg.md R24): client speeds and server sampling come from two streams named by
 ``rng_parts`` plus a purpose. The engine builds rng_parts with ``timing_rng_parts(spec, seed)`` from
@@ -39,6 +40,7 @@ class Option:
 
 @dataclass(frozen=True)
 class Protocol:
+    name: str
     run: Callable[..., np.ndarray]  # (ctx, **options) -> trainings started per client
     options: Mapping[str, Option] = field(default_factory=dict)
     fixed: Mapping[str, Any] = field(default_factory=dict)  # options the protocol pins, not settable
@@ -52,21 +54,21 @@ def _nonnegative(x: Any) -> bool:
 
 _STALENESS = Option("sqrt", tuple(STALENESS_WEIGHTS), hint="FedBuff's staleness weight s(tau)")
 
-PROTOCOLS: dict[str, Protocol] = {
-    "fedavg": Protocol(simulate_fedavg, {"fedavg_duplicates": Option("merge", DUPLICATES)}),
-    "defedavg_iid": Protocol(simulate_first_arrivals, fixed={"staleness_weight": "none"}, sampling="first arrivals"),
-    "fedbuff": Protocol(simulate_first_arrivals, {"fedbuff_staleness": _STALENESS}, sampling="first arrivals"),
-    "asysg": Protocol(simulate_first_arrivals, fixed={"staleness_weight": "none"}, local_steps=1,
-                      sampling="first arrivals"),
-    "defedavg_niid": Protocol(simulate_send_buffers, {
+PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
+    Protocol("fedavg", simulate_fedavg, {"fedavg_duplicates": Option("merge", DUPLICATES)}),
+    Protocol("defedavg_iid", simulate_first_arrivals, fixed={"staleness_weight": "none"}, sampling="first arrivals"),
+    Protocol("fedbuff", simulate_first_arrivals, {"fedbuff_staleness": _STALENESS}, sampling="first arrivals"),
+    Protocol("asysg", simulate_first_arrivals, fixed={"staleness_weight": "none"}, local_steps=1,
+             sampling="first arrivals"),
+    Protocol("defedavg_niid", simulate_send_buffers, {
         "niid_send_buffer": Option("continuous", SEND_BUFFER_MODES),
         "niid_upload_pauses_training": Option(True, (True, False)),
     }),
-    "favano": Protocol(simulate_favano, {
+    Protocol("favano", simulate_favano, {
         "favano_period_wait_s": Option(0.0, check=_nonnegative, hint="a number of seconds >= 0"),
         "favano_reweight": Option("none", REWEIGHTS),
     }, sampling="without replacement"),
-}
+)}
 
 # The run-spec keys that define the simulated fleet (compare engines' ENVIRONMENT_KEYS); nothing
 # about learning (rates, model, data setting) and not the algorithm, so speeds are shared.
@@ -84,7 +86,8 @@ def _positive_int(name: str, value: Any) -> int:
     return int(value)
 
 
-def _resolve_options(name: str, protocol: Protocol, given: Mapping[str, Any]) -> dict[str, Any]:
+def _resolve_options(protocol: Protocol, given: Mapping[str, Any]) -> dict[str, Any]:
+    name = protocol.name
     unknown = sorted(set(given) - set(protocol.options))
     if unknown:
         allowed = sorted(protocol.options) or "none"
@@ -101,7 +104,7 @@ def _resolve_options(name: str, protocol: Protocol, given: Mapping[str, Any]) ->
 
 
 def simulate(
-    protocol: str,
+    protocol: Protocol,
     system: SystemModel,
     *,
     n_clients: int,
@@ -120,24 +123,24 @@ def simulate(
     ``slowdowns`` (N,) overrides the drawn speeds (m_i > 0 multiplies the fastest client's step
     time), for hand-built cases. ``record_timeline`` keeps every busy interval for a Gantt chart.
     """
-    if protocol not in PROTOCOLS:
-        raise ConfigError(f"unknown asynchrony protocol {protocol!r}; known: {sorted(PROTOCOLS)}")
-    spec = PROTOCOLS[protocol]
+    if not isinstance(protocol, Protocol):
+        raise ConfigError(f"protocol must be a Protocol (asynchrony.PROTOCOLS), got {type(protocol).__name__}")
+    name = protocol.name
     if not isinstance(system, SystemModel):
         raise ConfigError(f"system must be a SystemModel, got {type(system).__name__}")
     N = _positive_int("n_clients", n_clients)
     n = _positive_int("n_per_round", n_per_round)
     K = _positive_int("local_steps", local_steps)
-    if spec.local_steps is not None and K != spec.local_steps:
-        raise ConfigError(f"{protocol!r} runs exactly {spec.local_steps} local step(s) per upload; got local_steps={K}")
-    if spec.sampling == "without replacement" and n > N:
-        raise ConfigError(f"{protocol!r} picks n_per_round={n} distinct clients out of n_clients={N}: need n <= N")
+    if protocol.local_steps is not None and K != protocol.local_steps:
+        raise ConfigError(f"{name!r} runs exactly {protocol.local_steps} local step(s) per upload; got local_steps={K}")
+    if protocol.sampling == "without replacement" and n > N:
+        raise ConfigError(f"{name!r} picks n_per_round={n} distinct clients out of n_clients={N}: need n <= N")
     if horizon_time is None and rounds is None:
         raise ConfigError("give horizon_time (seconds, time axis) or rounds (round axis), or both")
     if horizon_time is not None and (isinstance(horizon_time, bool) or not _nonnegative(horizon_time)):
         raise ConfigError(f"horizon_time must be a finite number of seconds >= 0, got {horizon_time!r}")
     max_rounds = math.inf if rounds is None else _positive_int("rounds", rounds)
-    resolved = _resolve_options(protocol, spec, options)
+    resolved = _resolve_options(protocol, options)
 
     if slowdowns is None:
         slowdowns = system.slowdowns(N, numpy_rng(*rng_parts, "client_speeds"))
@@ -153,11 +156,11 @@ def simulate(
         horizon_time=math.inf if horizon_time is None else float(horizon_time), max_rounds=max_rounds,
         sampling_rng=numpy_rng(*rng_parts, "server_sampling"), out=out,
     )
-    run_options = {**spec.fixed, **resolved}
+    run_options = {**protocol.fixed, **resolved}
     if "fedbuff_staleness" in run_options:
         run_options["staleness_weight"] = run_options.pop("fedbuff_staleness")
-    started = spec.run(ctx, **run_options)
+    started = protocol.run(ctx, **run_options)
     return out.build(
-        protocol=protocol, n_per_round=n, local_steps=K, trainings_started=started,
+        protocol=name, n_per_round=n, local_steps=K, trainings_started=started,
         iteration_time=iteration_time, end_time=ctx.end_time(), options=resolved,
     )

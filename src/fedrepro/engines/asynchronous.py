@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from fedrepro.algorithms.asynchronous import async_algorithm
-from fedrepro.asynchrony import PROTOCOLS, SystemModel, simulate, timing_rng_parts
+from fedrepro.asynchrony import SystemModel, simulate, timing_rng_parts
 from fedrepro.data.partitions import class_group_partition, iid_partition
 from fedrepro.data.views import view_name
 from fedrepro.engines.context import RunContext
@@ -67,11 +67,11 @@ def system_model(spec: dict[str, Any]) -> SystemModel:
 
 def trace_of(spec: dict[str, Any], seed: int, record_timeline: bool = False):
     """The timing trace of one seed: a pure function of the fleet, the protocol and the seed."""
-    algorithm = async_algorithm(spec["algorithm"])
-    options = {k: spec[k] for k in PROTOCOLS[algorithm.protocol].options if k in spec}
+    protocol = async_algorithm(spec["algorithm"]).protocol
+    options = {k: spec[k] for k in protocol.options if k in spec}
     slowdowns = None if spec.get("slowdowns") is None else np.asarray(spec["slowdowns"], dtype=np.float64)
     return simulate(
-        algorithm.protocol, system_model(spec), n_clients=spec["n_clients"], n_per_round=spec["n"],
+        protocol, system_model(spec), n_clients=spec["n_clients"], n_per_round=spec["n"],
         local_steps=spec["K"], horizon_time=spec.get("time_horizon"), rounds=spec.get("rounds"),
         rng_parts=timing_rng_parts(spec, seed), slowdowns=slowdowns, record_timeline=record_timeline, **options,
     )
