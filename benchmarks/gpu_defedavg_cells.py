@@ -79,6 +79,7 @@ def main() -> None:
     rate = 2 * seconds_per_step((1, 28, 28), "vectorized", MEASURE_CLIENTS, device)
     print(f"client layer on {device}: {rate / 2 * 1e6:.1f} us per client-step ({MEASURE_CLIENTS} clients a call)")
     tables = {scale: load_and_validate({"scale": scale}, Path("config"))[1] for scale in ("paper", "quick")}
+    tuning = read_yaml(PROTOCOL) if "paper_protocol" in args.readings else None
     jobs = []
     for reading in args.readings:
         for panel in args.panels:
@@ -92,7 +93,6 @@ def main() -> None:
                 continue
             if not args.horizon:
                 p.error("paper_protocol needs --horizon: every trial of a group must see the same horizon")
-            tuning = read_yaml(PROTOCOL)
             grid = grid_of(tuning, spec)
             points = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
             # the largest local steps first, should time run out: the smallest are the least likely to win
