@@ -16,5 +16,13 @@ VERSIONS: dict[str, int] = {
 }
 
 
+# engine -> the settings that do not key its random streams: its runs that differ only in these draw the same
+# clients, minibatches and coins, so that comparing them is paired (a tuning's trials); every other setting
+# and the seed key them. Claims read it too (a check that pools coin flips counts shared ones once).
+UNKEYED: dict[str, tuple[str, ...]] = {
+    "finite_sum": ("eta_tilde", "c_l"),  # the step sizes, since version 1 (before it, every setting)
+}
+
+
 def numerics_version(engine: str) -> int:
     return VERSIONS.get(engine, 0)

@@ -93,11 +93,12 @@ def test_log_ratio_within():
     assert log_ratio_within(far, **kwargs)[0] == "FAIL"
 
 
-def _participation(full_rounds: int, rounds: int = 10_001, n: int = 1000, s: int = 10) -> pd.DataFrame:
+def _participation(full_rounds: int, rounds: int = 10_001, n: int = 1000, s: int = 10, run_id: str = "r",
+                   **settings) -> pd.DataFrame:
     clients = n * full_rounds + s * (rounds - full_rounds)
-    return pd.DataFrame([{"run_id": "r", "seed": 0, "method": "fedpage", "panel": "p", "curve": "c",
+    return pd.DataFrame([{"run_id": run_id, "seed": 0, "method": "fedpage", "panel": "p", "curve": run_id,
                           "n_clients": n, "S": s, "p": "auto", "round": rounds, "full_rounds": full_rounds,
-                          "clients": clients}])
+                          "clients": clients, **settings}])
 
 
 def test_participation_rate_is_a_binomial_check():
@@ -109,6 +110,29 @@ def test_participation_rate_is_a_binomial_check():
     assert check(1 + 100)[0] == "PASS"
     assert check(1 + 160)[0] == "FAIL"
     assert check(1 + 40)[0] == "FAIL"
+
+
+def test_participation_rate_counts_the_coins_that_paired_runs_share_once():
+    # 10,000 coin rounds at p = 0.01 (100 +- 10 full rounds) per draw; 125 is 2.5 s.d. high
+    labels = ["panel", "curve", "method", "run_id", "n_clients", "S", "p", "eta_tilde", "c_l", "K"]
+
+    def check(*runs, engine="finite_sum"):
+        data = ClaimData(pd.concat(runs, ignore_index=True), labels)
+        return participation_rate(data, select={"method": "fedpage"}, population="n_clients", sampled="S",
+                                  probability="p", engine=engine)
+    # four tuning trials of one seed (only the step sizes differ): one draw of 125, within 3 s.d.
+    trials = [_participation(1 + 125, run_id=f"r{i}", eta_tilde=eta, c_l=0.1, K=10)
+              for i, eta in enumerate((0.1, 0.03, 0.01, 0.003))]
+    paired = check(*trials)
+    assert paired[0] == "PASS" and "1 distinct draws of 4 run-seeds" in paired[1]
+    # read as four independent draws, 500 of 400 +- 20 would be 5 s.d. off
+    assert check(*trials, engine=None)[0] == "FAIL"
+    # runs that differ in another setting (K) flip coins of their own: 250 of 200 +- 14 is 3.5 s.d. off
+    assert check(_participation(1 + 125, run_id="a", eta_tilde=0.1, c_l=0.1, K=10),
+                 _participation(1 + 125, run_id="b", eta_tilde=0.1, c_l=0.1, K=5))[0] == "FAIL"
+    # paired runs that counted different full rounds: the engine does not key its coins as assumed
+    broken = check(trials[0], _participation(1 + 90, run_id="x", eta_tilde=0.5, c_l=0.1, K=10))
+    assert broken[0] == "INCONCLUSIVE" and "do not key the coins" in broken[2]
 
 
 def test_ledger_marks_too_few_seeds_and_missing_figures_inconclusive():

@@ -14,13 +14,10 @@ import numpy as np
 from fedrepro.algorithms import build_algorithm, hyperparameters
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, rows_limit, setting_limit
+from fedrepro.numerics import UNKEYED
 from fedrepro.objectives import make_problem
 
 COLUMNS = ["seed", "round", "grad_norm", "loss", "clients", "sample_grads", "full_rounds"]
-# Settings that do not key the random streams: runs that differ only in their step sizes (a tuning's trials) draw
-# the same clients, minibatches and coins, so their comparison is paired (numerics version 1; before it, every
-# setting keyed them).
-STEP_SIZE_KEYS = ("eta_tilde", "c_l")
 
 
 def resolve_hyperparameters(spec: dict[str, Any], n_clients: int, samples_per_client: int) -> dict[str, Any]:
@@ -43,7 +40,8 @@ class FiniteSumTrainer(Trainer):
     def __init__(self, setup: FiniteSumSetup, seed: int) -> None:
         super().__init__([seed])
         self.problem = setup.problem
-        keys = tuple(k for k in setup.spec if k not in STEP_SIZE_KEYS)
+        # runs that differ only in their step sizes draw the same clients, minibatches and coins (numerics.UNKEYED)
+        keys = tuple(k for k in setup.spec if k not in UNKEYED["finite_sum"])
         self.algo = build_algorithm(setup.spec["algorithm"], setup.problem, setup.hp, setup.ctx.streams(seed, keys))
         self.counters = {"clients": 0, "sample_grads": 0, "full_rounds": 0}
         self.info[seed]["full_round_indices"] = []

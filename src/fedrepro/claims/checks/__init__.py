@@ -33,7 +33,7 @@ UNITS: dict[str, str] = {name: unit for _, unit, names in _MODULES for name in n
 # checks whose verdict a bootstrap over seeds cannot qualify: their support is NA with this reason
 NOT_RESAMPLED: dict[str, str] = {
     "rate_within": "a count fixed by the run's settings, the same in every seed",
-    "participation_rate": "its own binomial test on all seeds pooled (a resample would repeat coin flips)",
+    "participation_rate": "its own binomial test on the distinct coin draws pooled (a resample would repeat coin flips)",
     "diverged_runs": "informational",
     "not_tested": "not tested",
 }

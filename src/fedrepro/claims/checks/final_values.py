@@ -45,6 +45,8 @@ from fedrepro.claims.checks.common import (
     within_spread,
 )
 from fedrepro.claims.data import ClaimData
+from fedrepro.experiments.runtable import LABEL_COLUMNS
+from fedrepro.numerics import UNKEYED
 from fedrepro.results.summaries import CURVE_STATISTICS, SeedAggregate, spearman
 
 # a seed-median summary of a curve: final, auc, g0 or T_<eps> (results/summaries.py)
@@ -268,20 +270,32 @@ def rate_within(data: ClaimData, *, select: Selector, rate: str, target: str, re
 
 
 def participation_rate(data: ClaimData, *, select: Selector, population: Column, sampled: Column, probability: Column,
-                       sds: float = 3.0, rounds: str = "round", clients: str = "clients",
-                       full_rounds: str = "full_rounds") -> Result:
+                       engine: Annotated[str, OneOf(tuple(UNKEYED))] | None = None, sds: float = 3.0,
+                       rounds: str = "round", clients: str = "clients", full_rounds: str = "full_rounds") -> Result:
     """Random full participation (FedPAGE's communication): after round 0 (always full), each round
     is full with probability p, so the expected clients per round is pN + (1-p)S. The settings are
     named by the claim: N = `population` (all clients), S = `sampled` (clients of a partial round),
     p = `probability` ("auto" means S/N); the counters `rounds`, `clients` (cumulative) and
-    `full_rounds` are metrics of the run. Pooled over the runs and seeds of one (N, S), the number of
-    full rounds must lie within `sds` binomial standard deviations of its expectation; the measured
-    clients per round is reported beside pN + (1-p)S and 2S. Margin: in binomial standard deviations,
-    sds - |full - expected| / sd."""
+    `full_rounds` are metrics of the run. Pooled over the distinct coin draws of one (N, S), the number
+    of full rounds must lie within `sds` binomial standard deviations of its expectation; the measured
+    clients per round is reported beside pN + (1-p)S and 2S. Runs of one seed whose settings differ only
+    in those the `engine`'s streams ignore (fedrepro.numerics.UNKEYED: finite_sum's step sizes) flip the
+    same coins and count once; without `engine`, each (run, seed) is a draw of its own. Runs that should
+    share their coins but counted different full rounds make the check INCONCLUSIVE. Margin: in binomial
+    standard deviations, sds - |full - expected| / sd."""
     holds, parts, margins = [], [], []
     table = rows_matching(data.table, select) if len(data.table) else data.table
     last = table.sort_values(rounds).groupby(["run_id", "seed"]).tail(1)
-    for (n, s), runs in last.groupby([population, sampled]):
+    ignored = UNKEYED.get(engine, ()) if engine else ()
+    settings = [c for c in data.labels if c in last.columns and (c == "method" or c not in LABEL_COLUMNS)]
+    coins = [c for c in settings if c not in ignored] + ["seed"] if ignored else ["run_id", "seed"]
+    counts = last.groupby(coins, dropna=False)[full_rounds].nunique(dropna=False)
+    if (counts > 1).any():
+        return Result(INCONCLUSIVE, f"{int((counts > 1).sum())} coin draw(s) counted different full rounds in "
+                                    f"runs that differ only in {list(ignored)}",
+                      f"the engine's streams do not key the coins as assumed (fedrepro.numerics.UNKEYED[{engine!r}])")
+    draws = last.drop_duplicates(coins)
+    for (n, s), runs in draws.groupby([population, sampled]):
         p = runs[probability].map(lambda v: s / n if v == "auto" else float(v)).to_numpy()
         trials = (runs[rounds] - 1).to_numpy()  # rounds 1..R-1 decide by the coin
         full = (runs[full_rounds] - 1).to_numpy()
@@ -290,8 +304,10 @@ def participation_rate(data: ClaimData, *, select: Selector, population: Column,
         holds.append(bool(ok))
         margins.append(sds - abs(full.sum() - expected) / sd if sd > 0 else math.nan)
         per_round = float(((runs[clients] - n) / trials).mean())
+        shared = len(last[(last[population] == n) & (last[sampled] == s)])
         parts.append(f"[N={n}, S={s}] clients/round {per_round:.3g} (pN+(1-p)S = {float(np.mean(p * n + (1 - p) * s)):.3g}, "
-                     f"2S = {2 * s}); full rounds after r=0: {int(full.sum())} in {int(trials.sum())} (expected {expected:.1f} +- {sd:.1f})")
+                     f"2S = {2 * s}); full rounds after r=0: {int(full.sum())} in {int(trials.sum())} (expected {expected:.1f} +- {sd:.1f}; "
+                     f"{len(runs)} distinct draws of {shared} run-seeds)")
     measured = "; ".join(parts) if parts else "no runs"
     return judged(holds, margins, measured)
 
