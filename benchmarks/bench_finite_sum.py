@@ -120,7 +120,7 @@ def main() -> None:
                 ctx = RunContext(name, spec, "cpu", Path(tmp) / "ckpt.pt", log, show_progress=False)
                 t0 = time.process_time()
                 engine = ENGINES["finite_sum"]
-                setup = engine.setup(spec, data, ctx)
+                setup = engine.setup(spec, data[spec["dataset"]], ctx)
                 rows, _ = run_seeds(engine, setup, spec, ctx)
                 times.append(time.process_time() - t0)
         setup_time, dt = times

@@ -117,7 +117,7 @@ def main() -> None:
         inputs = RunTable("paper", {run_id: spec}, {}).input_files(run_id)
         print(f"{reading} {panel} lr {spec['lr_global']}/{spec['lr_local']} horizon {horizon:.1f} s: "
               f"{steps / 1e6:.2f} M client-steps, run {run_id}", flush=True)
-        record = execute_run(run_id, spec, files, {Path(f).stem: Path(f) for f in inputs["prepared"]},
+        record = execute_run(run_id, spec, files, Path(inputs["prepared"]),
                              [Path(f) for f in inputs["provenance"]], device="auto",
                              log_path=args.out / f"{run_id}.log")
         rate = record["wall_seconds"] / max(steps, 1.0)

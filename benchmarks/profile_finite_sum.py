@@ -112,7 +112,7 @@ def main() -> None:
         spec = dict(spec, rounds=args.rounds, seeds=1)
         with tempfile.TemporaryDirectory() as tmp:
             ctx = RunContext(name, spec, "cpu", Path(tmp) / "ckpt.pt", log, show_progress=False)
-            setup = engine.setup(spec, data, ctx)
+            setup = engine.setup(spec, data[spec["dataset"]], ctx)
             timer.weight = n * PAPER_SEED_ROUNDS / args.rounds
             start = time.process_time()
             run_seeds(engine, setup, spec, ctx)

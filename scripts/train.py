@@ -11,7 +11,7 @@ run_step(
         sm.wildcards.run_id,
         dict(sm.params.spec),
         RunFiles(Path(sm.output.metrics).parent),
-        prepared={Path(p).stem: Path(p) for p in sm.input.prepared},
+        prepared=Path(sm.input.prepared),
         data_provenance=[Path(p) for p in sm.input.provenance],
         device=sm.params.device,
         threads=sm.threads,

@@ -21,7 +21,7 @@ def write_run_inputs(tmp_path: Path):
         provenance.write_text(json.dumps({"dataset": dataset, "files": [
             {"name": dataset, "sha256": "ab" * 32, "bytes": 1, "source": "mirror", "origin": dataset,
              "verified_by": "mirror-manifest"}]}))
-        return {"prepared": {name: prepared}, "data_provenance": [provenance]}
+        return {"prepared": prepared, "data_provenance": [provenance]}
 
     return write
 

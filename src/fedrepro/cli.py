@@ -231,7 +231,7 @@ def run_one(args: argparse.Namespace) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"run {run_id} ({curves[0].panel} / {curves[0].label}) -> {files.run_dir}, log {log_path}")
     inputs = RunTable(args.scale, {run_id: spec}, {}).input_files(run_id)
-    execute_run(run_id, spec, files, {Path(p).stem: Path(p) for p in inputs["prepared"]},
+    execute_run(run_id, spec, files, Path(inputs["prepared"]),
                 [Path(p) for p in inputs["provenance"]], device=args.device, threads=args.threads,
                 log_path=log_path)
     record = read_record(files.record)

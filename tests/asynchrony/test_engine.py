@@ -98,7 +98,7 @@ def test_defedavg_iid_with_equal_speeds_and_free_communication_is_synchronous_fe
                          time_horizon=None, eval_every_time=None, seeds=1)
     metrics, _ = run(tmp_path, "iid", spec, images)
 
-    setup_env = asynchronous.Environment(spec, dict(np.load(images["prepared"]["fashion_mnist-pool2"])), "cpu")
+    setup_env = asynchronous.Environment(spec, dict(np.load(images["prepared"])), "cpu")
     table = torch.from_numpy(setup_env.partition(0))
     module = seeded_model("mlp", (1, 6, 6), 10, "W0", "fashion_mnist", "pool2", "mlp", 0)
     flat = FlatModel(module)
@@ -165,7 +165,7 @@ def test_versions_are_freed_once_no_training_starts_from_them(tmp_path, images):
 
     spec = spec_of(algorithm="fedbuff", method="fedbuff", fedbuff_staleness="sqrt", n=2, seeds=1,
                    time_horizon=6.0, eval_every_time=3.0)
-    arrays = dict(np.load(images["prepared"]["fashion_mnist-pool2"]))
+    arrays = dict(np.load(images["prepared"]))
     ctx = context.RunContext("v", spec, "cpu", tmp_path / "c.pt", logging.getLogger("test"), show_progress=False)
     setup = asynchronous.AsyncSetup(spec, arrays, ctx)
     trainer = setup.start([0])

@@ -54,7 +54,7 @@ def fedvr_smoke(tmp_path_factory) -> Path:
     for run_id in sorted({rid for f in figures for rid in f.run_ids}):
         inputs = table.input_files(run_id)
         execute_run(run_id, table.runs[run_id], run_files(results, run_id),
-                    {Path(p).stem: root / p for p in inputs["prepared"]}, [root / p for p in inputs["provenance"]],
+                    root / inputs["prepared"], [root / p for p in inputs["provenance"]],
                     device="cpu", log_path=root / "logs" / f"{run_id}.log", repo=root)
     tables = []
     for figure in figures:

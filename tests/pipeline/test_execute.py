@@ -12,9 +12,9 @@ import pytest
 
 from fedrepro.errors import DataError
 from fedrepro.experiments import execute
-from fedrepro.numerics import UNKEYED
 from fedrepro.experiments.execute import execute_run
 from fedrepro.experiments.store import RunFiles
+from fedrepro.numerics import UNKEYED
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -96,7 +96,7 @@ KILLER = textwrap.dedent('''
 
     context.RunContext.save_checkpoint = save_then_die
     execute_run(args["run_id"], args["spec"], RunFiles(Path(args["dir"])),
-                {k: Path(v) for k, v in args["prepared"].items()}, [Path(p) for p in args["provenance"]],
+                Path(args["prepared"]), [Path(p) for p in args["provenance"]],
                 device="cpu")
 ''')
 
@@ -107,7 +107,7 @@ def test_a_killed_run_resumes_and_ends_with_the_same_metrics(tmp_path, synthetic
 
     files = RunFiles(tmp_path / "killed" / rid)
     args = {"run_id": rid, "spec": spec, "dir": str(files.run_dir), "die_after": 5,  # mid seed 1
-            "prepared": {k: str(v) for k, v in synthetic_inputs["prepared"].items()},
+            "prepared": str(synthetic_inputs["prepared"]),
             "provenance": [str(p) for p in synthetic_inputs["data_provenance"]]}
     killed = subprocess.run([sys.executable, "-c", KILLER, json.dumps(args)], capture_output=True, text=True)
     assert killed.returncode == 9, killed.stderr
@@ -131,3 +131,12 @@ def test_a_missing_provenance_record_stops_the_run_before_it_trains(tmp_path, sy
     with pytest.raises(DataError, match="PROVENANCE.json: the data's provenance record cannot be read"):
         _run(tmp_path, "noprov", spec, rid, missing)
     assert not (tmp_path / "noprov" / rid / "metrics.csv").exists()
+
+
+def test_a_run_given_another_input_than_the_one_its_settings_name_stops(tmp_path, synthetic_inputs, spec_and_id):
+    spec, rid = spec_and_id()  # dataset a9a: it reads a9a.npz
+    other = tmp_path / "w8a.npz"
+    other.write_bytes(synthetic_inputs["prepared"].read_bytes())
+    with pytest.raises(DataError, match=r"reads a9a.npz \(its dataset and view\), not .*w8a.npz"):
+        _run(tmp_path, "other", spec, rid, {**synthetic_inputs, "prepared": other})
+    assert not (tmp_path / "other" / rid / "metrics.csv").exists()

@@ -92,9 +92,9 @@ def test_stand_ins_are_named_in_runs_and_captions_and_user_data_replaces_them(tm
     assert "synthetic 12-view stand-in" in figures["fig8"].caption
     modelnet = _by_dataset(runs, figures["fig8"])[0]
     table = RunTable("quick", runs, {})
-    assert table.input_files(figures["fig8"].run_ids[0])["prepared"] == ["data/prepared/synthetic_12view_gray16"]
+    assert table.input_files(figures["fig8"].run_ids[0])["prepared"] == "data/prepared/synthetic_12view_gray16"
     assert prepared_path(modelnet) == "data/prepared/synthetic_12view_gray16"
-    assert table.input_files(figures["fig6"].run_ids[0])["prepared"] == ["data/prepared/cifar10-tdcd_pool2.npz"]
+    assert table.input_files(figures["fig6"].run_ids[0])["prepared"] == "data/prepared/cifar10-tdcd_pool2.npz"
 
     (tmp_path / "mimic3_ihm").mkdir()
     (tmp_path / "mimic3_ihm" / "ihm.npz").write_bytes(b"")  # presence is what decides (checked when prepared)

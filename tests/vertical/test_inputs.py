@@ -68,7 +68,7 @@ def test_a_multiview_run_reads_its_folder_one_view_per_silo(tmp_path):
     provenance.write_text('{"dataset": "synthetic_12view", "files": []}')
     rid = run_id_of(spec)
     files = RunFiles(tmp_path / "runs" / rid)
-    record = execute_run(rid, spec, files, {folder.name: folder}, [provenance], device="cpu",
+    record = execute_run(rid, spec, files, folder, [provenance], device="cpu",
                          log_path=tmp_path / "run.log")
     assert record["summary"]["silo_input_shapes"] == [[1, 8, 8]] * 12
     assert "test_top5" in files.metrics.read_text().splitlines()[0]

@@ -26,7 +26,6 @@ import torch
 from fedrepro.algorithms.asynchronous import async_algorithm
 from fedrepro.asynchrony import SystemModel, simulate, timing_rng_parts
 from fedrepro.data.partitions import class_group_partition, iid_partition
-from fedrepro.data.views import view_name
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, rows_limit, setting_limit
 from fedrepro.models import seeded_model
@@ -282,8 +281,8 @@ class AsyncEngine(Engine):
         return (rows_limit(spec, "n_clients", "samples_per_client") + setting_limit(spec, "n", "n_clients")
                 + setting_limit(spec, "B", "samples_per_client") + setting_limit(spec, "classes_per_client", "n_classes"))
 
-    def setup(self, spec, data, ctx) -> Setup:
-        return AsyncSetup(spec, data[view_name(spec["dataset"], spec["view"])], ctx)
+    def setup(self, spec, arrays, ctx) -> Setup:
+        return AsyncSetup(spec, arrays, ctx)
 
     def describe(self, row: Row) -> str:
         return f"train loss {row['train_loss']:.4f}, test accuracy {row['test_accuracy']:.4f}"

@@ -116,7 +116,9 @@ class Engine:
         """This engine's numerics version (numerics.py): part of its run ids when non-zero."""
         return numerics_version(self.name)
 
-    def setup(self, spec: dict[str, Any], data: dict[str, dict[str, np.ndarray]], ctx: RunContext) -> Setup:
+    def setup(self, spec: dict[str, Any], arrays: dict[str, np.ndarray], ctx: RunContext) -> Setup:
+        """The run's numerics, before any seed: `arrays` is its one prepared input, the file the spec names
+        (data/inputs.py prepared_path; a multi-view folder's memmaps and meta)."""
         raise NotImplementedError
 
     def runtime_minutes(self, spec: dict[str, Any]) -> int:

@@ -34,7 +34,6 @@ import torch
 from fedrepro.algorithms.fedcluster import CentralizedSGD, FedAvg, FedCluster, fedcluster_lr
 from fedrepro.data.partitions import device_partition, random_clusters, rho_cluster_clusters
 from fedrepro.data.registry import get_dataset
-from fedrepro.data.views import view_name
 from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
 from fedrepro.nn.clients import client_backend
 from fedrepro.nn.images import ImageData
@@ -203,8 +202,8 @@ class NetworkEngine(Engine):
         return ([Limit("samples_per_device", spec["samples_per_device"], rows, f"the rows of {spec['dataset']}")]
                 + setting_limit(spec, "M", "n_devices") + setting_limit(spec, "B", "samples_per_device"))
 
-    def setup(self, spec, data, ctx) -> Setup:
-        return NetworkSetup(spec, data[view_name(spec["dataset"], spec["view"])], ctx)
+    def setup(self, spec, arrays, ctx) -> Setup:
+        return NetworkSetup(spec, arrays, ctx)
 
     def describe(self, row: Row) -> str:
         return f"train loss {row['train_loss']:.4f}, test accuracy {row['test_accuracy']:.4f}"

@@ -96,8 +96,8 @@ class FiniteSumEngine(Engine):
         batches = [lim for key in ("b", "b1", "b2", "b3") for lim in setting_limit(spec, key, "samples_per_client")]
         return rows_limit(spec, "n_clients", "samples_per_client") + setting_limit(spec, "S", "n_clients") + batches
 
-    def setup(self, spec, data, ctx) -> Setup:
-        return FiniteSumSetup(spec, data[spec["dataset"]], ctx)
+    def setup(self, spec, arrays, ctx) -> Setup:
+        return FiniteSumSetup(spec, arrays, ctx)
 
     def describe(self, row: Row) -> str:
         return f"||grad f|| = {row['grad_norm']:.4e}, loss = {row['loss']:.6g}"

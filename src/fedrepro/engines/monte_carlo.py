@@ -111,8 +111,8 @@ class MonteCarloEngine(Engine):
     def limits(self, spec: dict[str, Any]) -> list[Limit]:
         return rows_limit(spec, "n_agents", "samples_per_agent") + setting_limit(spec, "agents_per_round", "n_agents")
 
-    def setup(self, spec, data, ctx) -> Setup:
-        return MonteCarloSetup(spec, data[spec["dataset"]], ctx)
+    def setup(self, spec, arrays, ctx) -> Setup:
+        return MonteCarloSetup(spec, arrays, ctx)
 
     def describe(self, row: Row) -> str:
         return f"f - f* = {row['cost_error']:.4g}"

@@ -34,7 +34,6 @@ from torch import Tensor
 
 from fedrepro.algorithms.tdcd import TDCD
 from fedrepro.data.vertical import split_features, split_sizes
-from fedrepro.data.inputs import prepared_name
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer
 from fedrepro.engines.vertical_inputs import model_inputs
@@ -64,12 +63,6 @@ class TimeColumns(tuple):
             except ValueError:
                 return False
         return tuple.__contains__(self, column)
-
-
-def data_key(spec: dict[str, Any]) -> str:
-    """The run's arrays in the engine's data (rule train): the view of its dataset, a multi-view folder,
-    or the dataset (data/inputs.py)."""
-    return prepared_name(spec)
 
 
 def clients_per_silo(spec: dict[str, Any]) -> list[int]:
@@ -300,12 +293,12 @@ class VerticalEngine(Engine):
             limits.append(Limit("eval_dense_until", spec["eval_dense_until"], spec["iterations"], "iterations"))
         return limits
 
-    def setup(self, spec, data, ctx) -> Setup:
-        return VerticalSetup(spec, data[data_key(spec)], ctx)
+    def setup(self, spec, arrays, ctx) -> Setup:
+        return VerticalSetup(spec, arrays, ctx)
 
     def describe(self, row: Row) -> str:
         extra = ", ".join(f"{k} {row[k]:.4f}" for k in ("test_accuracy", "test_f1", "test_top5") if k in row)
         return f"train loss {row['train_loss']:.4f}, {extra}"
 
 
-__all__ = ["VerticalEngine", "assignment", "clients_per_silo", "data_key", "eval_metrics"]
+__all__ = ["VerticalEngine", "assignment", "clients_per_silo", "eval_metrics"]

@@ -14,7 +14,7 @@ from fedrepro.experiments.runtable import RunTable
 from fedrepro.experiments.store import run_files
 
 
-def _train(run_id: str, spec: dict[str, Any], results_dir: Path, prepared: dict[str, Path],
+def _train(run_id: str, spec: dict[str, Any], results_dir: Path, prepared: Path,
            provenance: list[Path]) -> str:
     execute_run(run_id, spec, run_files(results_dir, run_id), prepared, provenance, threads=1,
                 log_path=results_dir / "logs" / f"{run_id}.log")
@@ -26,7 +26,7 @@ def train_missing(table: RunTable, results_dir: Path, jobs: int, what: str) -> N
     each), so that a rerun trains only what is missing."""
     todo = [rid for rid in table.runs if not run_files(results_dir, rid).record.exists()]
     inputs = {rid: table.input_files(rid) for rid in todo}
-    absent = sorted({p for files in inputs.values() for p in files["prepared"] + files["provenance"] if not Path(p).exists()})
+    absent = sorted({p for files in inputs.values() for p in [files["prepared"], *files["provenance"]] if not Path(p).exists()})
     if absent:
         raise DataError(f"{what} reads data that is not prepared: {', '.join(absent)}; make it with "
                         f"`snakemake --cores 2 {' '.join(p for p in absent if p.startswith('data/prepared/'))}`")
@@ -34,7 +34,7 @@ def train_missing(table: RunTable, results_dir: Path, jobs: int, what: str) -> N
     (results_dir / "logs").mkdir(parents=True, exist_ok=True)
     with ProcessPoolExecutor(max(1, jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(_train, rid, table.runs[rid], results_dir,
-                               {Path(p).stem: Path(p) for p in inputs[rid]["prepared"]},
+                               Path(inputs[rid]["prepared"]),
                                [Path(p) for p in inputs[rid]["provenance"]]) for rid in todo]
         for done, future in enumerate(futures, 1):
             print(f"  [{done}/{len(todo)}] trained {future.result()}", flush=True)

@@ -15,10 +15,11 @@ from typing import Any
 
 import torch
 
-from fedrepro.data.inputs import load_input
+from fedrepro.data.inputs import load_input, prepared_path
 from fedrepro.engines import ENGINES
 from fedrepro.engines.context import RunContext, resolve_device
 from fedrepro.engines.driver import run_seeds
+from fedrepro.errors import DataError
 from fedrepro.experiments import provenance
 from fedrepro.experiments.store import METRICS_SHA256, RECORD_SHA256, RunFiles, record_sha256, write_metrics
 from fedrepro.utils import atomic
@@ -39,7 +40,7 @@ def execute_run(
     run_id: str,
     spec: dict[str, Any],
     files: RunFiles,
-    prepared: dict[str, Path],
+    prepared: Path,
     data_provenance: list[Path],
     *,
     device: str = "auto",
@@ -47,7 +48,8 @@ def execute_run(
     log_path: Path | None = None,
     repo: Path = Path("."),
 ) -> dict[str, Any]:
-    """Train `spec` and write its results; returns the run record (run.json)."""
+    """Train `spec` on `prepared`, the one input its settings name (data/inputs.py prepared_path: an .npz or a
+    multi-view folder), and write its results; returns the run record (run.json)."""
     torch.set_num_threads(max(1, threads))
     device = resolve_device(device)
     log = _logger(log_path)
@@ -56,11 +58,13 @@ def execute_run(
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     log.info("run %s on %s: %s", run_id, device, spec)
-    data_files = provenance.data_files(data_provenance, list(prepared.values()), repo)  # before training: fails fast
+    expected = Path(prepared_path(spec)).name
+    if Path(prepared).name != expected:
+        raise DataError(f"run {run_id} reads {expected} (its dataset and view), not {prepared}")
+    data_files = provenance.data_files(data_provenance, [prepared], repo)  # before training: fails fast
 
-    data = {name: load_input(path) for name, path in prepared.items()}
     ctx = RunContext(run_id, spec, device, files.checkpoint, log, started=t0)
-    setup = engine.setup(spec, data, ctx)
+    setup = engine.setup(spec, load_input(prepared), ctx)
     rows, summary = run_seeds(engine, setup, spec, ctx)
 
     diverged = any(info.get("diverged_at") is not None for info in summary["seeds"].values())

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fedrepro.data.inputs import MULTIVIEW_DATASETS, prepared_name, prepared_path
+from fedrepro.data.inputs import MULTIVIEW_DATASETS, prepared_path
 from fedrepro.data.sources import STAND_INS, USER_DATASETS, DataSource, resolve_source
 from fedrepro.errors import ConfigError
 from fedrepro.layout import Layout
@@ -272,16 +272,12 @@ class RunTable:
     def datasets(self, run_id: str) -> list[str]:
         return [self.runs[run_id]["dataset"]]
 
-    def prepared(self, run_id: str) -> list[str]:
-        """The names under data/prepared/ of what a run reads: its dataset's .npz, the model-input view of
-        it (data/views.py) when the spec names one, or a multi-view dataset's folder (data/inputs.py)."""
-        return [prepared_name(self.runs[run_id])]
-
-    def input_files(self, run_id: str) -> dict[str, list[str]]:
-        """The files rule `train` reads: prepared arrays (.npz files or a multi-view folder) and the
-        datasets' provenance records."""
+    def input_files(self, run_id: str) -> dict[str, str | list[str]]:
+        """The files rule `train` reads: the run's one prepared input (data/inputs.py: its dataset's .npz, the
+        model-input view of it when the spec names one, or a multi-view dataset's folder), which the engine
+        gets as its arrays, and the datasets' provenance records."""
         return {
-            "prepared": [prepared_path(self.runs[run_id])],
+            "prepared": prepared_path(self.runs[run_id]),
             "provenance": [f"data/raw/{d}/PROVENANCE.json" for d in self.datasets(run_id)],
         }
 

@@ -469,9 +469,9 @@ def rerun(run_id: str, spec: dict[str, Any], record: dict[str, Any], checkout: C
 
     files = run_files(out.results, run_id)
     inputs = RunTable("", {run_id: spec}, {}).input_files(run_id)
-    prepared = [checkout.root / p for p in inputs["prepared"]]
+    prepared = checkout.root / inputs["prepared"]
     data_records = [checkout.root / p for p in inputs["provenance"]]
-    absent = [checkout.relative(p) for p in prepared + data_records if not p.exists()]  # (a folder: multi-view)
+    absent = [checkout.relative(p) for p in [prepared, *data_records] if not p.exists()]  # (a folder: multi-view)
     if absent:
         return Finding("rerun", WARN, f"cannot rerun: {', '.join(absent)} missing (`snakemake {absent[0]}` "
                                       f"makes it)")
@@ -480,7 +480,7 @@ def rerun(run_id: str, spec: dict[str, Any], record: dict[str, Any], checkout: C
         return Finding("rerun", WARN, f"cannot rerun: it ran on {device} and torch finds no CUDA device here")
     with tempfile.TemporaryDirectory(prefix=f"fedrepro-rerun-{run_id}-") as tmp:
         again = RunFiles(Path(tmp) / run_id)
-        redone = execute_run(run_id, spec, again, {p.stem: p for p in prepared}, data_records, device=device,
+        redone = execute_run(run_id, spec, again, prepared, data_records, device=device,
                              threads=record["device"].get("torch_threads", 1), log_path=Path(tmp) / "run.log",
                              repo=checkout.root)
         return compare_rerun(files, again, record, redone, checkout)
