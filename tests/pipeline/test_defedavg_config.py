@@ -32,6 +32,24 @@ def test_the_paper_scale_is_the_papers_settings():
     assert {runs[r]["K"] for r in figures["fig7"].run_ids} == {20, 50, 100}
 
 
+def test_table_i_draws_the_panels_of_figs_2_to_5_again_in_its_own_order():
+    _, figures = _resolve("quick")
+    panels = [c.panel for c in figures["table1"].curves][::4]  # 4 curves a panel
+    assert panels[:5] == ["FMNIST, IID, n = 10", "FMNIST, IID, n = 20", "FMNIST, IID, n = 40", "FMNIST, IID, n = 80",
+                          "FMNIST, non-IID, n = 10"]  # by data, partition, n: values ranked as they first appear
+    assert sorted(figures["table1"].run_ids) == sorted(r for f in ("fig2", "fig3", "fig4", "fig5")
+                                                       for r in figures[f].run_ids)
+    assert figures["participation"].run_ids == figures["table1"].run_ids
+
+    def from_fig2_only(cfg):  # a curve changed in the source changes the reusing figure's run too
+        cfg["figures"]["fig2"]["panels"][0]["curves"][0]["lr_local"] = 0.5
+        cfg["figures"]["table1"]["panels"] = {"from": ["fig2"]}
+    _, paper = _resolve("paper")
+    _, edited = _resolve("paper", from_fig2_only)
+    assert edited["table1"].run_ids == edited["fig2"].run_ids
+    assert len(set(edited["table1"].run_ids) - set(paper["fig2"].run_ids)) == 1
+
+
 def test_the_quick_scale_keeps_n_over_N_and_the_cost_of_a_local_training():
     runs, figures = _resolve("quick")
     table = [runs[r] for r in figures["table1"].run_ids]

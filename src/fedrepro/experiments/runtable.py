@@ -317,6 +317,33 @@ def _grid_points(grid: dict[str, list[Any]] | None) -> list[dict[str, Any]]:
     return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
 
 
+def figure_panels(fig: dict[str, Any], figures: dict[str, Any], panels: dict[str, Any], where: str) -> list[dict]:
+    """A figure's panels: its own list, or `{from: [figures], order: [settings]}`, the panels of those figures
+    (each with its figure's curves and grid where it has none of its own: the same runs) ordered by the values
+    of the `order` settings (of the panel's `use` and `set`), each value ranked where it first appears. Table I
+    reuses Figs 2-5 so: ordered by data, partition and n."""
+    if isinstance(fig["panels"], list):
+        return fig["panels"]
+    reused = []
+    for source in fig["panels"]["from"]:
+        src = _pick(figures, source, "figure", f"{where}.panels.from")
+        if not isinstance(src["panels"], list):
+            raise ConfigError(f"{where}.panels.from: figure {source} reuses panels itself; name the figures "
+                              f"that list them")
+        for panel in src["panels"]:
+            reused.append({**{k: src[k] for k in ("curves", "grid") if k in src}, **copy.deepcopy(panel)})
+
+    def value(panel: dict[str, Any], key: str) -> str:
+        settings = {**_pick(panels, panel["use"], "panel", where), **panel.get("set", {})}
+        if key not in settings:
+            raise ConfigError(f"{where}.panels.order: panel {panel['name']!r} sets no {key}")
+        return repr(settings[key])
+
+    order = fig["panels"].get("order", [])
+    ranks = {key: list(dict.fromkeys(value(p, key) for p in reused)) for key in order}
+    return sorted(reused, key=lambda p: tuple(ranks[k].index(value(p, k)) for k in order))
+
+
 def _scaled_figure(name: str, fig: dict[str, Any], override: dict[str, Any], where: str) -> dict[str, Any]:
     """Apply one scale's figure override (keep panels / methods, replace the grid)."""
     fig = copy.deepcopy(fig)
@@ -463,6 +490,7 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("
     figures: dict[tuple[str, str], Figure] = {}
     for name, fig in paper_cfg["figures"].items():
         override = fig_overrides.get(name, {})
+        fig = {**fig, "panels": figure_panels(fig, paper_cfg["figures"], panels, f"{where}: figures.{name}")}
         fig = _scaled_figure(name, fig, override, f"{where}: scales.{scale}.figures")
         extra = [f"{name} at this scale keeps {k} = {override[k]}" for k in ("panels", "grid", "methods") if k in override]
         extra += [note.strip() for note in (scale_cfg.get("note"), override.get("note")) if note]
