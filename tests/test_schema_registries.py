@@ -18,7 +18,7 @@ import yaml
 from fedrepro.algorithms import ALGORITHMS as FINITE_SUM_ALGORITHMS
 from fedrepro.algorithms.asynchronous import ALGORITHMS as ASYNC_ALGORITHMS
 from fedrepro.algorithms.probabilistic_agents import ACTIVATION_KINDS, Sampling
-from fedrepro.algorithms.fedcluster import CLUSTER_ORDERS, FC_LR_RULES
+from fedrepro.algorithms.fedcluster import ALGORITHMS as NETWORK_ALGORITHMS, CLUSTER_ORDERS, FC_LR_RULES
 from fedrepro.algorithms.fedvr import ETA_SCHEDULES, METHODS as MONTE_CARLO_ALGORITHMS
 from fedrepro.asynchrony import PROTOCOLS, SPEED_MODELS
 from fedrepro.data.formats.insurance import HEADER as INSURANCE_COLUMNS
@@ -97,7 +97,7 @@ REGISTRY_ENUMS: list[tuple[str, str, str, Any]] = [
     ("monte_carlo_run", "properties/eta_schedule", SAME, ETA_SCHEDULES),  # algorithms/fedvr.py
     ("monte_carlo_run", "properties/sampling", SAME, get_args(Sampling)),  # algorithms/probabilistic_agents.py
     # -- federated_nn_run.schema.yaml (engines/federated_nn.py)
-    ("federated_nn_run", "properties/algorithm", SAME, federated_nn.ALGORITHMS),
+    ("federated_nn_run", "properties/algorithm", SAME, NETWORK_ALGORITHMS),  # algorithms/fedcluster.py
     ("federated_nn_run", "properties/dataset", WITHIN, DATASETS),
     ("federated_nn_run", "properties/view", WITHIN, VIEWS),  # data/views.py
     ("federated_nn_run", "properties/model", WITHIN, MODELS),  # models/__init__.py

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from algorithms_testdata import M, N_CLIENTS, streams
-from fedrepro.algorithms import build_algorithm, hyperparameters
+from fedrepro.algorithms import algorithm, build_algorithm
 from fedrepro.algorithms.common import minibatches, sample_clients
 
 HP = {
@@ -66,15 +66,16 @@ def test_baseline_counters(method, problem):
 
 
 def test_effective_step_size_convention():
-    page = hyperparameters("fedpage", 0.1, K=10, c_l=0.1, S=10, b1=M, b2=M, b3=1, p=10 / 3250)
+    page = algorithm("fedpage").hyperparameters(
+        {"eta_tilde": 0.1, "K": 10, "c_l": 0.1, "S": 10, "b1": "full", "b2": M, "b3": 1, "p": "auto"}, 3250, M)
     expected = {"K": 10, "eta_g": 0.1, "eta_l": pytest.approx(0.001), "S": 10, "b1": M, "b2": M, "b3": 1, "p": 10 / 3250}
     assert page == expected
     for method in ("scaffold", "fedavg"):
-        hp = hyperparameters(method, 0.03, K=10, c_l=0.1, S=20, b=4)
+        hp = algorithm(method).hyperparameters({"eta_tilde": 0.03, "K": 10, "c_l": 0.1, "S": 20, "b": 4}, 3250, M)
         assert hp == {"K": 10, "eta_g": 1.0, "eta_l": pytest.approx(0.003), "S": 20, "b": 4}
         assert hp["K"] * hp["eta_g"] * hp["eta_l"] == pytest.approx(0.03)
     with pytest.raises(ValueError, match="derived"):
-        hyperparameters("fedavg", 0.1, K=10, c_l=0.1, eta_l=0.5)
+        algorithm("fedavg").hyperparameters({"eta_tilde": 0.1, "K": 10, "S": 2, "b": 4, "eta_l": 0.5}, 3250, M)
 
 
 def test_build_algorithm_validates(problem):

@@ -50,6 +50,13 @@ class Algorithm:
         _require(self.K >= 1, f"K={self.K} must be >= 1")
         _require(self.eta_l > 0, f"eta_l={self.eta_l} must be > 0")
 
+    @classmethod
+    def hyperparameters(cls, spec: dict, n_clients: int, samples_per_client: int) -> dict:
+        """The algorithm's HP from a run's settings: the paper's effective step size eta_tilde split into
+        eta_g and eta_l as this algorithm does (paper §6; docs/papers/fedpage.md R6, R9), and the symbolic
+        values (`full`, `auto`) as numbers. The engine's limits are checked before (FiniteSumEngine.limits)."""
+        raise NotImplementedError
+
     def round(self, r: int) -> dict:
         raise NotImplementedError
 
@@ -67,6 +74,18 @@ class Algorithm:
         b, M = int(self.hp[key]), self.problem.samples_per_client
         _require(1 <= b <= M, f"{key}={b} must be in [1, M={M}]")
         return b
+
+
+def batch_size(value: int | str, samples_per_client: int) -> int:
+    """A minibatch size setting: `full` is the client's whole shard."""
+    return samples_per_client if value == "full" else int(value)
+
+
+def split_step(spec: dict, eta_g: float, eta_l: float) -> dict:
+    """The step sizes an algorithm derived from eta_tilde, first in its HP (a spec never sets them itself)."""
+    if {"eta_g", "eta_l"} & spec.keys():
+        raise ValueError("eta_g/eta_l are derived from eta_tilde; do not pass them")
+    return {"K": spec["K"], "eta_g": eta_g, "eta_l": eta_l, "S": spec["S"]}
 
 
 def _require(ok: bool, message: str) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fedrepro.algorithms.common import Algorithm, ShardRows, Streams, local_sgd, sample_clients
+from fedrepro.algorithms.common import Algorithm, ShardRows, Streams, batch_size, local_sgd, sample_clients, split_step
 from fedrepro.objectives import FiniteSumProblem
 
 
@@ -10,6 +10,11 @@ class FedAvg(Algorithm):
     """hp: S clients per round, K local steps of minibatch size b, step sizes eta_g, eta_l."""
 
     HP = ("S", "K", "eta_g", "eta_l", "b")
+
+    @classmethod
+    def hyperparameters(cls, spec: dict, n_clients: int, samples_per_client: int) -> dict:
+        """eta_tilde = K eta_g eta_l, split as eta_g = 1, eta_l = eta_tilde / K; c_l does not apply."""
+        return {**split_step(spec, 1.0, spec["eta_tilde"] / spec["K"]), "b": batch_size(spec["b"], samples_per_client)}
 
     def __init__(self, problem: FiniteSumProblem, hp: dict, streams: Streams) -> None:
         super().__init__(problem, hp, streams)

@@ -4,7 +4,9 @@
 Each method is an update rule over the server state, the flat parameter vector W (P,):
 `round(W, rnd) -> (W', info)` is a pure function of (W, rnd): all randomness comes from named
 streams, so a run resumes exactly from any round. Local training and its backend live in
-`LocalTrainer`; these classes only decide who trains, from where, and how results are merged.
+`LocalTrainer`; these classes only decide who trains, from where, and how results are merged. Each
+declares what it reads of a run's settings (`rate`, `from_spec`) and whether its seeds draw clusters, so the
+engine looks a method up once (ALGORITHMS) and never branches on its name.
 
 Stream keys: ("cluster_order", rnd), ("activate", rnd, cluster), ("batches", rnd, device) inside the
 trainer, and ("csgd", rnd) for centralized SGD.
@@ -15,7 +17,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from fedrepro.nn import LocalTrainer, Streams
+from typing import Any
+
+from fedrepro.nn import DeviceData, LocalOptimizer, LocalTrainer, Streams
 
 CLUSTER_ORDERS = ("reshuffle", "fixed")
 
@@ -32,12 +36,33 @@ def fedcluster_lr(lr_fedavg: float, M: int, rule: str = "div_M") -> float:
     return FC_LR_RULES[rule](lr_fedavg, M)
 
 
+def local_trainer(spec: dict[str, Any], module: torch.nn.Module, data: DeviceData, lr: float,
+                  backend: str) -> LocalTrainer:
+    """The federated methods' local training: the run's optimizer at rate `lr`, E steps of B samples."""
+    opt = LocalOptimizer(spec["local_opt"], lr, momentum=spec["momentum"], betas=tuple(spec["betas"]),
+                         eps=spec["eps"], mu=spec["mu"])
+    return LocalTrainer(module, data, opt, spec["E"], spec["B"], backend)
+
+
 class FedCluster:
     """Every round cycles through the M clusters (a fresh random order each round by default, as in
     the analysis; `fixed` = 0..M-1 as drawn in Fig. 1). In each cycle round(frac * cluster size)
     devices of the cluster, drawn without replacement, train locally from W, and W becomes their
     mean: with equal data sizes that is Algorithm 1's aggregation normalised over the active devices
     (docs/papers/fedcluster.md R7). So each device is active at most once per round and W is updated M times."""
+
+    clustered = True  # its seeds draw clusters (engines/federated_nn.py Environment.for_seed)
+
+    @staticmethod
+    def rate(spec: dict[str, Any]) -> float:
+        """lr_fedavg by `fc_lr_rule` (FC_LR_RULES: / M by default, docs/papers/fedcluster.md R14)."""
+        return fedcluster_lr(float(spec["lr_fedavg"]), int(spec["M"]), spec["fc_lr_rule"])
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any], module: torch.nn.Module, data: DeviceData, clusters: Tensor | None,
+                  streams: Streams, backend: str):
+        trainer = local_trainer(spec, module, data, cls.rate(spec), backend)
+        return cls(trainer, clusters, streams, spec["frac"], spec["cluster_order"])
 
     def __init__(
         self,
@@ -82,6 +107,16 @@ class FedAvg(FedCluster):
     """Traditional FL: round(frac * n) of all devices per round, i.e. FedCluster with one cluster
     (Section II, "Generality"), so both share every line of code and every stream key."""
 
+    clustered = False
+
+    @staticmethod
+    def rate(spec: dict[str, Any]) -> float:
+        return float(spec["lr_fedavg"])
+
+    @classmethod
+    def from_spec(cls, spec, module, data, clusters, streams, backend):
+        return cls(local_trainer(spec, module, data, cls.rate(spec), backend), streams, spec["frac"])
+
     def __init__(self, trainer: LocalTrainer, streams: Streams, frac: float = 0.1) -> None:
         super().__init__(trainer, torch.arange(trainer.data.n_devices).unsqueeze(0), streams, frac, "fixed")
 
@@ -91,6 +126,26 @@ class CentralizedSGD:
     §IV-A: 1000 x 60 = the federated methods' samples per round; docs/papers/fedcluster.md R15). It is local
     training of a single client that holds the whole pool. Slots come from a random permutation of the pool, a fresh one
     whenever a permutation is used up, so a minibatch never repeats a slot."""
+
+    clustered = False
+
+    @staticmethod
+    def rate(spec: dict[str, Any]) -> float:
+        return float(spec["lr_csgd"])
+
+    @staticmethod
+    def steps_per_round(spec: dict[str, Any]) -> int:
+        """The federated methods' samples per round (10% of the devices x E x B) over its batch (paper §IV-A:
+        100 x 20 x 30 / 60 = 1000), so every method uses as many samples per round (I1)."""
+        samples = round(spec["frac"] * spec["n_devices"]) * spec["E"] * spec["B"]
+        if samples % spec["csgd_batch"]:
+            raise ValueError(f"csgd_batch = {spec['csgd_batch']} does not divide the {samples} samples per round")
+        return samples // spec["csgd_batch"]
+
+    @classmethod
+    def from_spec(cls, spec, module, data, clusters, streams, backend):
+        trainer = LocalTrainer(module, data, LocalOptimizer("sgd", cls.rate(spec)), 1, spec["csgd_batch"], backend)
+        return cls(trainer, streams, cls.steps_per_round(spec), spec["csgd_batch"])
 
     def __init__(self, trainer: LocalTrainer, streams: Streams, steps: int, batch: int) -> None:
         n_slots = trainer.data.table.numel()
@@ -111,3 +166,7 @@ class CentralizedSGD:
         idx = slots[torch.cat(batches)[: self.steps]].unsqueeze(0)  # one client, (1, steps, batch)
         W = self.trainer.run(W, idx)[0]
         return W, {"updates": self.steps, "clients": 0, "samples": self.steps * self.batch}
+
+
+# a run's `algorithm` -> its method (the federated_nn engine's)
+ALGORITHMS = {"fedavg": FedAvg, "fedcluster": FedCluster, "csgd": CentralizedSGD}

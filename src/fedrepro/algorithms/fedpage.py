@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from fedrepro.algorithms.common import Algorithm, ShardRows, Streams, minibatches, sample_clients
+from fedrepro.algorithms.common import Algorithm, ShardRows, Streams, batch_size, minibatches, sample_clients, split_step
 from fedrepro.objectives import FiniteSumProblem
 
 
@@ -23,6 +23,15 @@ class FedPAGE(Algorithm):
 
     HP = ("S", "K", "eta_g", "eta_l", "b1", "b2", "b3", "p")
     STATE = ("x", "x_prev", "g_prev")
+
+    @classmethod
+    def hyperparameters(cls, spec: dict, n_clients: int, samples_per_client: int) -> dict:
+        """eta_g = eta_tilde and eta_l = c_l eta_g / K, where c_l (unstated in the paper) is the local trajectory's
+        length relative to the global step; p = S/N for `auto`."""
+        eta_tilde, K = spec["eta_tilde"], spec["K"]
+        return {**split_step(spec, eta_tilde, spec.get("c_l", 1.0) * eta_tilde / K),
+                **{k: batch_size(spec[k], samples_per_client) for k in ("b1", "b2", "b3")},
+                "p": spec["S"] / n_clients if spec["p"] == "auto" else float(spec["p"])}
 
     def __init__(self, problem: FiniteSumProblem, hp: dict, streams: Streams) -> None:
         super().__init__(problem, hp, streams)

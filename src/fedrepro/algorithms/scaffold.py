@@ -8,23 +8,22 @@ from __future__ import annotations
 
 import torch
 
-from fedrepro.algorithms.common import Algorithm, ShardRows, Streams, local_sgd, sample_clients
+from fedrepro.algorithms.common import Streams, local_sgd, sample_clients
+from fedrepro.algorithms.fedavg import FedAvg
 from fedrepro.objectives import FiniteSumProblem
 
 
-class Scaffold(Algorithm):
-    """hp: S clients per round, K local steps of minibatch size b, step sizes eta_g, eta_l.
+class Scaffold(FedAvg):
+    """hp: S clients per round, K local steps of minibatch size b, step sizes eta_g, eta_l (FedAvg's, from
+    eta_tilde as FedAvg splits it).
 
     State: server control c (d,) and every client's control c_clients (N,d).
     """
 
-    HP = ("S", "K", "eta_g", "eta_l", "b")
     STATE = ("x", "c", "c_clients")
 
     def __init__(self, problem: FiniteSumProblem, hp: dict, streams: Streams) -> None:
         super().__init__(problem, hp, streams)
-        self.b = self._batch_size("b")
-        self._rows = ShardRows(problem)
         self.c = torch.zeros_like(self.x)
         self.c_clients = torch.zeros(problem.n_clients, problem.dim, dtype=self.x.dtype, device=self.x.device)
 

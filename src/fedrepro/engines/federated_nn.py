@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedrepro.algorithms.fedcluster import CentralizedSGD, FedAvg, FedCluster, fedcluster_lr
+from fedrepro.algorithms.fedcluster import ALGORITHMS
 from fedrepro.data.partitions import device_partition, random_clusters, rho_cluster_clusters
 from fedrepro.data.registry import get_dataset
-from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
+from fedrepro.nn import DeviceData, FlatModel, evaluate, pooled_train_set
 from fedrepro.nn.clients import client_backend
 from fedrepro.nn.images import ImageData
 from fedrepro.engines.context import RunContext
@@ -49,30 +49,9 @@ COLUMNS = ["seed", "round", "train_loss", "train_accuracy", "test_loss", "test_a
 # about the algorithm, so that runs differing only in method or optimizer are paired.
 ENVIRONMENT_KEYS = ("dataset", "view", "n_devices", "samples_per_device", "rho_device", "remainder",
                     "n_classes")
-# The `algorithm`s build_algorithm and algorithm_lr branch on, and the `clustering`s by which Environment.for_seed
-# draws FedCluster's clusters (data/partitions.py random_clusters, rho_cluster_clusters)
-ALGORITHMS = ("fedavg", "fedcluster", "csgd")
+# The `clustering`s by which Environment.for_seed draws FedCluster's clusters (data/partitions.py random_clusters,
+# rho_cluster_clusters)
 CLUSTERINGS = ("random", "rho_cluster")
-
-
-def algorithm_lr(spec: dict[str, Any]) -> float:
-    """FedAvg: lr_fedavg; FedCluster: lr_fedavg by `fc_lr_rule` (algorithms/fedcluster.py FC_LR_RULES: / M by
-    default, docs/papers/fedcluster.md R14); centralized SGD: lr_csgd."""
-    if spec["algorithm"] == "csgd":
-        return float(spec["lr_csgd"])
-    if spec["algorithm"] == "fedcluster":
-        return fedcluster_lr(float(spec["lr_fedavg"]), int(spec["M"]), spec["fc_lr_rule"])
-    return float(spec["lr_fedavg"])
-
-
-def csgd_steps(spec: dict[str, Any]) -> int:
-    """Centralized SGD steps per round: the federated methods' samples per round (10% of the devices
-    x E x B) over its batch (paper §IV-A: 100 x 20 x 30 / 60 = 1000), so every method uses as many
-    samples per round (I1)."""
-    samples = round(spec["frac"] * spec["n_devices"]) * spec["E"] * spec["B"]
-    if samples % spec["csgd_batch"]:
-        raise ValueError(f"csgd_batch = {spec['csgd_batch']} does not divide the {samples} samples per round")
-    return samples // spec["csgd_batch"]
 
 
 @dataclasses.dataclass
@@ -109,7 +88,7 @@ class Environment(ImageData):
             rng=numpy_rng("partition", self.key, seed), return_majors=True,
         )
         clusters = None
-        if spec["algorithm"] == "fedcluster":
+        if ALGORITHMS[spec["algorithm"]].clustered:
             rng = numpy_rng("clusters", self.key, spec["clustering"], spec["M"], spec.get("rho_cluster"), seed)
             clusters = (random_clusters(spec["n_devices"], spec["M"], rng) if spec["clustering"] == "random"
                         else rho_cluster_clusters(majors, spec["M"], spec["rho_cluster"], rng))
@@ -123,20 +102,6 @@ class Environment(ImageData):
                       None if clusters is None else torch.from_numpy(clusters), W0, index, weights, record)
 
 
-def build_algorithm(spec: dict[str, Any], module: torch.nn.Module, data: DeviceData, clusters, streams,
-                    backend: str):
-    lr = algorithm_lr(spec)
-    if spec["algorithm"] == "csgd":
-        trainer = LocalTrainer(module, data, LocalOptimizer("sgd", lr), 1, spec["csgd_batch"], backend)
-        return CentralizedSGD(trainer, streams, csgd_steps(spec), spec["csgd_batch"])
-    opt = LocalOptimizer(spec["local_opt"], lr, momentum=spec["momentum"], betas=tuple(spec["betas"]),
-                         eps=spec["eps"], mu=spec["mu"])
-    trainer = LocalTrainer(module, data, opt, spec["E"], spec["B"], backend)
-    if spec["algorithm"] == "fedavg":
-        return FedAvg(trainer, streams, spec["frac"])
-    return FedCluster(trainer, clusters, streams, spec["frac"], spec["cluster_order"])
-
-
 class NetworkTrainer(Trainer):
     """One seed: its devices, clusters and W0, the algorithm and the server model W."""
 
@@ -147,7 +112,7 @@ class NetworkTrainer(Trainer):
         self.env, self.seed_setup = env, env.for_seed(seed, W0)
         streams = setup.ctx.streams(seed, ENVIRONMENT_KEYS)
         data, clusters = self.seed_setup.data, self.seed_setup.clusters
-        self.algo = build_algorithm(spec, module, data, clusters, streams, setup.backend)
+        self.algo = setup.algorithm.from_spec(spec, module, data, clusters, streams, setup.backend)
         setup.summary["n_params"] = self.algo.trainer.flat.n_params
         self.W = W0
         self.counters = {"samples": 0, "updates": 0, "clients": 0}
@@ -179,7 +144,8 @@ class NetworkSetup(Setup):
         self.spec, self.ctx = spec, ctx
         self.env = Environment(spec, arrays, ctx.device)
         self.backend = client_backend(spec["backend"], spec["model"], ctx.device)
-        self.summary = {"backend": self.backend, "lr": algorithm_lr(spec)}
+        self.algorithm = ALGORITHMS[spec["algorithm"]]
+        self.summary = {"backend": self.backend, "lr": self.algorithm.rate(spec)}
         ctx.log.info("backend %s, lr %g, %d training images of shape %s", self.backend, self.summary["lr"],
                      len(self.env.labels), tuple(self.env.images.shape[1:]))
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from fedrepro.algorithms import build_algorithm, hyperparameters
+from fedrepro.algorithms import algorithm
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, rows_limit, setting_limit
 from fedrepro.numerics import UNKEYED
@@ -20,29 +20,13 @@ from fedrepro.objectives import make_problem
 COLUMNS = ["seed", "round", "grad_norm", "loss", "clients", "sample_grads", "full_rounds"]
 
 
-def resolve_hyperparameters(spec: dict[str, Any], n_clients: int, samples_per_client: int) -> dict[str, Any]:
-    """Turn the spec's symbolic values (`full`, `auto`) into numbers for the algorithm (within the
-    engine's limits, checked before: FiniteSumEngine.limits)."""
-    def batch(key: str) -> int:
-        return samples_per_client if spec[key] == "full" else int(spec[key])
-
-    hp = hyperparameters(spec["algorithm"], spec["eta_tilde"], K=spec["K"], c_l=spec.get("c_l", 1.0))
-    hp.update(S=spec["S"], K=spec["K"])
-    if spec["algorithm"] == "fedpage":
-        hp.update(b1=batch("b1"), b2=batch("b2"), b3=batch("b3"))
-        hp["p"] = spec["S"] / n_clients if spec["p"] == "auto" else float(spec["p"])
-    else:
-        hp["b"] = batch("b")
-    return hp
-
-
 class FiniteSumTrainer(Trainer):
     def __init__(self, setup: FiniteSumSetup, seed: int) -> None:
         super().__init__([seed])
         self.problem = setup.problem
         # runs that differ only in their step sizes draw the same clients, minibatches and coins (numerics.UNKEYED)
         keys = tuple(k for k in setup.spec if k not in UNKEYED["finite_sum"])
-        self.algo = build_algorithm(setup.spec["algorithm"], setup.problem, setup.hp, setup.ctx.streams(seed, keys))
+        self.algo = setup.algorithm(setup.problem, setup.hp, setup.ctx.streams(seed, keys))
         self.counters = {"clients": 0, "sample_grads": 0, "full_rounds": 0}
         self.info[seed]["full_round_indices"] = []
 
@@ -77,7 +61,8 @@ class FiniteSumSetup(Setup):
             n_clients=spec["n_clients"], samples_per_client=spec["samples_per_client"],
             partition=spec["partition"], alpha=spec.get("alpha", 0.0), device=ctx.device,
         )
-        self.hp = resolve_hyperparameters(spec, self.problem.n_clients, self.problem.samples_per_client)
+        self.algorithm = algorithm(spec["algorithm"])
+        self.hp = self.algorithm.hyperparameters(spec, self.problem.n_clients, self.problem.samples_per_client)
         self.summary = {"hyperparameters": self.hp}
 
     def start(self, seeds: list[int]) -> Trainer:
