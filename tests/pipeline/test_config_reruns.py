@@ -71,3 +71,8 @@ def test_a_claim_edit_reruns_only_the_ledger(workflow, old, new):
 
 def test_the_untouched_workflow_plans_nothing(workflow):
     assert planned_jobs(run(BIN / "snakemake", "-n", *TARGET, cwd=workflow).stdout) == set()
+
+
+def test_an_edit_of_the_train_script_retrains_nothing(workflow):
+    # runs are named by their spec and numerics version (profiles/default: rerun-triggers without `code`)
+    assert _planned_after(workflow, "scripts/train.py", "# rule train:", "# rule train (edited):") == set()
