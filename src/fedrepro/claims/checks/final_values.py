@@ -286,9 +286,10 @@ def participation_rate(data: ClaimData, *, select: Selector, population: Column,
     holds, parts, margins = [], [], []
     table = rows_matching(data.table, select) if len(data.table) else data.table
     last = table.sort_values(rounds).groupby(["run_id", "seed"]).tail(1)
-    ignored = UNKEYED.get(engine, ()) if engine else ()
+    ignored = UNKEYED.get(engine, ())
     settings = [c for c in data.labels if c in last.columns and (c == "method" or c not in LABEL_COLUMNS)]
     coins = [c for c in settings if c not in ignored] + ["seed"] if ignored else ["run_id", "seed"]
+    run_seeds = last.groupby([population, sampled]).size()
     counts = last.groupby(coins, dropna=False)[full_rounds].nunique(dropna=False)
     if (counts > 1).any():
         return Result(INCONCLUSIVE, f"{int((counts > 1).sum())} coin draw(s) counted different full rounds in "
@@ -304,10 +305,9 @@ def participation_rate(data: ClaimData, *, select: Selector, population: Column,
         holds.append(bool(ok))
         margins.append(sds - abs(full.sum() - expected) / sd if sd > 0 else math.nan)
         per_round = float(((runs[clients] - n) / trials).mean())
-        shared = len(last[(last[population] == n) & (last[sampled] == s)])
         parts.append(f"[N={n}, S={s}] clients/round {per_round:.3g} (pN+(1-p)S = {float(np.mean(p * n + (1 - p) * s)):.3g}, "
                      f"2S = {2 * s}); full rounds after r=0: {int(full.sum())} in {int(trials.sum())} (expected {expected:.1f} +- {sd:.1f}; "
-                     f"{len(runs)} distinct draws of {shared} run-seeds)")
+                     f"{len(runs)} distinct draws of {run_seeds[(n, s)]} run-seeds)")
     measured = "; ".join(parts) if parts else "no runs"
     return judged(holds, margins, measured)
 
