@@ -5,7 +5,7 @@ from pathlib import Path
 
 import yaml
 
-from fedrepro.experiments.runtable import resolve_paper
+from fedrepro.experiments.runtable import label_values, resolve_paper
 from fedrepro.utils.patch import patched
 
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "papers" / "defedavg.yaml"
@@ -75,7 +75,9 @@ def test_the_quick_scale_keeps_n_over_N_and_the_cost_of_a_local_training():
         paper_runs[r] for r in paper_figures["table1"].run_ids)
     assert any(d.startswith("lr_local set per run") for d in figures["fig2"].deviations)
     assert any(d.startswith("n = ") and "2 where the paper has 10" in d for d in figures["fig2"].deviations)
-    assert figures["table1"].paper_value("n", 2) == 10 and figures["table1"].paper_value("n", 3) == 3
+    paper_n = {(runs[c.run_id]["n"], c.paper["n"]) for c in figures["table1"].curves}
+    assert (2, 10) in paper_n and all(cfg["scales"]["quick"]["values"]["n"][p] == n for n, p in paper_n)
+    assert "n_paper" in figures["table1"].label_columns
 
 
 def test_a_target_is_an_analysis_setting_changing_it_retrains_nothing():
@@ -94,16 +96,30 @@ def test_a_target_is_an_analysis_setting_changing_it_retrains_nothing():
 
 def test_claims_read_a_reduced_scale_in_the_papers_terms():
     """A claim names the paper's n (order [5, 10, 20, 40, 80]); at the quick scale the table holds 1, 2, 4, 8,
-    16 of 20 clients, which the ledger reads back as the paper's values before any check runs."""
+    16 of 20 clients beside their paper columns, which the claims read as n before any check runs."""
     import pandas as pd
 
-    from fedrepro.claims.ledger import in_paper_terms
+    from fedrepro.results.tables import in_paper_terms
 
-    _, figures = _resolve("quick")
+    runs, figures = _resolve("quick")
     fig6 = figures["fig6"]
-    table = pd.DataFrame({"n": [1, 2, 4, 8, 16], "K": [10] * 5, "test_accuracy": [0.1] * 5})
-    back = in_paper_terms(table, fig6.values)
-    assert back["n"].tolist() == [5, 10, 20, 40, 80] and back["K"].tolist() == [50] * 5
-    assert table["n"].tolist() == [1, 2, 4, 8, 16]  # the figure table itself is left as it is
-    _, paper_figures = _resolve("paper")
-    assert in_paper_terms(table, paper_figures["fig6"].values)["n"].tolist() == [1, 2, 4, 8, 16]  # no map at paper scale
+    assert {"n_paper", "K_paper"} <= set(fig6.label_columns)
+    rows = [fig6.curve_labels(c, runs[c.run_id]) for c in fig6.curves]
+    table = pd.DataFrame(rows).assign(test_accuracy=0.1)
+    back, labels = in_paper_terms(table, fig6.label_columns)
+    assert sorted(set(back["n"])) == [5, 10, 20, 40, 80] and set(back["K"]) == {50}
+    assert "n_paper" not in back and "n_paper" not in labels and "n" in labels
+    assert list(back.columns) == [c for c in table.columns if not c.endswith("_paper")]  # n where it was
+    assert sorted(set(table["n"])) == [1, 2, 4, 8, 16]  # the figure table itself is left as it is
+    paper_runs, paper_figures = _resolve("paper")
+    assert "n_paper" not in paper_figures["fig6"].label_columns  # no map at paper scale
+
+
+def test_a_map_that_sends_two_of_the_papers_values_to_one_keeps_both():
+    """At smoke scale samples_per_client maps 600 (FMNIST) and 500 (CIFAR-10) both to 20, which no inverse of the
+    map could tell apart: the paper's value travels with each curve instead, so the claims may name both."""
+    runs, figures = _resolve("smoke")
+    pairs = {(runs[c.run_id]["dataset"], runs[c.run_id]["samples_per_client"], c.paper["samples_per_client"])
+             for c in figures["fig2"].curves}
+    assert pairs == {("fashion_mnist", 20, 600), ("cifar10", 20, 500)}
+    assert label_values(yaml.safe_load(CONFIG.read_text()))["fig2"]["samples_per_client"] >= {600, 500}

@@ -10,7 +10,7 @@ import pytest
 from fedrepro.experiments.runtable import Figure
 from fedrepro.plots import write_table_figure
 from fedrepro.schemas import check
-from fedrepro.errors import ConfigError
+from fedrepro.errors import ConfigError, ResultsError
 
 H = {"fashion_mnist": 880.0, "cifar10": 1400.0}
 TARGETS = {("fashion_mnist", "iid"): 0.9, ("fashion_mnist", "classes"): 0.8, ("cifar10", "iid"): 0.7,
@@ -277,12 +277,13 @@ def test_table_i_with_the_papers_own_times_reproduces_its_speedups(tmp_path):
 
 
 def test_at_a_scale_that_maps_n_the_reference_is_looked_up_at_the_papers_n(tmp_path):
-    """Quick scale: n = 10 of 100 clients becomes 2 of 20 (a scale's `values`); the paper's column n = 10
-    still gives the reference of our n = 2 column."""
+    """Quick scale: n = 10 of 100 clients becomes 2 of 20 (a scale's `values`); the table's paper column
+    n_paper = 10 still gives the reference of our n = 2 column."""
     table = _figure_table()
+    table["n_paper"] = table["n"]
     table["n"] = table["n"].map({10: 2, 20: 4})
     figure = Figure("defedavg", "table1", "Table I", "", "quick", [], {**OPTIONS, "reference": _reference()},
-                    setting_keys=SETTINGS, values={"n": {10: 2, 20: 4}})
+                    setting_keys=SETTINGS, paper_keys=["n"])
     source = tmp_path / "table1.csv"
     table.to_csv(source, index=False)
     out = {ext: tmp_path / f"out.{ext}" for ext in ("csv", "md", "tex")}
@@ -290,6 +291,10 @@ def test_at_a_scale_that_maps_n_the_reference_is_looked_up_at_the_papers_n(tmp_p
     cell = pd.read_csv(out["csv"], dtype=str).set_index(["partition", "curve", "dataset", "n"]).loc
     assert float(cell[("classes", "FedAvg", "cifar10", "2"), "paper"]) == 2.0 * 900
     assert float(cell[("classes", "FedAvg", "cifar10", "2"), "ratio"]) == 0.5
-    with pytest.raises(ValueError, match="reference has no value"):  # without the map, n = 2 has no paper column
-        figure.values = {}
+    with pytest.raises(ValueError, match="reference has no value"):  # without its paper column, n = 2 is no column
+        table.drop(columns="n_paper").to_csv(source, index=False)
+        write_table_figure(figure, source, out["csv"], out["md"], out["tex"])
+    table.loc[table["n"] == 2, "n_paper"] = [10, 5] * (len(table[table["n"] == 2]) // 2)
+    table.to_csv(source, index=False)
+    with pytest.raises(ResultsError, match="n = 2 stands for several of the paper's values"):
         write_table_figure(figure, source, out["csv"], out["md"], out["tex"])

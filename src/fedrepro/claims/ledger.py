@@ -16,8 +16,7 @@ from fedrepro.claims.data import ClaimData
 from fedrepro.claims.data_notes import with_data_notes
 from fedrepro.claims.validation import CLAIM_FIELDS, FigureLabels, validate_claims
 from fedrepro.errors import ConfigError
-from fedrepro.experiments.runtable import paper_value
-from fedrepro.results.tables import merged_labels, read_figure_table
+from fedrepro.results.tables import in_paper_terms, merged_labels, read_figure_table
 from fedrepro.utils.atomic import atomic_path
 from fedrepro.utils.yaml_file import read_yaml
 
@@ -65,7 +64,9 @@ class Judge:
     one ClaimData, whose summaries are computed once."""
 
     def __init__(self, tables: dict[str, pd.DataFrame], labels: dict[str, list[str]], scale: str):
-        self.tables, self.labels, self.scale = tables, labels, scale
+        self.tables, self.labels, self.scale = dict(tables), dict(labels), scale
+        for name in tables.keys() & labels.keys():  # claims are written in the paper's terms
+            self.tables[name], self.labels[name] = in_paper_terms(tables[name], labels[name])
         self.merged: dict[tuple[str, ...], ClaimData] = {}
 
     def data(self, figures: list[str]) -> ClaimData:
@@ -184,37 +185,23 @@ def load_claims(path: Path, figures: FigureLabels | None = None,
     return claims_cfg
 
 
-def in_paper_terms(table: pd.DataFrame, values: dict[str, dict[Any, Any]]) -> pd.DataFrame:
-    """The figure table with the settings its scale maps (a scale's `values`, e.g. n = 2 of 20 clients for
-    the paper's 10 of 100; Figure.values) back at the paper's values: claims are written in the paper's terms
-    and read the same at every scale."""
-    if not values:
-        return table
-    table = table.copy()
-    for key in values:
-        if key in table:
-            table[key] = table[key].map(lambda v, key=key: paper_value(values, key, v))
-    return table
-
-
 def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, dict[str, Any]], scale: str,
                  out: Path, record: Path | None = None, scale_note: str = "",
                  readings: dict[str, dict[str, Any]] | None = None,
                  alternatives: dict[str, dict[str, dict[str, dict[str, Any]]]] | None = None) -> pd.DataFrame:
     """The ledger of one paper: its claims file, its figure tables and what the ledger reads of their
-    figures (by name, Figure.claims_settings: label columns and value maps); `record` gets the
+    figures (by name, Figure.claims_settings: their label columns); `record` gets the
     bootstrap's settings (bootstrap_record) and `scale_note`, how this scale departs from the paper's
     (Figure.scale_note of the paper's figures); `readings`, the paper's; `alternatives`, the figures of each
-    alternative reading as run (RunTable.alternatives_settings: each one's table path, labels and value maps;
+    alternative reading as run (RunTable.alternatives_settings: each one's table path and labels;
     None: not evaluated; evaluate_claims). Written atomically, after every check has run: a failure leaves the
     files as they were."""
     claims_cfg = load_claims(claims_path, readings=readings)
-    tables = {p.stem: in_paper_terms(read_figure_table(p), figures.get(p.stem, {}).get("values", {}))
-              for p in table_paths}
+    tables = {p.stem: read_figure_table(p) for p in table_paths}
     labels = {name: f["labels"] for name, f in figures.items()}
     alt = None if alternatives is None else {
-        reading: {name: ({f: in_paper_terms(read_figure_table(Path(s["table"])), s.get("values", {}))
-                          for f, s in figs.items()}, {f: s["labels"] for f, s in figs.items()})
+        reading: {name: ({f: read_figure_table(Path(s["table"])) for f, s in figs.items()},
+                         {f: s["labels"] for f, s in figs.items()})
                   for name, figs in alts.items()}
         for reading, alts in alternatives.items()}
     ledger = with_data_notes(evaluate_claims(claims_cfg, tables, scale, labels, readings, alt), tables)

@@ -37,6 +37,7 @@ ANALYSIS_KEYS = ("target_accuracy", "x_source")
 OPERATIONAL_KEYS = ("checkpoint_every",)
 # Columns of a figure table that say which curve a row belongs to; the runs' settings follow them.
 LABEL_COLUMNS = ["figure", "panel", "curve", "method", "run_id"]
+PAPER_SUFFIX = "_paper"
 DRAWING_FORMATS = ("pdf", "png")
 
 
@@ -71,6 +72,13 @@ class Curve:
     run_id: str
     grid: dict[str, Any]  # the grid values that distinguish curves of one method (e.g. eta_tilde)
     analysis: dict[str, Any] = field(default_factory=dict)  # its ANALYSIS_KEYS settings
+    paper: dict[str, Any] = field(default_factory=dict)  # the paper's value of each setting its scale maps
+
+
+def paper_column(key: str) -> str:
+    """The figure table's column beside a setting that a scale's `values` map: the paper's value its runs stand
+    for (n = 2 of 20 clients: n_paper = 10), carried from the configuration, so nothing inverts the map."""
+    return key + PAPER_SUFFIX
 
 
 @dataclass
@@ -86,10 +94,7 @@ class Figure:
     setting_keys: list[str] = field(default_factory=list)  # the runs' scalar settings, columns of its table
     values: dict[str, dict[Any, Any]] = field(default_factory=dict)  # the scale's value maps: paper value -> this scale's
     stand_ins: list[str] = field(default_factory=list)  # the stand-in data its runs read (data/sources.py labels)
-
-    def paper_value(self, key: str, value: Any) -> Any:
-        """The paper-scale value of a setting that this scale maps (e.g. n = 2 of 20 clients -> 10), else `value`."""
-        return paper_value(self.values, key, value)
+    paper_keys: list[str] = field(default_factory=list)  # the settings its scale maps: a paper_column each
 
     def curve_labels(self, curve: Curve, spec: dict[str, Any]) -> dict[str, Any]:
         """The label columns of a curve's rows in the figure table, from its run's spec: what the
@@ -98,6 +103,7 @@ class Figure:
                   "run_id": curve.run_id}
         labels.update({k: spec.get(k) for k in self.setting_keys})
         labels.update(curve.analysis)
+        labels.update({paper_column(k): curve.paper.get(k) for k in self.paper_keys})
         return labels
 
     # What each job of a figure reads of it. The rules pass a digest of it as a param, so that
@@ -115,9 +121,9 @@ class Figure:
         return dataclasses.asdict(self)
 
     def claims_settings(self) -> dict[str, Any]:
-        """What rule claims reads: the label columns of the table and the scale's value maps
-        (claims are read in the paper's terms)."""
-        return {"labels": self.label_columns, "values": self.values}
+        """What rule claims reads: the label columns of the table (its paper columns among them: claims are read
+        in the paper's terms)."""
+        return {"labels": self.label_columns}
 
     @property
     def run_ids(self) -> list[str]:
@@ -127,7 +133,7 @@ class Figure:
     def label_columns(self) -> list[str]:
         """The columns of this figure's table that identify a curve (not measured): declared here, so
         that plots and claims never guess them from the column order."""
-        return LABEL_COLUMNS + self.setting_keys
+        return LABEL_COLUMNS + self.setting_keys + [paper_column(k) for k in self.paper_keys]
 
     @property
     def formats(self) -> tuple[str, ...]:
@@ -152,13 +158,6 @@ class Figure:
 def _text(value: Any) -> str:
     """A setting as plain text: lists without the quotes of their strings."""
     return f"[{', '.join(map(_text, value))}]" if isinstance(value, (list, tuple)) else str(value)
-
-
-def paper_value(values: dict[str, dict[Any, Any]], key: str, value: Any) -> Any:
-    """The paper-scale value of a setting that a scale's `values` map (e.g. n = 2 of 20 clients -> 10), else
-    `value`."""
-    back = [old for old, new in values.get(key, {}).items() if new == value]
-    return back[0] if len(back) == 1 else value
 
 
 class FigureList(list):
@@ -512,11 +511,15 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("
                     as_paper = _merge(paper_cfg.get("defaults", {}), paper_cfg["panels"][panel["use"]], method,
                                       panel.get("set", {}), curve, point, fixed)
                     spec.pop("fixed", None)
+                    mapped_from = {key: spec[key] for key in values if key in spec}
                     for key, mapping in values.items():  # e.g. n = 10 of 100 clients -> 2 of 20
                         if key in spec and spec[key] in mapping:
                             spec[key] = mapping[spec[key]]
                     source = resolve_data_source(spec, raw_root)
-                    spec.update(per_run_settings(per_run, spec))  # on the data read: a stand-in is tuned apart
+                    tuned = per_run_settings(per_run, spec)  # on the data read: a stand-in is tuned apart
+                    spec.update(tuned)
+                    # a setting a per_run entry chose stands for no value of the paper's: its own
+                    mapped_from.update({key: spec[key] for key in mapped_from if key in tuned})
                     if source is not None and not source.real:
                         stand_ins[source.label] = None
                     label = spec.get("label", curve["method"])
@@ -532,7 +535,8 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("
                     if any(c.panel == panel["name"] and c.run_id == rid for c in figure.curves):
                         continue  # a curve with `fixed` settings: one run, drawn once in its panel
                     point = {k: fixed.get(k, v) for k, v in point.items()}
-                    figure.curves.append(Curve(panel["name"], label, curve["method"], rid, point, analysis))
+                    figure.curves.append(Curve(panel["name"], label, curve["method"], rid, point, analysis,
+                                               mapped_from))
         if stand_ins:
             figure.caption = (figure.caption.rstrip() + " Data: " + "; ".join(stand_ins) + ".").strip()
             figure.stand_ins = list(stand_ins)
@@ -543,6 +547,7 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("
                               f"{where}: figures.{name}")
         figure.setting_keys = setting_keys([runs[rid] for rid in figure.run_ids]) + sorted(
             {k for c in figure.curves for k in c.analysis})
+        figure.paper_keys = sorted({k for c in figure.curves for k in c.paper} & set(figure.setting_keys))
         figures[(paper, name)] = figure
     known = {key for spec in runs.values() for key in spec}
     for i, entry in enumerate(per_run):
@@ -555,15 +560,16 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("
 
 def label_values(paper_cfg: dict[str, Any]) -> dict[str, dict[str, set[Any]]]:
     """Per figure, each label column of its table and the values it takes at any scale, in the paper's
-    terms (a scale's `values` mapped back, as the claims read them): what a claim may name."""
+    terms (a mapped setting at its paper column's value, as the claims read them): what a claim may name."""
     out: dict[str, dict[str, set[Any]]] = {}
     for scale in paper_cfg["scales"]:
         runs, figures = resolve_paper(paper_cfg, scale)
         for (_, name), figure in figures.items():
             columns = out.setdefault(name, {})
             for curve in figure.curves:
-                for column, value in figure.curve_labels(curve, runs[curve.run_id]).items():
-                    columns.setdefault(column, set()).add(figure.paper_value(column, value))
+                labels = figure.curve_labels(curve, runs[curve.run_id])
+                for column in LABEL_COLUMNS + figure.setting_keys:
+                    columns.setdefault(column, set()).add(labels.get(paper_column(column), labels[column]))
     return out
 
 

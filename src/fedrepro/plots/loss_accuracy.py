@@ -26,6 +26,7 @@ import seaborn as sns
 
 from fedrepro.experiments.runtable import Figure
 from fedrepro.plots.common import counted_x, finish_figure, log_y, mark_diverged, panel_name, theme
+from fedrepro.results.tables import paper_values
 
 NAMES = {"train_loss": "train loss", "test_accuracy": "test accuracy", "train_accuracy": "train accuracy",
          "test_loss": "test loss", "test_f1": "test F1", "test_top5": "top-5 test accuracy",
@@ -83,7 +84,7 @@ def loss_accuracy(table: pd.DataFrame, figure: Figure, *, metrics: Sequence[str]
                 for value, color in zip(values, _shades(base[label], len(values))):
                     run = curve if value is None else curve[curve[style] == value]
                     named = value is not None and not independent
-                    name = f"{label}, {NAMES.get(style, style)} = {_scaled(figure, style, value)}" if named else label
+                    name = f"{label}, {NAMES.get(style, style)} = {_scaled(run, style, value)}" if named else label
                     name += _steps(run, step_size or {})
                     _line(ax, run, metric, x, color=color, ls="--" if method in dashed else "-", label=name)
                     drawn.append(run)
@@ -101,9 +102,9 @@ def loss_accuracy(table: pd.DataFrame, figure: Figure, *, metrics: Sequence[str]
     return finish_figure(fig, axes, len(panels) * len(metrics), table, figure, band)
 
 
-def _scaled(figure: Figure, key: str, value) -> str:
+def _scaled(run: pd.DataFrame, key: str, value) -> str:
     """A value of the style column, with the paper's where this scale maps it: "2 (paper 10)"."""
-    paper = figure.paper_value(key, value)
+    paper = paper_values(run, key)[value]
     return f"{value:g}" if paper == value else f"{value:g} (paper {paper:g})"
 
 

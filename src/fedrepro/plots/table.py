@@ -48,7 +48,7 @@ import pandas as pd
 from fedrepro.experiments.runtable import Figure
 from fedrepro.plots.common import scale_note
 from fedrepro.results import summaries
-from fedrepro.results.tables import read_figure_table
+from fedrepro.results.tables import paper_values, read_figure_table
 from fedrepro.utils.atomic import atomic_path
 
 # summary name -> (per-run summary of a table, the column it fills)
@@ -211,26 +211,28 @@ class Labels:
 
 
 def reference_table(wide: pd.DataFrame, reference: dict[str, dict[str, Any]], labels: Labels,
-                    figure: Figure) -> pd.DataFrame:
-    """The paper's values for the cells of `wide`, from {row label: {column label: value}} with the labels at
-    the paper's values of settings the scale maps (figure.values). A cell that holds a run must have one; the
-    error names every missing cell."""
+                    table: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The paper's values for the cells of `wide` (table `name`'s, from the figure `table`), from {row label:
+    {column label: value}} with the labels at the paper's values of settings the scale maps (the table's paper
+    columns). A cell that holds a run must have one; the error names every missing cell."""
     given = {str(r): {str(c): v for c, v in (cols or {}).items()} for r, cols in reference.items()}
     out = pd.DataFrame(ABSENT, index=wide.index, columns=wide.columns, dtype=object)
     missing = []
+    paper = {n: paper_values(table, n) for n in (*wide.index.names, *wide.columns.names) if n in table}
+
     def paper_key(key: Any, names: list[str]) -> str:  # the labels at the paper's values (n = 10, not 2 of 20)
         values = key if isinstance(key, tuple) else (key,)
-        return labels.key(tuple(figure.paper_value(name, v) for name, v in zip(names, values)))
+        return labels.key(tuple(paper[name][v] if name in paper else v for name, v in zip(names, values)))
 
     for i in wide.index:
         for j in wide.columns:
             row, col = paper_key(i, list(wide.index.names)), paper_key(j, list(wide.columns.names))
             if col in given.get(row, {}):
-                out.loc[i, j] = parse_cell(given[row][col], f"table {figure.name}: reference[{row!r}][{col!r}]")
+                out.loc[i, j] = parse_cell(given[row][col], f"table {name}: reference[{row!r}][{col!r}]")
             elif not wide.loc[i, j].absent:
                 missing.append(f"[{row!r}][{col!r}]")
     if missing:
-        raise ValueError(f"table {figure.name}: reference has no value for {len(missing)} cell(s) that hold a run: "
+        raise ValueError(f"table {name}: reference has no value for {len(missing)} cell(s) that hold a run: "
                          f"{', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''}; rows are "
                          f"{[labels.key(i) for i in wide.index]}, columns {[labels.key(j) for j in wide.columns]}")
     return out
@@ -410,8 +412,9 @@ def write_table_figure(figure: Figure, table_path: Path, csv: Path, md: Path, te
     for name, used in (("never: horizon", never == "horizon"), ("speedup", speedup_options is not None)):
         if used and value["summary"] != "time_to_target":
             raise ValueError(f"table {figure.name}: {name} is for value summary time_to_target, not {value['summary']}")
-    cells = cell_table(read_figure_table(table_path), figure, **options)
-    paper = None if reference is None else reference_table(cells, reference, labels, figure)
+    table = read_figure_table(table_path)
+    cells = cell_table(table, figure, **options)
+    paper = None if reference is None else reference_table(cells, reference, labels, table, figure.name)
     speedups, group = None, None
     if speedup_options is not None:
         rule = Speedup.of(speedup_options, options["rows"], figure)

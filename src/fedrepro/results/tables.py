@@ -14,7 +14,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from fedrepro.asynchrony import TIMELINE_KINDS
-from fedrepro.experiments.runtable import Figure
+from fedrepro.experiments.runtable import Figure, paper_column
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.store import RunFiles, read_verified_record, run_files
 from fedrepro.utils import atomic
@@ -154,3 +154,28 @@ def read_figure_table(path: Path) -> pd.DataFrame:
 def merged_labels(*label_lists: list[str]) -> list[str]:
     """The label columns of several figures' tables read as one (claims that span figures)."""
     return list(dict.fromkeys(c for labels in label_lists for c in labels))
+
+
+def in_paper_terms(table: pd.DataFrame, labels: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """A figure table and its label columns as the claims read them, in the paper's terms: each setting its
+    scale maps at the value of its paper column (n = 10 of 100 clients where the runs have 2 of 20), which is
+    then dropped."""
+    paper = {paper_column(c): c for c in labels if paper_column(c) in labels}
+    if not paper:
+        return table, labels
+    table = table.assign(**{key: table[column] for column, key in paper.items()}).drop(columns=list(paper))
+    return table, [c for c in labels if c not in paper]
+
+
+def paper_values(table: pd.DataFrame, key: str) -> dict[Any, Any]:
+    """Each value of setting `key` in a figure table -> the paper's value it stands for (its paper column; the
+    value itself where the scale maps none). A value that stands for two of the paper's is an error."""
+    column = paper_column(key)
+    if column not in table:
+        return {v: v for v in table[key].unique()}
+    pairs = table[[key, column]].drop_duplicates()
+    clash = pairs[pairs[key].duplicated(keep=False)]
+    if len(clash):
+        raise ResultsError(f"{key} = {clash[key].iloc[0]} stands for several of the paper's values "
+                           f"({', '.join(map(str, clash[column]))}): its rows cannot be read in the paper's terms")
+    return dict(zip(pairs[key], pairs[column]))
