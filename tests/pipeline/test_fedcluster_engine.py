@@ -89,6 +89,16 @@ def test_methods_of_one_seed_share_devices_and_W0(tmp_path, image_inputs):
     assert other["partition_sha256"] != seeds["fedavg"]["0"]["partition_sha256"]
 
 
+def test_a_shorter_horizon_is_the_first_rounds_of_a_longer_one(tmp_path, image_inputs):
+    """Nothing a round does depends on the horizon: a run of T rounds logs exactly the first T rounds of a run of
+    more, for every method (what a scale that shortens a dataset's horizon rests on, docs/performance.md)."""
+    for method in ("fedcluster", "fedavg", "csgd"):
+        short, _, _ = run(tmp_path, f"{method}4", nn_spec(method=method, algorithm=method, rounds=4), image_inputs)
+        long, _, _ = run(tmp_path, f"{method}6", nn_spec(method=method, algorithm=method, rounds=6), image_inputs)
+        assert long["round"].max() == 6
+        pd.testing.assert_frame_equal(short, long[long["round"] <= 4].reset_index(drop=True), check_exact=True)
+
+
 def test_centralized_sgd_uses_as_many_samples_per_round(tmp_path, image_inputs):
     metrics, record, _ = run(tmp_path, "csgd", nn_spec(method="csgd", algorithm="csgd", seeds=1), image_inputs)
     fc, _, _ = run(tmp_path, "fc", nn_spec(seeds=1), image_inputs)

@@ -425,7 +425,7 @@ def _deviations(paper_cfg: dict[str, Any], scale: str) -> list[str]:
         for k, v in sorted(scale_cfg.get("defaults", {}).items())
     ]
     notes += [
-        f"{panel}: {k} = {v} (paper scale: {paper_cfg['panels'][panel].get(k)})"
+        f"{panel}: {k} = {v} (paper scale: {paper_cfg['panels'][panel].get(k, paper_cfg['defaults'].get(k))})"
         for panel, settings in sorted(scale_cfg.get("panels", {}).items())
         for k, v in sorted(settings.items())
     ]
