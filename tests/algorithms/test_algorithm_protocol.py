@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from algorithms_testdata import M, N_CLIENTS, streams
-from fedrepro.algorithms import algorithm, build_algorithm
+from fedrepro.algorithms import algorithm
 from fedrepro.algorithms.common import minibatches, sample_clients
 
 HP = {
@@ -19,8 +19,13 @@ HP = {
 METHODS = sorted(HP)
 
 
+def build(method, problem, hp, method_streams):
+    """A finite-sum method as the engine builds it: its algorithm by name, over the problem."""
+    return algorithm(method)(problem, hp, method_streams)
+
+
 def run(method, problem, seed, rounds: range, alg=None):
-    alg = alg or build_algorithm(method, problem, HP[method], streams(method, seed))
+    alg = alg or build(method, problem, HP[method], streams(method, seed))
     for r in rounds:
         alg.round(r)
     return alg
@@ -33,7 +38,7 @@ def test_resume_from_state_dict_is_bit_exact(method, problem):
     buffer = io.BytesIO()
     torch.save(first.state_dict(), buffer)  # through a checkpoint file, as the runner does
     buffer.seek(0)
-    resumed = build_algorithm(method, problem, HP[method], streams(method, 0))
+    resumed = build(method, problem, HP[method], streams(method, 0))
     resumed.load_state_dict(torch.load(buffer, weights_only=True))
     run(method, problem, 0, range(5, 10), alg=resumed)
     assert torch.equal(straight.x, resumed.x)
@@ -61,7 +66,7 @@ def test_same_streams_same_run_different_seed_different_run(method, problem):
 def test_baseline_counters(method, problem):
     """b*K sample gradients per participating client: 40 for b = 4, K = 10 (paper §6.2; claim C11)."""
     hp = HP[method] | {"S": 20, "K": 10, "b": 4}
-    alg = build_algorithm(method, problem, hp, streams(method))
+    alg = build(method, problem, hp, streams(method))
     assert alg.round(0) == {"clients": 20, "sample_grads": 20 * 40, "full": False}
 
 
@@ -78,15 +83,15 @@ def test_effective_step_size_convention():
         algorithm("fedavg").hyperparameters({"eta_tilde": 0.1, "K": 10, "S": 2, "b": 4, "eta_l": 0.5}, 3250, M)
 
 
-def test_build_algorithm_validates(problem):
+def test_an_algorithm_validates_its_name_and_hyperparameters(problem):
     with pytest.raises(ValueError, match="unknown method"):
-        build_algorithm("fedprox", problem, {}, streams())
+        build("fedprox", problem, {}, streams())
     with pytest.raises(ValueError, match=r"missing hyperparameters \['p'\], unknown \['q'\]"):
-        build_algorithm("fedpage", problem, {k: v for k, v in HP["fedpage"].items() if k != "p"} | {"q": 1}, streams())
+        build("fedpage", problem, {k: v for k, v in HP["fedpage"].items() if k != "p"} | {"q": 1}, streams())
     with pytest.raises(ValueError, match="b=11"):
-        build_algorithm("fedavg", problem, HP["fedavg"] | {"b": M + 1}, streams())
+        build("fedavg", problem, HP["fedavg"] | {"b": M + 1}, streams())
     with pytest.raises(ValueError, match="S=41"):
-        build_algorithm("scaffold", problem, HP["scaffold"] | {"S": N_CLIENTS + 1}, streams())
+        build("scaffold", problem, HP["scaffold"] | {"S": N_CLIENTS + 1}, streams())
 
 
 def test_sampling_is_uniform_without_replacement():

@@ -6,7 +6,6 @@ from fedrepro.algorithms.common import Algorithm, Streams
 from fedrepro.algorithms.fedavg import FedAvg
 from fedrepro.algorithms.fedpage import FedPAGE
 from fedrepro.algorithms.scaffold import Scaffold
-from fedrepro.objectives import FiniteSumProblem
 
 ALGORITHMS: dict[str, type[Algorithm]] = {"fedpage": FedPAGE, "scaffold": Scaffold, "fedavg": FedAvg}
 
@@ -18,8 +17,4 @@ def algorithm(method: str) -> type[Algorithm]:
     return ALGORITHMS[method]
 
 
-def build_algorithm(method: str, problem: FiniteSumProblem, hp: dict, streams: Streams) -> Algorithm:
-    return algorithm(method)(problem, hp, streams)
-
-
-__all__ = ["ALGORITHMS", "Algorithm", "FedAvg", "FedPAGE", "Scaffold", "Streams", "algorithm", "build_algorithm"]
+__all__ = ["ALGORITHMS", "Algorithm", "FedAvg", "FedPAGE", "Scaffold", "Streams", "algorithm"]

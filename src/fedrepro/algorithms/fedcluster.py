@@ -14,10 +14,10 @@ trainer, and ("csgd", rnd) for centralized SGD.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
-
-from typing import Any
 
 from fedrepro.nn import DeviceData, LocalOptimizer, LocalTrainer, Streams
 

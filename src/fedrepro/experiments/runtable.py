@@ -37,7 +37,6 @@ ANALYSIS_KEYS = ("target_accuracy", "x_source")
 OPERATIONAL_KEYS = ("checkpoint_every",)
 # Columns of a figure table that say which curve a row belongs to; the runs' settings follow them.
 LABEL_COLUMNS = ["figure", "panel", "curve", "method", "run_id"]
-PAPER_SUFFIX = "_paper"
 DRAWING_FORMATS = ("pdf", "png")
 
 
@@ -78,7 +77,7 @@ class Curve:
 def paper_column(key: str) -> str:
     """The figure table's column beside a setting that a scale's `values` map: the paper's value its runs stand
     for (n = 2 of 20 clients: n_paper = 10), carried from the configuration, so nothing inverts the map."""
-    return key + PAPER_SUFFIX
+    return f"{key}_paper"
 
 
 @dataclass
