@@ -36,10 +36,14 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
     a claim that rests on one whose source is our assumption is never PASS or FAIL (rests_on_readings).
     `alternatives`: reading -> alternative -> (tables, labels) of the figures it changes, as run; each claim
     that rests on the reading is judged again under it (column `robustness`; None: not evaluated)."""
+    tables, labels = _in_paper_terms(tables, labels)
     judge = Judge(tables, labels, scale)
-    under = {(reading, name): Judge({**tables, **alt_tables}, {**labels, **alt_labels}, scale)
-             for reading, alts in (alternatives or {}).items() for name, (alt_tables, alt_labels) in alts.items()
-             if alt_tables}
+    under: dict[tuple[str, str], Judge] = {}
+    for reading, alts in (alternatives or {}).items():
+        for name, (alt_tables, alt_labels) in alts.items():
+            if alt_tables:
+                alt_tables, alt_labels = _in_paper_terms(alt_tables, alt_labels)
+                under[(reading, name)] = Judge({**tables, **alt_tables}, {**labels, **alt_labels}, scale)
     rows = []
     for claim in claims_cfg["claims"]:
         status, ruling, result, support, figures = judge(claim)
@@ -58,15 +62,23 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def _in_paper_terms(tables: dict[str, pd.DataFrame], labels: dict[str, list[str]],
+                    ) -> tuple[dict[str, pd.DataFrame], dict[str, list[str]]]:
+    """Figure tables and their label columns, by figure, as claims read them: in the paper's terms
+    (results.tables.in_paper_terms), once per table."""
+    tables, labels = dict(tables), dict(labels)
+    for name in tables.keys() & labels.keys():
+        tables[name], labels[name] = in_paper_terms(tables[name], labels[name])
+    return tables, labels
+
+
 class Judge:
     """The checks of claims on one set of figure tables: a claim's verdict before the readings it rests on
     are weighed (status, ruling, Result, Support, the figures read). Claims that read the same figures share
     one ClaimData, whose summaries are computed once."""
 
     def __init__(self, tables: dict[str, pd.DataFrame], labels: dict[str, list[str]], scale: str):
-        self.tables, self.labels, self.scale = dict(tables), dict(labels), scale
-        for name in tables.keys() & labels.keys():  # claims are written in the paper's terms
-            self.tables[name], self.labels[name] = in_paper_terms(tables[name], labels[name])
+        self.tables, self.labels, self.scale = tables, labels, scale
         self.merged: dict[tuple[str, ...], ClaimData] = {}
 
     def data(self, figures: list[str]) -> ClaimData:
