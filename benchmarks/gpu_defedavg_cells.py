@@ -16,7 +16,7 @@ and every minibatch are keyed by (seed, client, training), never by the horizon.
 the client-steps the run's own timing traces compute up to it (counted here) and a rate per client-step: the
 client layer's, doubled, until the first run measures the engine's (on an H200 the guess was 2x too high).
 Prints per run the seed-mean time to 90% (the Table I reading) and each seed's, beside the paper; results of
-2026-11-26: docs/papers/defedavg.md. On the device machine (no Snakemake, no jsonschema there): carry the
+2026-11-26 and -27: docs/papers/defedavg.md. On the device machine (no Snakemake, no jsonschema there): carry the
 jsonschema wheels, data/prepared/fashion_mnist.npz and data/raw/fashion_mnist/PROVENANCE.json, and make the
 native view first (fedrepro.data.views.prepare_view).
 """
@@ -72,6 +72,8 @@ def main() -> None:
                    help="table_ii, quick_protocol, paper_protocol (needs --horizon)")
     p.add_argument("--panels", nargs="+", default=list(PANELS))
     p.add_argument("--horizon", type=float, help="a fixed horizon instead (a check of this script on a CPU)")
+    p.add_argument("--lr-local", type=float, nargs="+",
+                   help="paper_protocol: only these eta-bar of the grid (the rest of it ran before)")
     args = p.parse_args()
     device = resolve_device("auto")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -95,6 +97,7 @@ def main() -> None:
                 p.error("paper_protocol needs --horizon: every trial of a group must see the same horizon")
             grid = grid_of(tuning, spec)
             points = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+            points = [q for q in points if not args.lr_local or q["lr_local"] in args.lr_local]
             # the largest local steps first, should time run out: the smallest are the least likely to win
             for point in sorted(points, key=lambda q: [-q[k] for k in reversed(list(q))]):
                 jobs.append(("paper_protocol", panel, paper_time, {**spec, **point, "seeds": 1}))
