@@ -22,3 +22,20 @@ def synthetic_data(n_rows: int = N_CLIENTS * M + 7, dim: int = DIM, seed: int = 
 def streams(*seed: object):
     """The runner's stream protocol: a fresh generator per (purpose, round) of one run."""
     return lambda purpose, r: torch_generator("tests/algorithms", *seed, purpose, r)
+
+
+class Stepped:
+    """A method and its state, stepped as the engine steps it; the state's entries (else the method's
+    attributes) read as attributes."""
+
+    def __init__(self, method) -> None:
+        self.method, self.state = method, method.init()
+
+    def round(self, r: int) -> dict:
+        self.state, info = self.method.round(self.state, r)
+        return info
+
+    def __getattr__(self, key: str):
+        if key in ("method", "state"):  # not set yet
+            raise AttributeError(key)
+        return self.state[key] if key in self.state else getattr(self.method, key)

@@ -7,8 +7,9 @@ import io
 import pytest
 import torch
 
-from algorithms_testdata import M, N_CLIENTS, streams
+from algorithms_testdata import M, N_CLIENTS, Stepped, streams
 from fedrepro.algorithms import algorithm
+from fedrepro.algorithms.method import restore
 from fedrepro.algorithms.common import minibatches, sample_clients
 
 HP = {
@@ -25,34 +26,41 @@ def build(method, problem, hp, method_streams):
 
 
 def run(method, problem, seed, rounds: range, alg=None):
-    alg = alg or build(method, problem, HP[method], streams(method, seed))
+    alg = alg or Stepped(build(method, problem, HP[method], streams(method, seed)))
     for r in rounds:
         alg.round(r)
     return alg
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_resume_from_state_dict_is_bit_exact(method, problem):
+def test_resume_from_a_saved_state_is_bit_exact(method, problem):
     straight = run(method, problem, 0, range(10))
     first = run(method, problem, 0, range(5))
     buffer = io.BytesIO()
-    torch.save(first.state_dict(), buffer)  # through a checkpoint file, as the runner does
+    torch.save(first.state, buffer)  # through a checkpoint file, as the runner does
     buffer.seek(0)
-    resumed = build(method, problem, HP[method], streams(method, 0))
-    resumed.load_state_dict(torch.load(buffer, weights_only=True))
+    resumed = Stepped(build(method, problem, HP[method], streams(method, 0)))
+    resumed.state = restore(torch.load(buffer, weights_only=True), resumed.state)
     run(method, problem, 0, range(5, 10), alg=resumed)
     assert torch.equal(straight.x, resumed.x)
-    for key, value in straight.state_dict().items():
-        assert torch.equal(value, resumed.state_dict()[key]), key
+    for key, value in straight.state.items():
+        assert torch.equal(value, resumed.state[key]), key
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_state_dict_is_a_snapshot(method, problem):
+def test_a_round_leaves_the_state_it_is_given_alone(method, problem):
     alg = run(method, problem, 0, range(3))
-    saved = alg.state_dict()
-    x3 = saved["x"].clone()
+    saved = alg.state
+    copies = {k: v.clone() for k, v in saved.items()}
     run(method, problem, 0, range(3, 6), alg=alg)
-    assert torch.equal(saved["x"], x3) and not torch.equal(alg.x, x3)
+    assert all(torch.equal(saved[k], copies[k]) for k in copies) and not torch.equal(alg.x, copies["x"])
+
+
+def test_a_saved_state_of_another_method_is_refused(problem):
+    fedavg = Stepped(build("fedavg", problem, HP["fedavg"], streams("fedavg", 0)))
+    scaffold = Stepped(build("scaffold", problem, HP["scaffold"], streams("scaffold", 0)))
+    with pytest.raises(ValueError, match="keys"):
+        restore(fedavg.state, scaffold.state)
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -66,7 +74,7 @@ def test_same_streams_same_run_different_seed_different_run(method, problem):
 def test_baseline_counters(method, problem):
     """b*K sample gradients per participating client: 40 for b = 4, K = 10 (paper §6.2; claim C11)."""
     hp = HP[method] | {"S": 20, "K": 10, "b": 4}
-    alg = build(method, problem, hp, streams(method))
+    alg = Stepped(build(method, problem, hp, streams(method)))
     assert alg.round(0) == {"clients": 20, "sample_grads": 20 * 40, "full": False}
 
 

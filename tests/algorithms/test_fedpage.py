@@ -7,13 +7,13 @@ import pytest
 import torch
 
 import algorithms_reference as ref
-from algorithms_testdata import M, N_CLIENTS, streams
+from algorithms_testdata import M, N_CLIENTS, Stepped, streams
 from fedrepro.algorithms import FedPAGE
 
 
-def fedpage(problem, seed=0, **overrides) -> FedPAGE:
+def fedpage(problem, seed=0, **overrides) -> Stepped:
     hp = {"S": 5, "K": 4, "eta_g": 0.3, "eta_l": 0.02, "b1": M, "b2": M, "b3": 1, "p": 0.0} | overrides
-    return FedPAGE(problem, hp, streams("fedpage", seed))
+    return Stepped(FedPAGE(problem, hp, streams("fedpage", seed)))
 
 
 def run(alg, rounds: range) -> list[dict]:

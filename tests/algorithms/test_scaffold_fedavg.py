@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 import algorithms_reference as ref
-from algorithms_testdata import M, N_CLIENTS, streams
+from algorithms_testdata import M, N_CLIENTS, Stepped, streams
 from fedrepro.algorithms import FedAvg, Scaffold
 
 BASE = {"S": 6, "K": 5, "eta_g": 0.8, "eta_l": 0.03, "b": 3}
@@ -13,7 +13,7 @@ BASE = {"S": 6, "K": 5, "eta_g": 0.8, "eta_l": 0.03, "b": 3}
 
 def test_fedavg_full_participation_one_full_batch_step_is_gradient_descent(problem):
     eta_l = 0.4
-    alg = FedAvg(problem, {"S": N_CLIENTS, "K": 1, "eta_g": 1.0, "eta_l": eta_l, "b": M}, streams("gd"))
+    alg = Stepped(FedAvg(problem, {"S": N_CLIENTS, "K": 1, "eta_g": 1.0, "eta_l": eta_l, "b": M}, streams("gd")))
     x = torch.zeros(problem.dim, dtype=torch.float64)
     for r in range(20):
         alg.round(r)
@@ -22,7 +22,7 @@ def test_fedavg_full_participation_one_full_batch_step_is_gradient_descent(probl
 
 
 def test_fedavg_matches_reference(problem):
-    alg = FedAvg(problem, BASE, streams("fedavg"))
+    alg = Stepped(FedAvg(problem, BASE, streams("fedavg")))
     x = alg.x
     for r in range(4):
         info = alg.round(r)
@@ -32,7 +32,7 @@ def test_fedavg_matches_reference(problem):
 
 
 def test_scaffold_matches_reference(problem):
-    alg = Scaffold(problem, BASE, streams("scaffold"))
+    alg = Stepped(Scaffold(problem, BASE, streams("scaffold")))
     x, c, c_clients = alg.x, alg.c, alg.c_clients.clone()
     for r in range(4):
         info = alg.round(r)
@@ -45,14 +45,14 @@ def test_scaffold_matches_reference(problem):
 
 
 def test_scaffold_server_control_is_the_mean_of_client_controls(problem):
-    alg = Scaffold(problem, BASE, streams("scaffold-mean"))
+    alg = Stepped(Scaffold(problem, BASE, streams("scaffold-mean")))
     for r in range(10):
         alg.round(r)
     torch.testing.assert_close(alg.c, alg.c_clients.mean(dim=0), rtol=1e-10, atol=1e-14)
 
 
 def test_scaffold_with_controls_kept_zero_is_fedavg(problem):
-    scaffold, fedavg = Scaffold(problem, BASE, streams("same")), FedAvg(problem, BASE, streams("same"))
+    scaffold, fedavg = Stepped(Scaffold(problem, BASE, streams("same"))), Stepped(FedAvg(problem, BASE, streams("same")))
     for r in range(6):
         scaffold.c.zero_()
         scaffold.c_clients.zero_()

@@ -13,7 +13,7 @@ from fedrepro.algorithms.probabilistic_agents import (
     local_sgd,
     sample_indices,
 )
-from fedrepro.algorithms.fedvr import fedvr_step, resolve_hp, step_sizes, svrg_direction, svrg_local
+from fedrepro.algorithms.fedvr import fedvr_method, resolve_hp, step_sizes, svrg_direction, svrg_local
 from fedrepro.objectives.least_squares import LeastSquaresProblem
 
 ALL_ACTIVE = {"kind": "explicit", "p": [1.0] * 4}
@@ -21,12 +21,13 @@ ALL_ACTIVE = {"kind": "explicit", "p": [1.0] * 4}
 
 def run_fedvr_method(method: str, problem: LeastSquaresProblem, hp, *, n_mc: int, rounds: int,
                      streams) -> dict[str, np.ndarray]:
-    """Run `method` for n_mc Monte Carlo runs of `rounds` rounds (fedvr_step, simulated at once).
+    """Run `method` for n_mc Monte Carlo runs of `rounds` rounds (fedvr_method, simulated at once).
     Returns {"theta": (n_mc, rounds+1, d), "cost": (n_mc, rounds+1)}, float64, round 0 = θ^0."""
-    theta, step = fedvr_step(method, problem, hp, n_mc=n_mc, rounds=rounds, streams=streams)
+    fedvr = fedvr_method(method, problem, hp, n_mc=n_mc, rounds=rounds, streams=streams)
+    theta = fedvr.init()
     trajectory = [theta]
     for k in range(rounds):
-        theta = step(theta, k)
+        theta, _ = fedvr.round(theta, k)
         trajectory.append(theta)
     thetas = torch.stack(trajectory, dim=1)
     return {"theta": thetas.cpu().numpy(), "cost": problem.cost(thetas).cpu().numpy()}

@@ -1,4 +1,5 @@
-"""Pieces shared by the finite-sum FL algorithms: the protocol base, batched sampling, local SGD.
+"""Pieces shared by the finite-sum FL algorithms: their base (a Method, algorithms/method.py), batched
+sampling, local SGD.
 
 All per-client work in a round is batched over the sampled clients as (S,...) tensors; randomness
 comes only from `streams(purpose, round)`, so a round is a pure function of (state, round index).
@@ -17,7 +18,6 @@ from fedrepro.objectives import FiniteSumProblem
 from fedrepro.sampling import smallest_indices
 
 Streams = Callable[[str, int], torch.Generator]
-StateValue = Tensor | float | int | bool | None
 StepRows = Callable[[int], tuple[Tensor, Tensor]]  # k -> minibatch rows (S,B,d), (S,B) of local step k
 
 # Minibatch rows of all local steps above this size are gathered step by step into one reused buffer,
@@ -27,11 +27,11 @@ STEP_GATHER_BYTES = 1 << 20
 
 
 class Algorithm:
-    """x: server model (d,), float64, starting at x0 = 0 (docs/papers/fedpage.md R3). Subclasses list their
-    hyperparameter names in HP and the attributes needed to resume bit-exactly in STATE."""
+    """A finite-sum method (algorithms/method.py): its state holds the server model x (d,), float64, starting
+    at x0 = 0 (docs/papers/fedpage.md R3), and what else its rounds read of the past. Subclasses list their
+    hyperparameter names in HP."""
 
     HP: tuple[str, ...] = ()
-    STATE: tuple[str, ...] = ("x",)
 
     def __init__(self, problem: FiniteSumProblem, hp: dict, streams: Streams) -> None:
         missing, unknown = set(self.HP) - hp.keys(), hp.keys() - set(self.HP)
@@ -43,7 +43,6 @@ class Algorithm:
         self.problem = problem
         self.hp = dict(hp)
         self.streams = streams
-        self.x = torch.zeros(problem.dim, dtype=torch.float64, device=problem.A.device)
         self.S, self.K = int(hp["S"]), int(hp["K"])
         self.eta_g, self.eta_l = float(hp["eta_g"]), float(hp["eta_l"])
         _require(1 <= self.S <= problem.n_clients, f"S={self.S} must be in [1, N={problem.n_clients}]")
@@ -57,18 +56,11 @@ class Algorithm:
         values (`full`, `auto`) as numbers. The engine's limits are checked before (FiniteSumEngine.limits)."""
         raise NotImplementedError
 
-    def round(self, r: int) -> dict:
+    def init(self) -> dict[str, Tensor | None]:
+        return {"x": torch.zeros(self.problem.dim, dtype=torch.float64, device=self.problem.A.device)}
+
+    def round(self, state: dict[str, Tensor | None], r: int) -> tuple[dict[str, Tensor | None], dict]:
         raise NotImplementedError
-
-    def state_dict(self) -> dict[str, StateValue]:
-        return {k: _copy(getattr(self, k)) for k in self.STATE}
-
-    def load_state_dict(self, d: dict[str, StateValue]) -> None:
-        if d.keys() != set(self.STATE):
-            raise ValueError(f"{type(self).__name__}: state keys {sorted(d)} != {sorted(self.STATE)}")
-        device = self.x.device
-        for k, v in d.items():
-            setattr(self, k, v.to(device, copy=True) if isinstance(v, Tensor) else v)
 
     def _batch_size(self, key: str) -> int:
         b, M = int(self.hp[key]), self.problem.samples_per_client
@@ -91,10 +83,6 @@ def split_step(spec: dict, eta_g: float, eta_l: float) -> dict:
 def _require(ok: bool, message: str) -> None:
     if not ok:
         raise ValueError(message)
-
-
-def _copy(v: StateValue) -> StateValue:
-    return v.clone() if isinstance(v, Tensor) else v
 
 
 def sample_clients(gen: torch.Generator, n_clients: int, s: int) -> Tensor:

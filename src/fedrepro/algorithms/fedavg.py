@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from torch import Tensor
+
 from fedrepro.algorithms.common import Algorithm, ShardRows, Streams, batch_size, local_sgd, sample_clients, split_step
 from fedrepro.objectives import FiniteSumProblem
 
@@ -21,9 +23,17 @@ class FedAvg(Algorithm):
         self.b = self._batch_size("b")
         self._rows = ShardRows(problem)
 
-    def round(self, r: int) -> dict:
+    def round(self, state: dict, r: int) -> tuple[dict, dict]:
+        x = state["x"]
         clients = sample_clients(self.streams("clients", r), self.problem.n_clients, self.S)
-        y = local_sgd(self.problem, self.x, clients, self.streams("batches", r), self.K, self.eta_l, self.b,
+        y = local_sgd(self.problem, x, clients, self.streams("batches", r), self.K, self.eta_l, self.b,
                       rows=self._rows)
-        self.x = self.x + self.eta_g * (y - self.x).mean(dim=0)
+        return {"x": server_average(x, y, self.eta_g)}, self._counts()
+
+    def _counts(self) -> dict:
         return {"clients": self.S, "sample_grads": self.S * self.b * self.K, "full": False}
+
+
+def server_average(x: Tensor, y: Tensor, eta_g: float) -> Tensor:
+    """The server step x + eta_g * mean_i (y_i - x) over the clients' local models y (S,d)."""
+    return x + eta_g * (y - x).mean(dim=0)

@@ -1,9 +1,9 @@
 """FedCluster (Algorithm 1), FedAvg and centralized SGD for neural networks (FedCluster paper §II-III,
 §IV-A; docs/papers/fedcluster.md R6-R15).
 
-Each method is an update rule over the server state, the flat parameter vector W (P,):
-`round(W, rnd) -> (W', info)` is a pure function of (W, rnd): all randomness comes from named
-streams, so a run resumes exactly from any round. Local training and its backend live in
+Each method is a Method (algorithms/method.py) over the server state, the flat parameter vector W (P,):
+init() is the model's W0 and `round(W, rnd) -> (W', info)` a pure function of (W, rnd): all randomness
+comes from named streams, so a run resumes exactly from any round. Local training and its backend live in
 `LocalTrainer`; these classes only decide who trains, from where, and how results are merged. Each
 declares what it reads of a run's settings (`rate`, `from_spec`) and whether its seeds draw clusters, so the
 engine looks a method up once (ALGORITHMS) and never branches on its name.
@@ -82,6 +82,9 @@ class FedCluster:
         self.trainer, self.clusters, self.streams, self.cluster_order = trainer, clusters, streams, cluster_order
         self.active_per_cycle = max(1, round(frac * clusters.shape[1]))
 
+    def init(self) -> Tensor:
+        return self.trainer.flat.flatten()  # W0: the parameters the trainer's module was built with
+
     @property
     def M(self) -> int:
         return self.clusters.shape[0]
@@ -155,6 +158,9 @@ class CentralizedSGD:
             raise ValueError(f"batch = {batch} must be in [1, {n_slots}] (pooled slots)")
         self.trainer, self.streams, self.steps, self.batch = trainer, streams, steps, batch
 
+    def init(self) -> Tensor:
+        return self.trainer.flat.flatten()
+
     def round(self, W: Tensor, rnd: int) -> tuple[Tensor, dict[str, int]]:
         slots = self.trainer.data.table.flatten()
         gen = self.streams("csgd", rnd)
@@ -164,7 +170,7 @@ class CentralizedSGD:
             perm = torch.randperm(len(slots), generator=gen, device=gen.device)[: per_perm * self.batch]
             batches.append(perm.to(slots.device).view(per_perm, self.batch))
         idx = slots[torch.cat(batches)[: self.steps]].unsqueeze(0)  # one client, (1, steps, batch)
-        W = self.trainer.run(W, idx)[0]
+        W = self.trainer.run(W, idx)[0].clone()  # a view of the trainer's buffer, which the next round overwrites
         return W, {"updates": self.steps, "clients": 0, "samples": self.steps * self.batch}
 
 

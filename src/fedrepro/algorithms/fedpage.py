@@ -22,7 +22,6 @@ class FedPAGE(Algorithm):
     b3 (later local steps), p (probability of a full round for r >= 1)."""
 
     HP = ("S", "K", "eta_g", "eta_l", "b1", "b2", "b3", "p")
-    STATE = ("x", "x_prev", "g_prev")
 
     @classmethod
     def hyperparameters(cls, spec: dict, n_clients: int, samples_per_client: int) -> dict:
@@ -39,44 +38,43 @@ class FedPAGE(Algorithm):
         self.p = float(hp["p"])
         if not 0.0 <= self.p <= 1.0:
             raise ValueError(f"p={self.p} must be in [0, 1]")
-        self.x_prev: torch.Tensor | None = None  # x^{r-1}
-        self.g_prev: torch.Tensor | None = None  # g^{r-1}
         self._rows = ShardRows(problem)
 
-    def round(self, r: int) -> dict:
+    def init(self) -> dict:
+        return {**super().init(), "x_prev": None, "g_prev": None}  # x^{r-1}, g^{r-1}: none before round 0
+
+    def round(self, state: dict, r: int) -> tuple[dict, dict]:
+        x = state["x"]
         coin = self.streams("coin", r)
         full = r == 0 or float(torch.rand((), generator=coin, device=coin.device)) < self.p
         if full:
-            g, info = self._full_round(r)
-        elif self.g_prev is None:
+            g, info = self._full_round(x, r)
+        elif state["g_prev"] is None:
             raise RuntimeError("a partial FedPAGE round needs the previous round's (x, g); run round 0 first")
         else:
-            g, info = self._partial_round(r)
-        self.x_prev, self.g_prev = self.x, g
-        self.x = self.x - self.eta_g * g  # line 28
-        return info
+            g, info = self._partial_round(x, state["x_prev"], state["g_prev"], r)
+        return {"x": x - self.eta_g * g, "x_prev": x, "g_prev": g}, info  # line 28
 
-    def _full_round(self, r: int) -> tuple[torch.Tensor, dict]:
+    def _full_round(self, x: Tensor, r: int) -> tuple[Tensor, dict]:
         """Lines 5-11: g = (1/N) sum_i grad_{I1} f_i(x^r) over all N clients."""
         prob = self.problem
         N, M = prob.n_clients, prob.samples_per_client
         if self.b1 == M:
-            g = prob.full_grad(self.x)  # exact, through the fast sparse path
+            g = prob.full_grad(x)  # exact, through the fast sparse path
         else:
             A, b = minibatches(self.streams("batches", r), prob.A, prob.b, 1, self.b1)
-            g = prob.rows_grad(self.x, A[0], b[0]).mean(dim=0)
+            g = prob.rows_grad(x, A[0], b[0]).mean(dim=0)
         return g, {"clients": N, "sample_grads": N * self.b1, "full": True}
 
-    def _partial_round(self, r: int) -> tuple[torch.Tensor, dict]:
+    def _partial_round(self, x: Tensor, x_prev: Tensor, g_prev: Tensor, r: int) -> tuple[Tensor, dict]:
         """Lines 12-26, batched over the S sampled clients."""
         prob, K, eta_l = self.problem, self.K, self.eta_l
-        x, x_prev = self.x, self.x_prev
         clients = sample_clients(self.streams("clients", r), prob.n_clients, self.S)
         gen = self.streams("batches", r)
         A2, b2 = self._rows.minibatches(gen, clients, 1, self.b2, slot="b2")
         A3, b3 = self._rows.minibatches(gen, clients, K - 1, self.b3, slot="b3")
         # Each difference uses the same minibatch at both points (Algorithm 1 lines 17, 21).
-        g_loc = prob.rows_grad_diff(x, x_prev, A2[0], b2[0]) + self.g_prev  # line 17
+        g_loc = prob.rows_grad_diff(x, x_prev, A2[0], b2[0]) + g_prev  # line 17
         g_sum = local_page_steps(prob, x, g_loc, A3, b3, eta_l) if K > 1 else g_loc  # lines 18-23
         # Line 26: (1/(K eta_l S)) sum_i (x - y_{i,K}) equals the mean of the K*S local estimators.
         # Taking that mean directly avoids the cancellation in x - y_{i,K} when eta_l is small.

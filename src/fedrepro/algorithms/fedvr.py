@@ -1,5 +1,5 @@
 """FedAvg-SVRG with probabilistically activated agents (Rostami & Kia, Algorithm 1),
-and `fedvr_step`, the entry point for it and its two baselines.
+and `fedvr_method`, the entry point for it and its two baselines (each a Method, algorithms/method.py).
 
 Per round k: agent n is active with probability p_n^k; each active agent starts from θ^k
 and runs S SVRG snapshots, each one full local gradient μ̃ at the snapshot w̃ followed by
@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 import torch
 
+from fedrepro.algorithms.method import Rounds
 from fedrepro.algorithms.probabilistic_agents import (
     Streams,
     activation_probabilities,
@@ -120,7 +121,7 @@ def step_sizes(hp: Mapping[str, Any], rounds: int) -> list[float]:
     raise ValueError(f"unknown eta_schedule {schedule!r}; expected one of {ETA_SCHEDULES}")
 
 
-def fedvr_step(
+def fedvr_method(
     method: str,
     problem: LeastSquaresProblem,
     hp: Mapping[str, Any],
@@ -128,8 +129,8 @@ def fedvr_step(
     n_mc: int,
     rounds: int,
     streams: Streams,
-) -> tuple[torch.Tensor, RoundStep]:
-    """θ^0 of n_mc Monte Carlo runs (n_mc, d) and the round step of `method` for them.
+) -> Rounds:
+    """`method` for n_mc Monte Carlo runs at once: its state is their θ (n_mc, d), θ^0 at init().
 
     streams(purpose, mc, round) must return a fresh torch.Generator on the problem's
     device. Purposes used: "activation", "samples", "selection", "activation_probs"; the
@@ -139,9 +140,14 @@ def fedvr_step(
     hp = resolve_hp(hp)
     p = activation_probabilities(hp["activation"], problem.n_agents, rounds, streams)
     theta0 = torch.as_tensor(hp["theta0"], dtype=torch.float64).expand(problem.dim).to(problem.Q).expand(n_mc, -1)
-    common = {"n_mc": n_mc, "streams": streams}
+    step = _round_step(method, problem, hp, p, rounds, {"n_mc": n_mc, "streams": streams})
+    return Rounds(lambda: theta0, lambda theta, k: (step(theta, k), {}))
+
+
+def _round_step(method: str, problem: LeastSquaresProblem, hp: dict[str, Any], p: torch.Tensor, rounds: int,
+                common: dict[str, Any]) -> RoundStep:
     if method == "fedavg_svrg":
-        return theta0, fedavg_svrg_step(problem, p=p, S=hp["S"], M=hp["M"], delta=hp["delta"], **common)
+        return fedavg_svrg_step(problem, p=p, S=hp["S"], M=hp["M"], delta=hp["delta"], **common)
     local = {
         "etas": step_sizes(hp, rounds),
         "local_steps": hp["S"] * hp["M"] if hp["local_steps"] is None else hp["local_steps"],
@@ -149,10 +155,10 @@ def fedvr_step(
         "sampling": hp["sampling"],
     }
     if method == "fedavg_prob":
-        return theta0, fedavg_prob_step(problem, p=p, **local, **common)
+        return fedavg_prob_step(problem, p=p, **local, **common)
     if method == "fedavg_uniform":
         m = hp["agents_per_round"]
         if m == "expected":
             m = round(float(p.sum(dim=-1).mean()))
-        return theta0, fedavg_uniform_step(problem, agents_per_round=m, **local, **common)
+        return fedavg_uniform_step(problem, agents_per_round=m, **local, **common)
     raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from fedrepro.algorithms.common import Streams, local_sgd, sample_clients
-from fedrepro.algorithms.fedavg import FedAvg
-from fedrepro.objectives import FiniteSumProblem
+from fedrepro.algorithms.common import local_sgd, sample_clients
+from fedrepro.algorithms.fedavg import FedAvg, server_average
 
 
 class Scaffold(FedAvg):
@@ -20,24 +19,21 @@ class Scaffold(FedAvg):
     State: server control c (d,) and every client's control c_clients (N,d).
     """
 
-    STATE = ("x", "c", "c_clients")
+    def init(self) -> dict:
+        x = super().init()["x"]
+        return {"x": x, "c": torch.zeros_like(x),
+                "c_clients": torch.zeros(self.problem.n_clients, self.problem.dim, dtype=x.dtype, device=x.device)}
 
-    def __init__(self, problem: FiniteSumProblem, hp: dict, streams: Streams) -> None:
-        super().__init__(problem, hp, streams)
-        self.c = torch.zeros_like(self.x)
-        self.c_clients = torch.zeros(problem.n_clients, problem.dim, dtype=self.x.dtype, device=self.x.device)
-
-    def round(self, r: int) -> dict:
+    def round(self, state: dict, r: int) -> tuple[dict, dict]:
+        x, c, c_clients = state["x"], state["c"], state["c_clients"]
         N = self.problem.n_clients
         clients = sample_clients(self.streams("clients", r), N, self.S)
-        c_i = self.c_clients[clients]
+        c_i = c_clients[clients]
         y = local_sgd(
-            self.problem, self.x, clients, self.streams("batches", r), self.K, self.eta_l, self.b,
-            correction=self.c - c_i, rows=self._rows,
+            self.problem, x, clients, self.streams("batches", r), self.K, self.eta_l, self.b,
+            correction=c - c_i, rows=self._rows,
         )
-        c_i_new = c_i - self.c + (self.x - y) / (self.K * self.eta_l)
-        self.c_clients[clients] = c_i_new
+        c_i_new = c_i - c + (x - y) / (self.K * self.eta_l)
         # The server control tracks the mean of all N client controls, of which only S changed.
-        self.c = self.c + (c_i_new - c_i).sum(dim=0) / N
-        self.x = self.x + self.eta_g * (y - self.x).mean(dim=0)
-        return {"clients": self.S, "sample_grads": self.S * self.b * self.K, "full": False}
+        return {"x": server_average(x, y, self.eta_g), "c": c + (c_i_new - c_i).sum(dim=0) / N,
+                "c_clients": c_clients.index_put((clients,), c_i_new)}, self._counts()

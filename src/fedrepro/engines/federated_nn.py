@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from fedrepro.algorithms.fedcluster import ALGORITHMS
+from fedrepro.algorithms.method import restore
 from fedrepro.data.partitions import device_partition, random_clusters, rho_cluster_clusters
 from fedrepro.data.registry import get_dataset
 from fedrepro.nn import DeviceData, FlatModel, evaluate, pooled_train_set
@@ -114,7 +115,7 @@ class NetworkTrainer(Trainer):
         data, clusters = self.seed_setup.data, self.seed_setup.clusters
         self.algo = setup.algorithm.from_spec(spec, module, data, clusters, streams, setup.backend)
         setup.summary["n_params"] = self.algo.trainer.flat.n_params
-        self.W = W0
+        self.W = self.algo.init()
         self.counters = {"samples": 0, "updates": 0, "clients": 0}
         self.info[seed].update(self.seed_setup.record)
 
@@ -134,7 +135,7 @@ class NetworkTrainer(Trainer):
         return {"W": self.W, "counters": dict(self.counters)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.W, self.counters = state["W"].to(self.W.device), dict(state["counters"])
+        self.W, self.counters = restore(state["W"], self.W), dict(state["counters"])
 
 
 class NetworkSetup(Setup):

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from fedrepro.algorithms import algorithm
+from fedrepro.algorithms.method import restore
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, rows_limit, setting_limit
 from fedrepro.numerics import UNKEYED
@@ -27,11 +28,12 @@ class FiniteSumTrainer(Trainer):
         # runs that differ only in their step sizes draw the same clients, minibatches and coins (numerics.UNKEYED)
         keys = tuple(k for k in setup.spec if k not in UNKEYED["finite_sum"])
         self.algo = setup.algorithm(setup.problem, setup.hp, setup.ctx.streams(seed, keys))
+        self.state = self.algo.init()
         self.counters = {"clients": 0, "sample_grads": 0, "full_rounds": 0}
         self.info[seed]["full_round_indices"] = []
 
     def advance(self, r: int) -> None:
-        info = self.algo.round(r)
+        self.state, info = self.algo.round(self.state, r)
         self.counters["clients"] += int(info["clients"])
         self.counters["sample_grads"] += int(info["sample_grads"])
         if info["full"]:
@@ -39,15 +41,14 @@ class FiniteSumTrainer(Trainer):
             self.info[self.seeds[0]]["full_round_indices"].append(r)
 
     def evaluate(self, r: int) -> list[Row]:
-        x = self.algo.x
-        grad_norm, loss = self.problem.evaluate(x)
+        grad_norm, loss = self.problem.evaluate(self.state["x"])
         return [{"seed": self.seeds[0], "round": r, "grad_norm": grad_norm, "loss": loss, **self.counters}]
 
     def state_dict(self) -> dict[str, Any]:
-        return {"algorithm": self.algo.state_dict(), "counters": dict(self.counters)}
+        return {"algorithm": self.state, "counters": dict(self.counters)}  # rounds never change a state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.algo.load_state_dict(state["algorithm"])
+        self.state = restore(state["algorithm"], self.state)
         self.counters = dict(state["counters"])
 
 

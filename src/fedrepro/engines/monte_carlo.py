@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from fedrepro.algorithms.fedvr import DEFAULT_HP, fedvr_step
+from fedrepro.algorithms.fedvr import DEFAULT_HP, fedvr_method
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, rows_limit, setting_limit
 from fedrepro.objectives.least_squares import make_insurance_problem
@@ -53,11 +53,12 @@ class MonteCarloTrainer(Trainer):
             return streams_of(seeds[mc], setup.stream_keys)(purpose, k)
 
         spec = setup.spec
-        self.theta, self.step = fedvr_step(spec["algorithm"], setup.problem, setup.hp, n_mc=len(seeds),
-                                           rounds=spec["rounds"], streams=streams)
+        self.method = fedvr_method(spec["algorithm"], setup.problem, setup.hp, n_mc=len(seeds),
+                                   rounds=spec["rounds"], streams=streams)
+        self.theta = self.method.init()
 
     def advance(self, r: int) -> None:
-        self.theta = self.step(self.theta, r)
+        self.theta, _ = self.method.round(self.theta, r)
 
     def evaluate(self, r: int) -> list[Row]:
         problem, dim = self.setup.problem, self.setup.problem.dim

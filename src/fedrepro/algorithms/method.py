@@ -1,0 +1,47 @@
+"""The one shape of an algorithm, in FedJAX's spirit: built once for a run (and seed) from what it reads
+(the problem or model, its hyperparameters, its random streams), it is two pure functions over an explicit
+server state that the engine holds:
+
+    init() -> state                      the server state before round 0
+    round(state, r) -> (state, info)     round r: the next state, and what the round counted (clients, ...)
+
+`round` never changes the state it is given, and all its randomness comes from named streams keyed by the
+round, so round(state, r) depends only on its arguments: the engine saves a state as it is and a run resumes
+bit-exactly from it. A method's hyperparameters are declared with it (each family's `hyperparameters` or
+`from_spec`), so no engine branches on a method's name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from torch import Tensor
+
+State = Any  # a tensor, or a dict of tensors and numbers: all a round reads of the past
+Info = dict[str, Any]
+
+
+class Method(Protocol):
+    def init(self) -> State: ...
+
+    def round(self, state: State, r: int) -> tuple[State, Info]: ...
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """A Method made of two functions (for methods written as closures)."""
+
+    init: Callable[[], State]
+    round: Callable[[State, int], tuple[State, Info]]
+
+
+
+def restore(saved: State, fresh: State) -> State:
+    """A saved state (a checkpoint's) on the device of `fresh`, the method's init(), whose keys it must have."""
+    if not isinstance(fresh, dict):
+        return saved.to(fresh.device, copy=True)
+    if saved.keys() != fresh.keys():
+        raise ValueError(f"a saved state with keys {sorted(saved)}, expected {sorted(fresh)}")
+    device = next(v.device for v in fresh.values() if isinstance(v, Tensor))
+    return {k: v.to(device, copy=True) if isinstance(v, Tensor) else v for k, v in saved.items()}
