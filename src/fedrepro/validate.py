@@ -10,7 +10,8 @@ from fedrepro.claims.ledger import load_claims
 from fedrepro.engines import ENGINES
 from fedrepro.engines.context import resolve_device
 from fedrepro.errors import ConfigError
-from fedrepro.experiments.runtable import Figure, RunTable, build_run_table, label_values, load_paper_config
+from fedrepro.experiments.runtable import (Figure, RunTable, build_run_table, label_values, load_paper_config,
+                                           raw_data_root, resolve_paper)
 from fedrepro.schemas import SCHEMA_DIR, check, check_against, known_papers, schema
 
 # plot options whose values are method names of the paper
@@ -47,6 +48,8 @@ def load_and_validate(
     config = with_defaults(config, schema_dir)
     papers = known_papers(schema_dir)
     engines, methods = {}, {}
+    resolved = {}  # each paper resolved once: at the paper scale for its claims, reused when that is the scale run
+    raw_root = raw_data_root(config_dir)
     for paper in papers:
         path = config_dir / "papers" / f"{paper}.yaml"
         if not path.exists():
@@ -65,10 +68,13 @@ def load_and_validate(
         claims_path = config_dir / "claims" / f"{paper}.yaml"
         if not claims_path.exists():
             raise ConfigError(f"no claims file {claims_path} for paper {paper!r}")
-        claims = load_claims(claims_path, label_values(paper_cfg), paper_cfg.get("readings", {}))
+        at_paper_scale = resolve_paper(paper_cfg, "paper", raw_root)
+        claims = load_claims(claims_path, label_values(*at_paper_scale), paper_cfg.get("readings", {}))
         for claim in claims["claims"]:
             _check_columns(claim, paper_cfg["engine"], f"{claims_path}: claim {claim['id']}")
-    table = build_run_table({**config, "papers": papers}, config_dir)
+        if config["scale"] == "paper":
+            resolved[paper] = (paper_cfg, at_paper_scale)
+    table = build_run_table({**config, "papers": papers}, config_dir, resolved)
     alternatives = [(f"readings.{a.reading}.alternatives.{a.name}: ", f) for paper, alts in table.alternatives.items()
                     for a in alts for f in a.figures.values()]
     curves = {c.run_id: f"{where}figures.{f.name}, panel {c.panel!r}, curve {c.label!r}"  # each run's first curve

@@ -20,7 +20,7 @@ from fedrepro.schemas import SCALES
 CLAIM_FIELDS = {"id", "quote", "figures", "check", "expected", "note", "min_seeds", "undecided_at", "rests_on"}
 # top-level keys of a claims file (each check names its own metric, x column and window)
 LEDGER_FIELDS = {"paper", "claims"}
-# Per figure of a paper, each label column of its table and the values it takes at any scale, in the
+# Per figure of a paper, each label column of its table and the values it takes at the paper scale, in the
 # paper's terms (experiments/runtable.py label_values): what a claim may name.
 FigureLabels = Mapping[str, Mapping[str, Collection[Any]]]
 SHOWN = 20  # allowed values listed in a message (a column may hold hundreds of run ids)

@@ -463,8 +463,15 @@ def per_run_settings(per_run: list[dict[str, Any]], spec: dict[str, Any]) -> dic
     return chosen
 
 
-def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("data/raw"),
-                  ) -> tuple[dict[str, dict], dict[tuple[str, str], Figure]]:
+Resolved = tuple[dict[str, dict], dict[tuple[str, str], Figure]]  # a paper's runs and figures at one scale
+
+
+def raw_data_root(config_dir: Path) -> Path:
+    """Where user-provided data would be, beside the configuration (data/sources.py)."""
+    return config_dir.parent / "data" / "raw"
+
+
+def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("data/raw")) -> Resolved:
     """The runs and figures of a paper at a scale; `raw_root` is where user-provided data would be
     (data/sources.py: without it, the runs read its stand-in, and each caption says so)."""
     paper = paper_cfg["key"]
@@ -557,18 +564,18 @@ def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("
     return runs, figures
 
 
-def label_values(paper_cfg: dict[str, Any]) -> dict[str, dict[str, set[Any]]]:
-    """Per figure, each label column of its table and the values it takes at any scale, in the paper's
-    terms (a mapped setting at its paper column's value, as the claims read them): what a claim may name."""
+def label_values(runs: dict[str, dict], figures: dict[tuple[str, str], Figure]) -> dict[str, dict[str, set[Any]]]:
+    """Per figure of a resolved paper (resolve_paper), each label column of its table and the values it takes, in
+    the paper's terms (a mapped setting at its paper column's value, as the claims read them). Of the paper
+    scale's figures, what a claim may name: a claim is the paper's, in the paper's terms, while a reduced scale
+    may drop panels (its claim is then undecided there) but never names a value of the paper's otherwise."""
     out: dict[str, dict[str, set[Any]]] = {}
-    for scale in paper_cfg["scales"]:
-        runs, figures = resolve_paper(paper_cfg, scale)
-        for (_, name), figure in figures.items():
-            columns = out.setdefault(name, {})
-            for curve in figure.curves:
-                labels = figure.curve_labels(curve, runs[curve.run_id])
-                for column in LABEL_COLUMNS + figure.setting_keys:
-                    columns.setdefault(column, set()).add(labels.get(paper_column(column), labels[column]))
+    for (_, name), figure in figures.items():
+        columns = out.setdefault(name, {})
+        for curve in figure.curves:
+            labels = figure.curve_labels(curve, runs[curve.run_id])
+            for column in LABEL_COLUMNS + figure.setting_keys:
+                columns.setdefault(column, set()).add(labels.get(paper_column(column), labels[column]))
     return out
 
 
@@ -592,20 +599,25 @@ def resolve_alternatives(paper_cfg: dict[str, Any], claims: list[dict[str, Any]]
     return runs, alternatives
 
 
-def build_run_table(config: dict[str, Any], config_dir: Path) -> RunTable:
+def build_run_table(config: dict[str, Any], config_dir: Path,
+                    resolved: dict[str, tuple[dict[str, Any], Resolved]] | None = None) -> RunTable:
     """The runs and figures of config `papers` at config `scale`; with `readings: all`, also the runs and
-    figures of their alternative readings (resolve_alternatives)."""
+    figures of their alternative readings (resolve_alternatives). `resolved`: papers already loaded, each as
+    (its configuration, resolve_paper of it at config `scale`), which are not read or resolved again."""
     runs: dict[str, dict] = {}
     figures: dict[tuple[str, str], Figure] = {}
     readings: dict[str, dict[str, dict[str, Any]]] = {}
     alternatives: dict[str, list[Alternative]] = {}
-    raw_root = config_dir.parent / "data" / "raw"
+    raw_root = raw_data_root(config_dir)
     for paper in config["papers"]:
-        path = config_dir / "papers" / f"{paper}.yaml"
-        if not path.exists():
-            raise ConfigError(f"papers: no configuration {path} for paper {paper!r}")
-        paper_cfg = load_paper_config(path)
-        paper_runs, paper_figures = resolve_paper(paper_cfg, config["scale"], raw_root)
+        if resolved and paper in resolved:
+            paper_cfg, (paper_runs, paper_figures) = resolved[paper]
+        else:
+            path = config_dir / "papers" / f"{paper}.yaml"
+            if not path.exists():
+                raise ConfigError(f"papers: no configuration {path} for paper {paper!r}")
+            paper_cfg = load_paper_config(path)
+            paper_runs, paper_figures = resolve_paper(paper_cfg, config["scale"], raw_root)
         runs.update(paper_runs)
         figures.update(paper_figures)
         readings[paper] = paper_cfg.get("readings", {})

@@ -13,7 +13,7 @@ import pandas as pd
 
 from fedrepro.claims.ledger import evaluate_claims, load_claims
 from fedrepro.errors import ConfigError
-from fedrepro.experiments.runtable import label_values, load_paper_config, resolve_paper
+from fedrepro.experiments.runtable import label_values, load_paper_config, raw_data_root, resolve_paper
 from fedrepro.results.tables import read_figure_table, write_figure_table
 from fedrepro.utils.patch import patched
 from fedrepro.variants.spec import base_config, settings_text, train_checked, write_result
@@ -27,7 +27,8 @@ def run_study(spec: dict[str, Any], config_dir: Path = Path("config"), out_dir: 
     paper, scale = spec["paper"], spec["scale"]
     paper_cfg = load_paper_config(config_dir / "papers" / f"{paper}.yaml")
     readings = paper_cfg.get("readings", {})
-    claims_cfg = load_claims(config_dir / "claims" / f"{paper}.yaml", label_values(paper_cfg), readings)
+    claims_cfg = load_claims(config_dir / "claims" / f"{paper}.yaml",
+                             label_values(*resolve_paper(paper_cfg, "paper", raw_data_root(config_dir))), readings)
     by_id = {c["id"]: c for c in claims_cfg["claims"]}
     unknown = [c for c in spec["claims"] if c not in by_id]
     if unknown:
