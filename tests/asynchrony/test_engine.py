@@ -172,7 +172,31 @@ def test_versions_are_freed_once_no_training_starts_from_them(tmp_path, images):
     rounds, held = trainer.trace.n_rounds, []
     for r in range(rounds):
         trainer.advance(r)
-        held.append(len(trainer.replay.versions))
-        pending = set(trainer.trace.start_version[trainer.replay.bounds[r + 1]:])  # starts of trainings to come
-        assert set(trainer.replay.versions) <= pending | {r + 1}
+        held.append(len(trainer.state["versions"]))
+        pending = set(trainer.trace.start_version[trainer.trace.round_bounds[r + 1]:])  # starts of trainings to come
+        assert set(trainer.state["versions"]) <= pending | {r + 1}
     assert rounds > 50 and max(held) <= 1 + int(trainer.trace.staleness.max())
+
+
+def test_a_round_leaves_the_state_it_is_given_alone(tmp_path, images):
+    """AsyncRounds is a Method: a round copies what it changes (its versions, Deltas and counts), so a
+    state taken mid-run is a snapshot, and the same round from it gives the same model."""
+    import logging
+
+    spec = spec_of(algorithm="fedbuff", method="fedbuff", fedbuff_staleness="sqrt", n=2, seeds=1,
+                   time_horizon=6.0, eval_every_time=3.0)
+    arrays = dict(np.load(images["prepared"]))
+    ctx = context.RunContext("p", spec, "cpu", tmp_path / "c.pt", logging.getLogger("test"), show_progress=False)
+    trainer = asynchronous.AsyncSetup(spec, arrays, ctx).start([0])
+    for r in range(10):
+        trainer.advance(r)
+    saved = trainer.state
+    kept = {"versions": dict(saved["versions"]), "deltas": dict(saved["deltas"]),
+            "remaining": saved["remaining"].copy()}
+    for r in range(10, 20):
+        trainer.advance(r)
+    assert saved["versions"] == kept["versions"] and saved["deltas"].keys() == kept["deltas"].keys()
+    assert (saved["remaining"] == kept["remaining"]).all() and (trainer.state["remaining"] != kept["remaining"]).any()
+    again, _ = trainer.method.round(saved, 10)
+    first, _ = trainer.method.round(saved, 10)
+    assert torch.equal(again["w"], first["w"])

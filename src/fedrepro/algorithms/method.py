@@ -37,11 +37,24 @@ class Rounds:
 
 
 
+
 def restore(saved: State, fresh: State) -> State:
     """A saved state (a checkpoint's) on the device of `fresh`, the method's init(), whose keys it must have."""
-    if not isinstance(fresh, dict):
-        return saved.to(fresh.device, copy=True)
-    if saved.keys() != fresh.keys():
+    if isinstance(fresh, dict) and saved.keys() != fresh.keys():
         raise ValueError(f"a saved state with keys {sorted(saved)}, expected {sorted(fresh)}")
-    device = next(v.device for v in fresh.values() if isinstance(v, Tensor))
-    return {k: v.to(device, copy=True) if isinstance(v, Tensor) else v for k, v in saved.items()}
+    return _on(saved, next(_tensors(fresh)).device)
+
+
+def _tensors(state: State):
+    if isinstance(state, Tensor):
+        yield state
+    for value in state.values() if isinstance(state, dict) else state if isinstance(state, list) else ():
+        yield from _tensors(value)
+
+
+def _on(state: State, device) -> State:
+    if isinstance(state, Tensor):
+        return state.to(device, copy=True)
+    if isinstance(state, dict):
+        return {k: _on(v, device) for k, v in state.items()}
+    return [_on(v, device) for v in state] if isinstance(state, list) else state

@@ -36,6 +36,11 @@ def other_sums(phis: list[Tensor]) -> list[Tensor]:
 
 
 class TDCD:
+    """A Method (algorithms/method.py) whose round is one local iteration t -> t + 1. Its state: the hubs'
+    blocks, and within a TDCD round the round's batch, every silo's clients (K, S) and the other silos'
+    embeddings. The silos are its working buffers: they hold the state last returned, which a round steps on
+    from without loading it again."""
+
     def __init__(self, silos: list[Silo], hubs: list[Tensor], Q: int, batch_of: Callable[[int], Tensor]) -> None:
         """`hubs`: each silo's initial state; `batch_of(r)`: round r's minibatch of IDs (B,), the same for
         every silo (the hubs' shared pseudo-random generator)."""
@@ -43,45 +48,46 @@ class TDCD:
             raise ValueError(f"Q = {Q} must be >= 1")
         if len(silos) != len(hubs):
             raise ValueError(f"{len(silos)} silos but {len(hubs)} hub states")
-        self.silos, self.hubs, self.Q, self.batch_of = silos, list(hubs), Q, batch_of
-        self.in_round = False
+        self.silos, self.hubs0, self.Q, self.batch_of = silos, list(hubs), Q, batch_of
+        self._held: dict[str, Any] | None = None  # the state the silos hold
 
-    def iterate(self, t: int) -> None:
+    def init(self) -> dict[str, Any]:
+        return {"hubs": list(self.hubs0), "in_round": False, "batch": None, "clients": None, "others": None}
+
+    def round(self, state: dict[str, Any], t: int) -> tuple[dict[str, Any], dict[str, Any]]:
         """Local iteration t -> t + 1 of every client of every silo."""
         if t % self.Q == 0:
-            self._start_round(t // self.Q)
+            self._start_round(state["hubs"], t // self.Q)
+        else:
+            self._hold(state)
         for silo in self.silos:
             silo.step()
         if (t + 1) % self.Q == 0:
-            self.hubs = [silo.average() for silo in self.silos]
-            self.in_round = False
+            self._held = None
+            return {**self.init(), "hubs": [silo.average() for silo in self.silos]}, {}
+        self._held = {"hubs": state["hubs"], "in_round": True, "batch": self.silos[0].batch,
+                      "clients": [silo.clients().clone() for silo in self.silos],  # the silos step on in place
+                      "others": [silo.phi_other for silo in self.silos]}
+        return self._held, {}
 
-    def _start_round(self, r: int) -> None:
+    def model(self, state: dict[str, Any]) -> list[Tensor]:
+        """Each silo's block of the model to evaluate: the hub's state between rounds, within a round the
+        virtual average of its clients (docs/papers/tdcd.md R9)."""
+        if not state["in_round"]:
+            return list(state["hubs"])
+        self._hold(state)
+        return [silo.average() for silo in self.silos]
+
+    def _start_round(self, hubs: list[Tensor], r: int) -> None:
         batch = self.batch_of(r)
-        for silo, hub in zip(self.silos, self.hubs):
+        for silo, hub in zip(self.silos, hubs):
             silo.start_round(hub, batch)
         for silo, others in zip(self.silos, other_sums([silo.exchange() for silo in self.silos])):
             silo.set_others(others)
-        self.in_round = True
 
-    def model(self) -> list[Tensor]:
-        """Each silo's block of the model to evaluate: the hub's state between rounds, within a round the
-        virtual average of its clients (docs/papers/tdcd.md R9)."""
-        return [silo.average() for silo in self.silos] if self.in_round else list(self.hubs)
-
-    def state_dict(self) -> dict[str, Any]:
-        state: dict[str, Any] = {"hubs": list(self.hubs), "in_round": self.in_round}
-        if self.in_round:
-            state["batch"] = self.silos[0].batch
-            state["clients"] = [silo.clients().clone() for silo in self.silos]
-            state["others"] = [silo.phi_other for silo in self.silos]
-        return state
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        device = self.hubs[0].device
-        self.hubs = [h.to(device) for h in state["hubs"]]
-        self.in_round = bool(state["in_round"])
-        if self.in_round:
-            batch = state["batch"].to(device)
-            for silo, hub, clients, others in zip(self.silos, self.hubs, state["clients"], state["others"]):
-                silo.load_clients(hub, clients.to(device), batch, others.to(device))
+    def _hold(self, state: dict[str, Any]) -> None:
+        """The silos hold `state` (a round's state other than the last returned: a checkpoint's)."""
+        if state is not self._held:
+            for silo, hub, clients, others in zip(self.silos, state["hubs"], state["clients"], state["others"]):
+                silo.load_clients(hub, clients, state["batch"], others)
+            self._held = state

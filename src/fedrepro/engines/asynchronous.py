@@ -3,7 +3,8 @@
 A seed runs in two phases (docs/engines.md):
 1. timing (asynchrony/): a discrete-event simulation of who trains from which server version, when each
    update arrives and which round consumes it with what weight. Timing never depends on model values.
-2. learning (here): the trace is replayed; round t sets w^{t+1} = server_step(w^t, round t's Deltas).
+2. learning (algorithms/asynchronous.py AsyncRounds, run here): the trace is replayed; round t sets
+   w^{t+1} = server_step(w^t, round t's Deltas).
    Only consumed trainings are computed (overwritten ones never are). Trainings are computed several
    rounds ahead, as soon as their start version exists, so that one call of the client layer trains many
    clients, each from its own (stale) start version; a version is freed once every training that starts
@@ -23,7 +24,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedrepro.algorithms.asynchronous import async_algorithm
+from fedrepro.algorithms.asynchronous import AsyncRounds, async_algorithm
+from fedrepro.algorithms.method import restore
 from fedrepro.asynchrony import SystemModel, simulate, timing_rng_parts
 from fedrepro.data.partitions import class_group_partition, iid_partition
 from fedrepro.engines.context import RunContext
@@ -76,95 +78,14 @@ def trace_of(spec: dict[str, Any], seed: int, record_timeline: bool = False):
     )
 
 
-class Replay:
-    """The learning phase of one seed: the server model, the versions still needed and the Deltas
-    computed ahead of the round that consumes them."""
-
-    def __init__(self, trace, trainer: LocalTrainer, streams, W0: torch.Tensor, lookahead: int, ahead: int,
-                 call: int | None) -> None:
-        self.trace, self.trainer, self.streams = trace, trainer, streams
-        self.lookahead, self.ahead, self.call = lookahead, ahead, call
-        self.bounds = trace.round_bounds
-        self.weights = torch.from_numpy(trace.weight).to(W0.device)  # moved once, not every round
-        self.w = W0
-        self.versions: dict[int, torch.Tensor] = {0: W0}
-        self.deltas: dict[int, torch.Tensor] = {}  # record -> Delta, computed, not yet consumed
-        self.remaining = trace.version_refcounts().copy()  # per version: trainings not yet computed
-
-    def advance(self, t: int, step) -> None:
-        """Round t: compute what is due (and what can be computed ahead), then the server step."""
-        self._compute(t)
-        lo, hi = self.bounds[t], self.bounds[t + 1]
-        if hi > lo:
-            deltas = torch.stack([self.deltas.pop(i) for i in range(lo, hi)])
-            self.w = step(self.w, deltas, self.weights[lo:hi])
-        if self.remaining[t + 1] > 0:  # some training starts from w^{t+1}
-            self.versions[t + 1] = self.w
-
-    def _compute(self, t: int) -> None:
-        """Train round t's trainings not yet computed, and with them every later one that can start already
-        (its version exists): computing only when something is due, not as soon as a version appears,
-        is what makes the calls large (a training usually waits several rounds to be consumed)."""
-        lo, hi = self.bounds[t], self.bounds[t + 1]
-        due = [i for i in range(lo, hi) if i not in self.deltas]
-        if not due:
-            return
-        ahead_end = self.bounds[min(t + 1 + self.lookahead, len(self.bounds) - 1)]
-        free = self.ahead - (len(self.deltas) - (hi - lo - len(due)))  # slots left for Deltas of later rounds
-        if free > 0 and ahead_end > hi:
-            cand = np.arange(hi, ahead_end)
-            cand = cand[self.trace.start_version[cand] <= t]
-            due += [int(i) for i in cand if int(i) not in self.deltas][:free]
-        size = self.call or max(len(due), 1)
-        for at in range(0, len(due), size):
-            self._train(np.asarray(due[at : at + size]))
-
-    def _train(self, records: np.ndarray) -> None:
-        tr = self.trace
-        clients = torch.from_numpy(tr.client[records])
-        idx = self.trainer.draw(self.streams, tr.training[records].tolist(), clients)
-        starts = tr.start_version[records]
-        steps = tr.n_steps[records]
-        for q in np.unique(steps):  # FAVANO interrupts trainings after q <= K steps: its first q minibatches
-            group = np.flatnonzero(steps == q)
-            W = torch.stack([self.versions[int(v)] for v in starts[group]])
-            if q == 0:
-                finals = W
-            else:
-                finals = self.trainer.run(W, idx[torch.from_numpy(group), :q])
-            for g, i in enumerate(group):
-                self.deltas[int(records[i])] = W[g] - finals[g]
-        for v in starts:
-            self.remaining[v] -= 1
-        for v in np.unique(starts):
-            self._free(int(v))
-
-    def _free(self, v: int) -> None:
-        """Forget version v once no training left to compute starts from it (the server keeps its current
-        model in self.w either way)."""
-        if self.remaining[v] == 0:
-            self.versions.pop(v, None)
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"w": self.w, "versions": dict(self.versions), "deltas": dict(self.deltas),
-                "remaining": torch.from_numpy(self.remaining.copy())}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        device = self.w.device
-        self.w = state["w"].to(device)
-        self.versions = {int(v): x.to(device) for v, x in state["versions"].items()}
-        self.deltas = {int(i): x.to(device) for i, x in state["deltas"].items()}
-        self.remaining = state["remaining"].numpy().copy()
-
-
 class AsyncTrainer(Trainer):
     """One seed: its partition, W0, trace and replay."""
 
     def __init__(self, setup: AsyncSetup, seed: int) -> None:
         super().__init__([seed])
         spec, env = setup.spec, setup.env
-        self.setup, self.algorithm = setup, async_algorithm(spec["algorithm"])
-        self.eta, lr_local = self.algorithm.rates(spec["lr_global"], spec["lr_local"], spec["K"])
+        self.setup, algorithm = setup, async_algorithm(spec["algorithm"])
+        eta, lr_local = algorithm.rates(spec["lr_global"], spec["lr_local"], spec["K"])
         table = env.partition(seed)
         module = seeded_model(spec["model"], tuple(env.images.shape[1:]), spec["n_classes"],
                               "W0", spec["dataset"], spec["view"], spec["model"], seed).to(env.device)
@@ -174,7 +95,9 @@ class AsyncTrainer(Trainer):
         self.trace = trace_of(spec, seed, record_timeline=bool(spec.get("record_timeline")))
         local = LocalTrainer(module, DeviceData(env.images, env.labels, table_t), LocalOptimizer("sgd", lr_local),
                              spec["K"], spec["B"], setup.backend)
-        self.replay = Replay(self.trace, local, setup.ctx.streams(seed, ENVIRONMENT_KEYS), W0, LOOKAHEAD, AHEAD, CALL)
+        self.method = AsyncRounds(algorithm, eta, self.trace, local, setup.ctx.streams(seed, ENVIRONMENT_KEYS), W0,
+                                  LOOKAHEAD, AHEAD, CALL)
+        self.state = self.method.init()
         gen = torch_generator("train_eval", env.key, seed, device=env.device)
         self.train_index, self.train_weights = pooled_train_set(table_t, spec["train_eval_subsample"], gen)
         self.evaluated_to = 0  # rounds whose staleness the last evaluation reported
@@ -194,7 +117,7 @@ class AsyncTrainer(Trainer):
         return facts
 
     def advance(self, r: int) -> None:
-        self.replay.advance(r, lambda w, deltas, weights: self.algorithm.server_step(w, deltas, weights, self.eta))
+        self.state, _ = self.method.round(self.state, r)
 
     def clock(self, r: int) -> float:
         """b_r: the instant w^r is formed (b_0 = 0); inf past the last round closed within the horizon."""
@@ -203,10 +126,10 @@ class AsyncTrainer(Trainer):
         return float(self.trace.close_time[r - 1]) if r <= self.trace.n_rounds else float("inf")
 
     def evaluate(self, r: int) -> list[Row]:
-        env, W = self.setup.env, self.replay.w
+        env, W = self.setup.env, self.state["w"]
         train = evaluate(self.flat, W, env.images, env.labels, self.train_index, self.train_weights)
         test = evaluate(self.flat, W, env.test_images, env.test_labels, env.test_index)
-        lo, hi = self.replay.bounds[min(self.evaluated_to, r)], self.replay.bounds[r]
+        lo, hi = self.trace.round_bounds[min(self.evaluated_to, r)], self.trace.round_bounds[r]
         stale = self.trace.staleness[lo:hi]
         self.evaluated_to = r
         return [{"seed": self.seeds[0], "round": r, "sim_time": self.clock(r), "train_loss": train["loss"],
@@ -214,11 +137,13 @@ class AsyncTrainer(Trainer):
                  "uploads": int(hi), "staleness_mean": float(stale.mean()) if stale.size else float("nan"),
                  "staleness_max": int(stale.max()) if stale.size else 0}]
 
-    def state_dict(self) -> dict[str, Any]:
-        return {"replay": self.replay.state_dict(), "evaluated_to": self.evaluated_to}
+    def state_dict(self) -> dict[str, Any]:  # a checkpoint holds tensors, not numpy arrays
+        return {"replay": {**self.state, "remaining": torch.from_numpy(self.state["remaining"])},
+                "evaluated_to": self.evaluated_to}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.replay.load_state_dict(state["replay"])
+        saved = state["replay"]
+        self.state = restore({**saved, "remaining": saved["remaining"].numpy().copy()}, self.state)
         self.evaluated_to = int(state["evaluated_to"])
 
 

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from fedrepro.algorithms.method import restore
 from fedrepro.algorithms.tdcd import TDCD
 from fedrepro.data.vertical import split_features, split_sizes
 from fedrepro.engines.context import RunContext
@@ -197,6 +198,7 @@ class VerticalTrainer(Trainer):
             return torch.from_numpy(ids).to(env.device)
 
         self.tdcd = TDCD(silos, hubs, spec["Q"], batch_of)
+        self.state = self.tdcd.init()
         self.train_index = env.train_eval_index(seed)
         setup.summary["n_params"] = [layout.n_params for layout in self.layouts]
         self.info[seed].update({
@@ -205,7 +207,7 @@ class VerticalTrainer(Trainer):
         })
 
     def advance(self, r: int) -> None:
-        self.tdcd.iterate(r)
+        self.state, _ = self.tdcd.round(self.state, r)
 
     def _fused(self, states: list[Tensor], xs: list[Tensor], index: Tensor | None, n: int) -> Tensor:
         """Summed silo outputs (n, out) of the model `states` in eval mode, in batches."""
@@ -221,7 +223,7 @@ class VerticalTrainer(Trainer):
 
     def evaluate(self, r: int) -> list[Row]:
         spec, env = self.spec, self.env
-        states = self.tdcd.model()
+        states = self.tdcd.model(self.state)
         n_train = env.n_train if self.train_index is None else len(self.train_index)
         n_test = env.n_test if env.test_index is None else len(env.test_index)
         y_train = env.y_train if self.train_index is None else env.y_train[self.train_index]
@@ -237,10 +239,10 @@ class VerticalTrainer(Trainer):
         return [row]
 
     def state_dict(self) -> dict[str, Any]:
-        return {"tdcd": self.tdcd.state_dict()}
+        return {"tdcd": self.state}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.tdcd.load_state_dict(state["tdcd"])
+        self.state = restore(state["tdcd"], self.state)
 
 
 class VerticalSetup(Setup):
