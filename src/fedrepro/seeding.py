@@ -7,7 +7,7 @@ those parts, so a draw does not depend on job order, batching or parallelism.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -15,6 +15,10 @@ from fedrepro.utils.digest import config_digest
 
 if TYPE_CHECKING:  # torch only where a torch stream is drawn: the table, plot and claims jobs never load it
     import torch
+
+# A run's random streams as its numerics draw them: streams(purpose, *keys) -> a fresh torch.Generator for the
+# run's seed, that purpose and those keys (the round; the client, or the Monte Carlo run, where draws need it)
+Streams = Callable[..., "torch.Generator"]
 
 
 def derive_seed(*parts: object) -> int:

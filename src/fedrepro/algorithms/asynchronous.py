@@ -76,12 +76,12 @@ class AsyncRounds:
     trained ahead), then takes the server step over round t's Deltas. Its state: the server model `w`, the
     `versions` still needed, the `deltas` computed ahead of the round that consumes them, and per version the
     trainings not yet computed (`remaining`). Trainings are computed as soon as something is due, several
-    rounds ahead (`lookahead` rounds, at most `ahead` Deltas held, at most `call` trainings a call of the
-    client layer; None: no cap), so that one call trains many clients, each from its own stale version;
-    results do not depend on this batching."""
+    rounds ahead (`lookahead` rounds, at most `ahead` Deltas held, memory: one Delta each until consumed; at
+    most `call` trainings a call of the client layer, None: no cap), so that one call trains many clients,
+    each from its own stale version; results do not depend on this batching (tests/asynchrony/test_engine.py)."""
 
     def __init__(self, algorithm: AsyncAlgorithm, eta: float, trace, trainer, streams, W0: Tensor,
-                 lookahead: int, ahead: int, call: int | None) -> None:
+                 lookahead: int = 16, ahead: int = 64, call: int | None = None) -> None:
         self.algorithm, self.eta, self.trace, self.trainer, self.streams, self.W0 = (
             algorithm, eta, trace, trainer, streams, W0)
         self.lookahead, self.ahead, self.call = lookahead, ahead, call

@@ -16,8 +16,8 @@ from torch import Tensor
 
 from fedrepro.objectives import FiniteSumProblem
 from fedrepro.sampling import smallest_indices
+from fedrepro.seeding import Streams
 
-Streams = Callable[[str, int], torch.Generator]
 StepRows = Callable[[int], tuple[Tensor, Tensor]]  # k -> minibatch rows (S,B,d), (S,B) of local step k
 
 # Minibatch rows of all local steps above this size are gathered step by step into one reused buffer,

@@ -14,7 +14,7 @@ bit-exactly from it. A method's hyperparameters are declared with it (each famil
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, runtime_checkable
 
 from torch import Tensor
 
@@ -22,6 +22,7 @@ State = Any  # a tensor, or a dict of tensors and numbers: all a round reads of 
 Info = dict[str, Any]
 
 
+@runtime_checkable
 class Method(Protocol):
     def init(self) -> State: ...
 

@@ -25,8 +25,8 @@ from typing import Callable, Literal, Mapping, Sequence
 import torch
 
 from fedrepro.objectives.least_squares import LeastSquaresProblem
+from fedrepro.seeding import Streams
 
-Streams = Callable[[str, int, int], torch.Generator]
 RoundStep = Callable[[torch.Tensor, int], torch.Tensor]
 Sampling = Literal["with_replacement", "epochs"]
 # The kinds of activation probabilities (activation_probabilities)

@@ -46,13 +46,6 @@ SYSTEM_KEYS = ("flops_per_iteration", "model_bytes", "fastest_flops", "speed_mod
                "compute_time_scale")
 METRICS = ["train_loss", "train_accuracy", "test_loss", "test_accuracy", "uploads", "staleness_mean",
            "staleness_max"]
-# How far ahead trainings are computed: those of the next LOOKAHEAD rounds whose start version exists, with
-# at most AHEAD Deltas held for later rounds (memory: one Delta each until consumed). CALL caps the
-# trainings in one call of the client layer (None: no cap). Results do not depend on these
-# (tests/asynchrony/test_engine.py).
-LOOKAHEAD = 16
-AHEAD = 64
-CALL: int | None = None
 
 
 def system_model(spec: dict[str, Any]) -> SystemModel:
@@ -95,8 +88,7 @@ class AsyncTrainer(Trainer):
         self.trace = trace_of(spec, seed, record_timeline=bool(spec.get("record_timeline")))
         local = LocalTrainer(module, DeviceData(env.images, env.labels, table_t), LocalOptimizer("sgd", lr_local),
                              spec["K"], spec["B"], setup.backend)
-        self.method = AsyncRounds(algorithm, eta, self.trace, local, setup.ctx.streams(seed, ENVIRONMENT_KEYS), W0,
-                                  LOOKAHEAD, AHEAD, CALL)
+        self.method = AsyncRounds(algorithm, eta, self.trace, local, setup.ctx.streams(seed, ENVIRONMENT_KEYS), W0)
         self.state = self.method.init()
         gen = torch_generator("train_eval", env.key, seed, device=env.device)
         self.train_index, self.train_weights = pooled_train_set(table_t, spec["train_eval_subsample"], gen)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from torch import Tensor, nn
@@ -30,6 +29,7 @@ from fedrepro.nn.gradients import client_grad, fused_sgd, stacked_grad
 from fedrepro.nn.losses import CROSS_ENTROPY, Loss
 from fedrepro.nn.optim import LocalOptimizer
 from fedrepro.sampling import smallest_indices
+from fedrepro.seeding import Streams
 
 BACKENDS = ("loop", "vectorized")
 # Where the vectorized backend beats the one-client loop on a CPU (benchmarks/bench_clients.py, 1 thread): the
@@ -45,7 +45,6 @@ def client_backend(choice: str, model: str, device: str) -> str:
     if choice != "auto":
         return choice
     return "vectorized" if device.startswith("cuda") or model in VECTORIZED_ON_CPU else "loop"
-Streams = Callable[..., torch.Generator]  # streams(purpose, rnd, client=None) -> a fresh generator
 
 
 @dataclass(frozen=True)

@@ -94,22 +94,23 @@ def faster(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: s
         gain_open = abs(g - max(min_gain, 0.0)) <= tol  # G and its per-seed signs: noise at this distance
         gain_ok = g > 0 and g >= min_gain
         fin_ok = True
-        room = [g - max(min_gain, 0.0)]
+        condition_margins = [g - max(min_gain, 0.0)]
         sign = 1 if higher else -1  # > 0: A's FIN better than B's
         if fin_rel_tol is not None:
             fin_ok &= fa >= fb * (1 - fin_rel_tol) if higher else fa <= fb * (1 + fin_rel_tol)
             with np.errstate(invalid="ignore"):  # two diverged FINs: inf / inf, no margin
-                room.append(sign * (fa - fb) / abs(fb) + fin_rel_tol)
+                condition_margins.append(sign * (fa - fb) / abs(fb) + fin_rel_tol)
         if fin_abs_tol is not None:
             fin_ok &= fa >= fb - fin_abs_tol if higher else fa <= fb + fin_abs_tol
-            room.append(sign * (fa - fb) + fin_abs_tol)
+            condition_margins.append(sign * (fa - fb) + fin_abs_tol)
         wins = int(np.sum(g_seeds > 0))
         if len(g_seeds) >= 3:
             gain_ok &= wins >= seed_share * len(g_seeds)
-            room.append(wins / len(g_seeds) - seed_share)
+            condition_margins.append(wins / len(g_seeds) - seed_share)
         chance = not_learned(floor, higher, fa, fb)
         holds.append(None if chance else False if not fin_ok else None if gain_open else bool(gain_ok))
-        margins.append(min((r for r in room if not np.isnan(r)), default=np.nan))  # nan: an undefined ratio (inf/inf)
+        # nan: an undefined ratio (inf/inf)
+        margins.append(min((r for r in condition_margins if not np.isnan(r)), default=np.nan))
         parts.append(f"[{name}] G {g:+.3f} (seeds {_pm(g_seeds)}, > 0 in {wins}/{len(g_seeds)}); "
                      f"AUC {_pm(sa['auc'])} vs {_pm(sb['auc'])}; FIN {_pm(sa['fin'])} vs {_pm(sb['fin'])}"
                      + (f" (both FIN at or below the floor {fmt(floor)}: not learned yet, open)" if chance else

@@ -53,11 +53,11 @@ def rank_correlation(data: ClaimData, *, select: Selector, per: Columns, columns
     for name, cell in cells_of(rows_matching(rhos, select), per) if len(rhos) else []:
         for run_id, run in cell.groupby("run_id", sort=False):
             rho = float(run["rho"].mean())  # nan when a seed's rho is undefined (a constant column)
-            room = [rho - above if above is not None else math.inf,
-                    within - abs(rho) if within is not None else math.inf]
-            ok = not math.isnan(rho) and min(room) > 0
+            condition_margins = [rho - above if above is not None else math.inf,
+                                 within - abs(rho) if within is not None else math.inf]
+            ok = not math.isnan(rho) and min(condition_margins) > 0
             holds.append(ok)
-            margins.append(-math.inf if math.isnan(rho) else min(room))
+            margins.append(-math.inf if math.isnan(rho) else min(condition_margins))
             seeds = ", ".join(f"{r:+.2f}" for r in run["rho"])
             parts.append(f"[{name}, {run['curve'].iloc[0]}] rho {f'{rho:+.2f}' if np.isfinite(rho) else 'undefined'}"
                          f" (seeds {seeds})")
