@@ -10,7 +10,7 @@ from snakemake.utils import min_version
 
 from fedrepro.errors import ConfigError
 from fedrepro.layout import old_layout
-from fedrepro.plots.figure_page import Overview
+from fedrepro.report_pages import Overview
 from fedrepro.validate import check_device, load_and_validate
 
 min_version("9.0")

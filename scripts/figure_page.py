@@ -3,7 +3,7 @@ from pathlib import Path
 
 from fedrepro.cli import run_step
 from fedrepro.layout import Layout
-from fedrepro.plots.figure_page import write_figure_page
+from fedrepro.report_pages import write_figure_page
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 run_step(lambda: write_figure_page(sm.params.figure, Path(sm.input.drawing), Path(sm.input.ledger),

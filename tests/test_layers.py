@@ -75,7 +75,7 @@ def test_no_two_units_import_each_other_even_around_a_loop():
     ("from fedrepro.claims.ledger import x", ["claims"]),
     ("from ..claims import ledger", ["claims"]),  # relative, from inside results/
     ("from .store import x", []),  # its own unit
-    ("import fedrepro.plots.figure_page", ["plots"]),
+    ("import fedrepro.plots.convergence", ["plots"]),
     ("import numpy", []),
 ])
 def test_imports_are_read_absolute_relative_and_lazy(tmp_path, source, expected):

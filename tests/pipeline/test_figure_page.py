@@ -12,7 +12,7 @@ from docutils.core import publish_parts
 from browser import needs_chromium, rendered_dom
 from fedrepro.claims.table import ledger_html
 from fedrepro.layout import Layout
-from fedrepro.plots.figure_page import Overview, report_group, write_figure_page
+from fedrepro.report_pages import Overview, report_group, write_figure_page
 from fedrepro.validate import load_and_validate
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"

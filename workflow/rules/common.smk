@@ -7,7 +7,7 @@ from fedrepro.data.views import VIEWS
 from fedrepro.engines import ENGINES
 from fedrepro.experiments.runtable import Figure, FigureList
 from fedrepro.layout import Layout
-from fedrepro.plots.figure_page import report_group
+from fedrepro.report_pages import report_group
 from fedrepro.schemas import SCALES
 from fedrepro.utils.digest import config_digest
 

@@ -94,7 +94,7 @@ rule table:
 
 
 # A figure's page in the HTML report (the report's item for the figure): the drawing (or the table), what its
-# runs ran on (their run.json) and the ledger rows that read it (fedrepro/plots/figure_page.py).
+# runs ran on (their run.json) and the ledger rows that read it (fedrepro/report_pages.py).
 rule figure_page:
     input:
         drawing=lambda wildcards: str(Layout(wildcards.scale).figure(wildcards.paper, wildcards.figure, page_source(wildcards))),
