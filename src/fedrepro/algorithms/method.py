@@ -37,8 +37,6 @@ class Rounds:
     round: Callable[[State, int], tuple[State, Info]]
 
 
-
-
 def restore(saved: State, fresh: State) -> State:
     """A saved state (a checkpoint's) on the device of `fresh`, the method's init(), whose keys it must have."""
     if isinstance(fresh, dict) and saved.keys() != fresh.keys():

@@ -17,7 +17,7 @@ from fedrepro.seeding import stream_key, torch_generator
 from fedrepro.utils import atomic
 
 # bumped when the checkpoint layout changes: an older checkpoint is then ignored, not misread
-CHECKPOINT_FORMAT = 2
+CHECKPOINT_FORMAT = 3  # 3: a method's state as the engine holds it (algorithms/method.py; TDCD keeps all its keys)
 
 
 def resolve_device(requested: str) -> str:
