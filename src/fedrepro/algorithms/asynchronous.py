@@ -69,8 +69,6 @@ def async_algorithm(name: str) -> AsyncAlgorithm:
     return ALGORITHMS[name]
 
 
-
-
 class AsyncRounds:
     """The learning phase of one seed (engines/asynchronous.py): round t trains what is due (and what can be
     trained ahead), then takes the server step over round t's Deltas. Its state: the server model `w`, the
