@@ -135,7 +135,7 @@ class AsyncTrainer(Trainer):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         saved = state["replay"]
-        self.state = restore({**saved, "remaining": saved["remaining"].numpy().copy()}, self.state)
+        self.state = restore({**saved, "remaining": saved["remaining"].cpu().numpy().copy()}, self.state)
         self.evaluated_to = int(state["evaluated_to"])
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from fedrepro.algorithms.fedvr import DEFAULT_HP, fedvr_method
+from fedrepro.algorithms.method import restore
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, rows_limit, setting_limit
 from fedrepro.objectives.least_squares import make_insurance_problem
@@ -73,10 +74,10 @@ class MonteCarloTrainer(Trainer):
         return rows
 
     def state_dict(self) -> dict[str, Any]:
-        return {"theta": self.theta.clone()}
+        return {"theta": self.theta}  # rounds never change a state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.theta = state["theta"].to(self.theta)
+        self.theta = restore(state["theta"], self.theta)
 
 
 class MonteCarloSetup(Setup):
