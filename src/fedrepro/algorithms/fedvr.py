@@ -11,7 +11,7 @@ The server then applies the unbiased update θ + (1/N) Σ_n (1_n/p_n)(w_n − θ
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import torch
 
@@ -28,7 +28,6 @@ from fedrepro.algorithms.probabilistic_agents import (
 )
 from fedrepro.objectives.least_squares import LeastSquaresProblem
 
-METHODS = ("fedavg_svrg", "fedavg_prob", "fedavg_uniform")
 # The baselines' local step-size schedules (step_sizes)
 ETA_SCHEDULES = ("inv_sqrt_K", "inv_sqrt_round", "constant")
 
@@ -137,28 +136,44 @@ def fedvr_method(
     SVRG and [15] runs share "activation" draws, so with the same streams they are paired.
     `rounds` is the horizon of the activation probabilities and step-size schedules.
     """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; expected one of {tuple(METHODS)}")
     hp = resolve_hp(hp)
     p = activation_probabilities(hp["activation"], problem.n_agents, rounds, streams)
     theta0 = torch.as_tensor(hp["theta0"], dtype=torch.float64).expand(problem.dim).to(problem.Q).expand(n_mc, -1)
-    step = _round_step(method, problem, hp, p, rounds, {"n_mc": n_mc, "streams": streams})
+    step = METHODS[method](problem, hp, p, rounds, {"n_mc": n_mc, "streams": streams})
     return Rounds(lambda: theta0, lambda theta, k: (step(theta, k), {}))
 
 
-def _round_step(method: str, problem: LeastSquaresProblem, hp: dict[str, Any], p: torch.Tensor, rounds: int,
-                common: dict[str, Any]) -> RoundStep:
-    if method == "fedavg_svrg":
-        return fedavg_svrg_step(problem, p=p, S=hp["S"], M=hp["M"], delta=hp["delta"], **common)
-    local = {
+def _fedavg_svrg(problem: LeastSquaresProblem, hp: dict[str, Any], p: torch.Tensor, rounds: int,
+                 common: dict[str, Any]) -> RoundStep:
+    return fedavg_svrg_step(problem, p=p, S=hp["S"], M=hp["M"], delta=hp["delta"], **common)
+
+
+def _baseline_local(hp: dict[str, Any], rounds: int) -> dict[str, Any]:
+    """The two FedAvg baselines' local SGD: its step per round, steps, minibatch and sampling."""
+    return {
         "etas": step_sizes(hp, rounds),
         "local_steps": hp["S"] * hp["M"] if hp["local_steps"] is None else hp["local_steps"],
         "batch_size": hp["batch_size"],
         "sampling": hp["sampling"],
     }
-    if method == "fedavg_prob":
-        return fedavg_prob_step(problem, p=p, **local, **common)
-    if method == "fedavg_uniform":
-        m = hp["agents_per_round"]
-        if m == "expected":
-            m = round(float(p.sum(dim=-1).mean()))
-        return fedavg_uniform_step(problem, agents_per_round=m, **local, **common)
-    raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
+
+
+def _fedavg_prob(problem: LeastSquaresProblem, hp: dict[str, Any], p: torch.Tensor, rounds: int,
+                 common: dict[str, Any]) -> RoundStep:
+    return fedavg_prob_step(problem, p=p, **_baseline_local(hp, rounds), **common)
+
+
+def _fedavg_uniform(problem: LeastSquaresProblem, hp: dict[str, Any], p: torch.Tensor, rounds: int,
+                    common: dict[str, Any]) -> RoundStep:
+    m = hp["agents_per_round"]
+    if m == "expected":
+        m = round(float(p.sum(dim=-1).mean()))
+    return fedavg_uniform_step(problem, agents_per_round=m, **_baseline_local(hp, rounds), **common)
+
+
+# The methods a Monte Carlo run may name (its `algorithm`), each built from the resolved hp, p and horizon
+METHODS: dict[str, Callable[..., RoundStep]] = {
+    "fedavg_svrg": _fedavg_svrg, "fedavg_prob": _fedavg_prob, "fedavg_uniform": _fedavg_uniform,
+}
