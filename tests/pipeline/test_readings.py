@@ -63,8 +63,9 @@ def test_an_alternative_that_changes_no_run_or_is_not_evaluated_leaves_the_verdi
     ledger = _ledger(nothing, CLAIMS)
     assert ledger.loc["X1", "robustness"] == ("untested (steps=grid (changes none of its runs), "
                                               "steps=words (not run))")
-    ledger = _ledger(None, CLAIMS)
-    assert ledger.loc["X1", "robustness"].startswith("untested (alternative readings not evaluated")
+    ledger = _ledger(None, CLAIMS)  # readings: primary
+    assert ledger.loc["X1", "robustness"] == ("untested (steps=grid (not evaluated: config readings: primary), "
+                                              "steps=words (not run))")
 
 
 def test_an_alternative_adds_exactly_the_runs_its_patch_changes():
@@ -174,6 +175,11 @@ def test_an_alternative_reading_of_the_check_judges_the_same_tables_with_its_par
     assert ledger.loc["T1", "status"] == "FAIL"
     assert ledger.loc["T1", "robustness"] == "depends (ttt=seed_times: PASS)"
     assert ledger.loc["T2", "robustness"] == "untested (ttt=seed_times (changes nothing in its check))"
+    # it needs no run, so readings: primary judges it too, beside an alternative whose runs it did not train
+    readings["ttt"]["alternatives"]["grid"] = {"choice": "a grid", "set": {"defaults": {"lr": 1}}}
+    ledger = evaluate_claims(claims, {"f": table}, "quick", {"f": LABELS}, readings, None).set_index("claim_id")
+    assert ledger.loc["T1", "robustness"] == ("depends (ttt=seed_times: PASS; untested: ttt=grid (not evaluated: "
+                                              "config readings: primary))")
 
 
 def test_each_run_is_counted_under_the_primary_reading_or_the_first_alternative_that_adds_it():
@@ -182,9 +188,11 @@ def test_each_run_is_counted_under_the_primary_reading_or_the_first_alternative_
     table = build_run_table({"scale": "quick", "papers": ["tdcd"], "readings": "all"}, CONFIG)
     origins = table.run_origins()
     primary = {rid for figure in table.paper_figures("tdcd") for rid in figure.run_ids}
-    (free,) = table.alternatives["tdcd"]
+    free, scripts = table.alternatives["tdcd"]
     alternative = {rid for figure in free.figures.values() for rid in figure.run_ids}
-    assert set(origins) == set(table.runs) == primary | alternative
+    copied = {rid for figure in scripts.figures.values() for rid in figure.run_ids}
+    assert set(origins) == set(table.runs) == primary | alternative | copied
     assert {origins[r] for r in primary} == {"primary"}
     assert alternative - primary and {origins[r] for r in alternative - primary} == {"step_sizes=free_grid"}
     assert alternative & primary  # groups whose rate the free grid keeps share their runs
+    assert {origins[r] for r in copied - primary - alternative} == {"step_sizes=scripts"}

@@ -24,6 +24,9 @@ from fedrepro.utils.yaml_file import read_yaml
 # check's distance from its threshold in its own units (> 0: holds); margin_se: margin / its bootstrap s.d.
 COLUMNS = ["claim_id", "figure", "scale", "status", "robustness", "support", "margin", "margin_se", "measured",
            "expected", "note", "quote"]
+# what the robustness column says of an alternative that changes runs when they were not trained (results/audit.py
+# ledger_readings reads it back)
+NOT_EVALUATED = "not evaluated: config readings: primary"
 # reading -> alternative -> (figure tables, their label columns) of the figures the alternative changes, as run
 Alternatives = dict[str, dict[str, tuple[dict[str, pd.DataFrame], dict[str, list[str]]]]]
 
@@ -113,23 +116,26 @@ def robustness(claim: dict[str, Any], status: str, readings: dict[str, dict[str,
     "robust (...)", "depends (<reading>=<alternative>: <verdict>, ...)", or "untested (...)" where no
     alternative was run; "" for a claim that rests on no reading. An alternative that declares `check` (a
     reading of the check, not of the runs) judges the primary tables again with those parameters laid over
-    the claim's, where its check takes them."""
+    the claim's, where its check takes them: it needs no run, so it is judged under `readings: primary` too
+    (`alternatives` None), where the alternatives that change runs are NOT_EVALUATED."""
     rests = [r for r in claim.get("rests_on", []) if r in readings]
     if not rests:
         return ""
-    if alternatives is None:
-        return "untested (alternative readings not evaluated: config readings: primary)"
     verdicts, unrun = [], []
     for reading in rests:
         for name, declared in (readings[reading].get("alternatives") or {}).items():
-            alt_tables = alternatives.get(reading, {}).get(name, ({}, {}))[0]
             if "check" in declared:
                 taken = {k: v for k, v in declared["check"].items() if k in check_parameters(claim["check"])}
                 if taken and any(claim.get(k) != v for k, v in taken.items()):
                     verdicts.append((f"{reading}={name}", judge({**claim, **taken})[0]))
                 else:
                     unrun.append(f"{reading}={name} (changes nothing in its check)")
-            elif (reading, name) in under and set(alt_tables) & set(claim.get("figures", [])):
+                continue
+            if "set" not in declared or alternatives is None:
+                unrun.append(f"{reading}={name} ({'not run' if 'set' not in declared else NOT_EVALUATED})")
+                continue
+            alt_tables = alternatives.get(reading, {}).get(name, ({}, {}))[0]
+            if (reading, name) in under and set(alt_tables) & set(claim.get("figures", [])):
                 verdicts.append((f"{reading}={name}", under[(reading, name)](claim)[0]))
             else:
                 why = "changes none of its runs" if name in alternatives.get(reading, {}) else "not run"
