@@ -68,6 +68,23 @@ def test_an_alternative_that_changes_no_run_or_is_not_evaluated_leaves_the_verdi
                                               "steps=words (not run))")
 
 
+def test_under_primary_readings_a_check_alternative_is_judged_but_robust_waits_for_the_runs():
+    """An alternative of the check needs no run: readings: primary judges it. Its agreeing verdict alone does
+    not make a claim robust while an alternative whose runs were not trained is unjudged."""
+    readings = {**ALT_READINGS, "steps": {**STEPS, "alternatives": {**STEPS["alternatives"],
+                                                                    "wide": {"choice": "w", "check": {"window": 0.2}}}}}
+    primary = _table(_curve("fast", 0.1, 5), _curve("slow", 0.1, 1))
+    ledger = evaluate_claims(yaml.safe_load(CLAIMS), {"f": primary}, "quick", {"f": LABELS}, readings,
+                             None).set_index("claim_id")
+    assert ledger.loc["X1", "status"] == "PASS"
+    assert ledger.loc["X1", "robustness"] == ("untested (steps=grid (not evaluated: config readings: primary), "
+                                              "steps=words (not run); the same under steps=wide: PASS)")
+    alternatives = {"steps": {"grid": ({"f": primary}, {"f": LABELS})}, "interrupt": {"longer": ({}, {})}}
+    ledger = evaluate_claims(yaml.safe_load(CLAIMS), {"f": primary}, "quick", {"f": LABELS}, readings,
+                             alternatives).set_index("claim_id")  # readings: all
+    assert ledger.loc["X1", "robustness"] == "robust (steps=grid, steps=wide: PASS; untested: steps=words (not run))"
+
+
 def test_an_alternative_adds_exactly_the_runs_its_patch_changes():
     cfg = load_paper_config(CONFIG / "papers" / "defedavg.yaml")
     claims = yaml.safe_load((CONFIG / "claims" / "defedavg.yaml").read_text())["claims"]

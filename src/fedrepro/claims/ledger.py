@@ -114,7 +114,7 @@ def robustness(claim: dict[str, Any], status: str, readings: dict[str, dict[str,
     """Whether the claim's verdict (`status`, before an assumed reading makes it INCONCLUSIVE) is the same
     under every alternative of the readings it rests on, each laid over the primary readings alone:
     "robust (...)", "depends (<reading>=<alternative>: <verdict>, ...)", or "untested (...)" where no
-    alternative was run; "" for a claim that rests on no reading. An alternative that declares `check` (a
+    alternative was run or one that can run was not; "" for a claim that rests on no reading. An alternative that declares `check` (a
     reading of the check, not of the runs) judges the primary tables again with those parameters laid over
     the claim's, where its check takes them: it needs no run, so it is judged under `readings: primary` too
     (`alternatives` None), where the alternatives that change runs are NOT_EVALUATED."""
@@ -146,7 +146,10 @@ def robustness(claim: dict[str, Any], status: str, readings: dict[str, dict[str,
     flips = [f"{name}: {verdict}" for name, verdict in verdicts if verdict != status]
     if flips:
         return f"depends ({', '.join(flips)}{untested})"
-    return f"robust ({', '.join(name for name, _ in verdicts)}: {status}{untested})"
+    same = f"{', '.join(name for name, _ in verdicts)}: {status}"
+    if any(NOT_EVALUATED in item for item in unrun):  # robust only once every alternative that can run was judged
+        return f"untested ({', '.join(unrun)}; the same under {same})"
+    return f"robust ({same}{untested})"
 
 
 def check_parameters(check: str) -> set[str]:
