@@ -114,10 +114,10 @@ def robustness(claim: dict[str, Any], status: str, readings: dict[str, dict[str,
     """Whether the claim's verdict (`status`, before an assumed reading makes it INCONCLUSIVE) is the same
     under every alternative of the readings it rests on, each laid over the primary readings alone:
     "robust (...)", "depends (<reading>=<alternative>: <verdict>, ...)", or "untested (...)" where no
-    alternative was run or one that can run was not; "" for a claim that rests on no reading. An alternative that declares `check` (a
-    reading of the check, not of the runs) judges the primary tables again with those parameters laid over
-    the claim's, where its check takes them: it needs no run, so it is judged under `readings: primary` too
-    (`alternatives` None), where the alternatives that change runs are NOT_EVALUATED."""
+    alternative was run, or one that can run was not; "" for a claim that rests on no reading. An alternative
+    that declares `check` (a reading of the check, not of the runs) judges the primary tables again with those
+    parameters laid over the claim's, where its check takes them: it needs no run, so it is judged under
+    `readings: primary` too (`alternatives` None), where the alternatives that change runs are NOT_EVALUATED."""
     rests = [r for r in claim.get("rests_on", []) if r in readings]
     if not rests:
         return ""
