@@ -17,6 +17,7 @@ import yaml
 
 from fedrepro.algorithms import ALGORITHMS as FINITE_SUM_ALGORITHMS
 from fedrepro.algorithms.asynchronous import ALGORITHMS as ASYNC_ALGORITHMS
+from fedrepro.algorithms.fedavg import STEP_SPLITS
 from fedrepro.algorithms.probabilistic_agents import ACTIVATION_KINDS, Sampling
 from fedrepro.algorithms.fedcluster import ALGORITHMS as NETWORK_ALGORITHMS, CLUSTER_ORDERS, FC_LR_RULES
 from fedrepro.algorithms.fedvr import ETA_SCHEDULES, METHODS as MONTE_CARLO_ALGORITHMS
@@ -81,6 +82,7 @@ REGISTRY_ENUMS: list[tuple[str, str, str, Any]] = [
     ("paper", "$defs/table_plot/properties/value/then/properties/seeds", SAME, SEED_AGGREGATES),  # results/summaries.py
     # -- finite_sum_run.schema.yaml (engines/finite_sum.py)
     ("finite_sum_run", "properties/algorithm", SAME, FINITE_SUM_ALGORITHMS),  # algorithms/__init__.py
+    ("finite_sum_run", "properties/step_split", SAME, STEP_SPLITS),  # algorithms/fedavg.py
     ("finite_sum_run", "properties/dataset", WITHIN, DATASETS),  # data/registry.py
     ("finite_sum_run", "properties/objective", SAME, OBJECTIVES),  # objectives/finite_sum.py
     ("finite_sum_run", "properties/partition", SAME, FINITE_SUM_PARTITIONS),  # objectives/finite_sum.py

@@ -20,7 +20,7 @@ VERSIONS: dict[str, int] = {
 # clients, minibatches and coins, so that comparing them is paired (a tuning's trials); every other setting
 # and the seed key them. Claims read it too (a check that pools coin flips counts shared ones once).
 UNKEYED: dict[str, tuple[str, ...]] = {
-    "finite_sum": ("eta_tilde", "c_l"),  # the step sizes, since version 1 (before it, every setting)
+    "finite_sum": ("eta_tilde", "c_l", "step_split"),  # the step sizes, since version 1 (before it, every setting)
 }
 
 

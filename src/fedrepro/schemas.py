@@ -41,6 +41,8 @@ def _describe(error: Any, at: str = "") -> str:
         allowed = sorted(error.schema.get("properties", {}))
         hint = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
         return f"{where}: {error.message}{hint}"
+    if error.validator == "not" and set(error.validator_value) == {"required"}:  # a setting another one rules out
+        return f"{where}: {', '.join(error.validator_value['required'])} does not apply with these settings"
     if error.validator == "items" and isinstance(error.validator_value, dict) and "enum" in error.validator_value:
         return f"{where}: allowed values: {', '.join(error.validator_value['enum'])}"
     return f"{where}: {error.message}"

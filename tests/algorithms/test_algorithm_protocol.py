@@ -91,6 +91,25 @@ def test_effective_step_size_convention():
         algorithm("fedavg").hyperparameters({"eta_tilde": 0.1, "K": 10, "S": 2, "b": 4, "eta_l": 0.5}, 3250, M)
 
 
+@pytest.mark.parametrize("method", ["scaffold", "fedavg"])
+def test_the_global_step_split_keeps_the_effective_step_and_moves_the_server_by_sqrt_S(method, problem):
+    """step_split global_sqrt_S (reading step_split): eta_g = sqrt(S), eta_l = eta_tilde / (K sqrt(S)), the same
+    eta_tilde; with one local step from x on the same minibatches, the server's move is sqrt(S) times the local
+    split's over S times smaller local steps: the same to rounding, for a step linear in eta_l (one SGD step)."""
+    spec = {"eta_tilde": 0.03, "K": 10, "S": 16, "b": 4}
+    hp = algorithm(method).hyperparameters({**spec, "step_split": "global_sqrt_S"}, 3250, M)
+    assert hp["eta_g"] == 4.0 and hp["eta_l"] == pytest.approx(0.03 / 40)
+    assert hp["K"] * hp["eta_g"] * hp["eta_l"] == pytest.approx(0.03)
+    moves = []
+    for split in ("local", "global_sqrt_S"):
+        one = algorithm(method).hyperparameters({**spec, "K": 1, "step_split": split}, 3250, M)
+        alg = Stepped(build(method, problem, one, streams("split")))
+        before = alg.x.clone()
+        alg.round(0)
+        moves.append(alg.x - before)
+    torch.testing.assert_close(moves[0], moves[1], rtol=1e-10, atol=1e-14)
+
+
 def test_an_algorithm_validates_its_name_and_hyperparameters(problem):
     with pytest.raises(ValueError, match="unknown method"):
         build("fedprox", problem, {}, streams())

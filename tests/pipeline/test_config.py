@@ -102,6 +102,13 @@ def test_misspelt_run_setting_is_caught_with_its_name(tmp_path):
     assert "config/papers/fedpage.yaml: figures." in str(info.value) and "curve 'SCAFFOLD" in str(info.value)
 
 
+def test_a_setting_that_does_not_apply_to_the_algorithm_is_refused_by_name(tmp_path):
+    """FedPAGE splits its step by c_l: a step_split (FedAvg's and SCAFFOLD's) on it would be silently ignored."""
+    config_dir = _paper_config_dir(tmp_path, lambda c: c["methods"]["fedpage"].update(step_split="global_sqrt_S"))
+    with pytest.raises(ConfigError, match="step_split does not apply with these settings"):
+        load_and_validate({"scale": "smoke"}, config_dir)
+
+
 def test_wrong_type_in_paper_file_is_caught(tmp_path):
     config_dir = _paper_config_dir(tmp_path, lambda c: c["defaults"].update(K="ten"))
     with pytest.raises(ConfigError, match="K: .ten. is not of type .integer."):

@@ -64,7 +64,7 @@ def test_runs_that_differ_only_in_their_step_sizes_draw_the_same_random_coins(tm
         record = json.loads(_run(tmp_path, name, spec, rid, synthetic_inputs).record.read_text())
         coins[name] = [info["full_round_indices"] for info in record["summary"]["seeds"].values()]
     assert coins["base"] == coins["steps"] and any(coins["base"])  # FedPAGE's full rounds: the same coins
-    assert set(UNKEYED["finite_sum"]) == {"c_l", "eta_tilde"}  # what claims read of it (participation_rate)
+    assert set(UNKEYED["finite_sum"]) == {"c_l", "eta_tilde", "step_split"}  # what claims read of it (participation_rate)
     assert coins["base"] != coins["K"]  # another setting: other streams
 
 

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import math
+
 from torch import Tensor
 
 from fedrepro.algorithms.common import Algorithm, ShardRows, Streams, batch_size, local_sgd, sample_clients, split_step
 from fedrepro.objectives import FiniteSumProblem
+
+
+# How eta_tilde = K eta_g eta_l splits (run setting `step_split`; the paper fixes only the product, reading
+# step_split of docs/papers/fedpage.md): eta_g as a function of S, then eta_l = eta_tilde / (K eta_g).
+STEP_SPLITS = {
+    "local": lambda S: 1.0,  # all of the step taken locally, the server averages (the default)
+    "global_sqrt_S": math.sqrt,  # SCAFFOLD's own analysis (Karimireddy et al. 2020): eta_g = sqrt(S)
+}
 
 
 class FedAvg(Algorithm):
@@ -15,8 +25,11 @@ class FedAvg(Algorithm):
 
     @classmethod
     def hyperparameters(cls, spec: dict, n_clients: int, samples_per_client: int) -> dict:
-        """eta_tilde = K eta_g eta_l, split as eta_g = 1, eta_l = eta_tilde / K; c_l does not apply."""
-        return {**split_step(spec, 1.0, spec["eta_tilde"] / spec["K"]), "b": batch_size(spec["b"], samples_per_client)}
+        """eta_tilde = K eta_g eta_l, split by `step_split` (STEP_SPLITS; default eta_g = 1, eta_l = eta_tilde / K);
+        c_l does not apply."""
+        eta_g = STEP_SPLITS[spec.get("step_split", "local")](spec["S"])
+        return {**split_step(spec, eta_g, spec["eta_tilde"] / (spec["K"] * eta_g)),
+                "b": batch_size(spec["b"], samples_per_client)}
 
     def __init__(self, problem: FiniteSumProblem, hp: dict, streams: Streams) -> None:
         super().__init__(problem, hp, streams)
