@@ -48,7 +48,7 @@ def load_and_validate(
     config = with_defaults(config, schema_dir)
     papers = known_papers(schema_dir)
     engines, methods = {}, {}
-    resolved = {}  # each paper resolved once: at the paper scale for its claims, reused when that is the scale run
+    loaded = {}  # each paper read once, and resolved at the paper scale for its claims, reused at scale paper
     raw_root = raw_data_root(config_dir)
     for paper in papers:
         path = config_dir / "papers" / f"{paper}.yaml"
@@ -72,9 +72,8 @@ def load_and_validate(
         claims = load_claims(claims_path, label_values(*at_paper_scale), paper_cfg.get("readings", {}))
         for claim in claims["claims"]:
             _check_columns(claim, paper_cfg["engine"], f"{claims_path}: claim {claim['id']}")
-        if config["scale"] == "paper":
-            resolved[paper] = (paper_cfg, at_paper_scale)
-    table = build_run_table({**config, "papers": papers}, config_dir, resolved)
+        loaded[paper] = (paper_cfg, at_paper_scale if config["scale"] == "paper" else None)
+    table = build_run_table({**config, "papers": papers}, config_dir, loaded)
     alternatives = [(f"readings.{a.reading}.alternatives.{a.name}: ", f) for paper, alts in table.alternatives.items()
                     for a in alts for f in a.figures.values()]
     curves = {c.run_id: f"{where}figures.{f.name}, panel {c.panel!r}, curve {c.label!r}"  # each run's first curve

@@ -600,24 +600,23 @@ def resolve_alternatives(paper_cfg: dict[str, Any], claims: list[dict[str, Any]]
 
 
 def build_run_table(config: dict[str, Any], config_dir: Path,
-                    resolved: dict[str, tuple[dict[str, Any], Resolved]] | None = None) -> RunTable:
+                    loaded: dict[str, tuple[dict[str, Any], Resolved | None]] | None = None) -> RunTable:
     """The runs and figures of config `papers` at config `scale`; with `readings: all`, also the runs and
-    figures of their alternative readings (resolve_alternatives). `resolved`: papers already loaded, each as
-    (its configuration, resolve_paper of it at config `scale`), which are not read or resolved again."""
+    figures of their alternative readings (resolve_alternatives). `loaded`: papers already read, each as (its
+    configuration, resolve_paper of it at config `scale` or None), which are not read (or resolved) again."""
     runs: dict[str, dict] = {}
     figures: dict[tuple[str, str], Figure] = {}
     readings: dict[str, dict[str, dict[str, Any]]] = {}
     alternatives: dict[str, list[Alternative]] = {}
     raw_root = raw_data_root(config_dir)
     for paper in config["papers"]:
-        if resolved and paper in resolved:
-            paper_cfg, (paper_runs, paper_figures) = resolved[paper]
-        else:
+        paper_cfg, resolution = (loaded or {}).get(paper, (None, None))
+        if paper_cfg is None:
             path = config_dir / "papers" / f"{paper}.yaml"
             if not path.exists():
                 raise ConfigError(f"papers: no configuration {path} for paper {paper!r}")
             paper_cfg = load_paper_config(path)
-            paper_runs, paper_figures = resolve_paper(paper_cfg, config["scale"], raw_root)
+        paper_runs, paper_figures = resolution or resolve_paper(paper_cfg, config["scale"], raw_root)
         runs.update(paper_runs)
         figures.update(paper_figures)
         readings[paper] = paper_cfg.get("readings", {})
