@@ -29,6 +29,24 @@ def resolve_device(requested: str) -> str:
     return requested
 
 
+# The float settings every run trains under, set by the run (execute_run) rather than left to torch's defaults, which
+# may change between releases; they act on CUDA only. These are torch 2.11-2.13's defaults, kept until measured
+# better (docs/performance.md, "The paper scale on a GPU", one H200 session): TF32 in cuDNN's convolutions made
+# FedCluster's AlexNet step 1.44x faster, left DeFedAvg's CNN step as it was, and TDCD's CIFAR-10 iteration 1.46x
+# slower (measured once; the cause is not established). Matmuls stay in full fp32. cuDNN's autotuner stays off: it picks
+# kernels by timing them, so by chance, and re-tunes at every new batch shape (DeFedAvg's client layer: 0.80x).
+FLOAT_SETTINGS = {"matmul_allow_tf32": False, "cudnn_allow_tf32": True, "cudnn_benchmark": False,
+                  "cudnn_deterministic": False}
+
+
+def pin_float_settings() -> None:
+    """Set FLOAT_SETTINGS in torch (they are recorded with every run: provenance.float_settings)."""
+    torch.backends.cuda.matmul.allow_tf32 = FLOAT_SETTINGS["matmul_allow_tf32"]
+    torch.backends.cudnn.allow_tf32 = FLOAT_SETTINGS["cudnn_allow_tf32"]
+    torch.backends.cudnn.benchmark = FLOAT_SETTINGS["cudnn_benchmark"]
+    torch.backends.cudnn.deterministic = FLOAT_SETTINGS["cudnn_deterministic"]
+
+
 @dataclass
 class RunContext:
     run_id: str

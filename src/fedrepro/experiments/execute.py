@@ -17,7 +17,7 @@ import torch
 
 from fedrepro.data.inputs import load_input, prepared_path
 from fedrepro.engines import ENGINES
-from fedrepro.engines.context import RunContext, resolve_device
+from fedrepro.engines.context import RunContext, pin_float_settings, resolve_device
 from fedrepro.engines.driver import run_seeds
 from fedrepro.errors import DataError
 from fedrepro.experiments import provenance
@@ -51,6 +51,7 @@ def execute_run(
     """Train `spec` on `prepared`, the one input its settings name (data/inputs.py prepared_path: an .npz or a
     multi-view folder), and write its results; returns the run record (run.json)."""
     torch.set_num_threads(max(1, threads))
+    pin_float_settings()
     device = resolve_device(device)
     log = _logger(log_path)
     engine = ENGINES[spec["engine"]]

@@ -38,20 +38,55 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
+def float_settings() -> dict[str, Any]:
+    """The switches that decide a GPU run's floats, as torch has them: TF32 for matmuls and for cuDNN's
+    convolutions (torch's defaults differ: off for matmuls, on for convolutions), cuDNN's determinism and its
+    benchmark autotuner (which picks kernels by timing them, so by chance). Recorded for every run, a CPU run's
+    too (where they are in effect for nothing), so that two records compare field by field."""
+    import torch
+
+    return {
+        "matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+        "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+    }
+
+
 def device_info(device: str) -> dict[str, Any]:
     import torch
 
     info: dict[str, Any] = {
         "device": device,
         "torch_threads": torch.get_num_threads(),
-        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
         "machine": platform.machine(),
+        **float_settings(),
     }
     if device.startswith("cuda"):
-        info["cuda_device"] = torch.cuda.get_device_name(torch.device(device))
-        info["cuda_version"] = torch.version.cuda
-        info["cudnn_deterministic"] = torch.backends.cudnn.deterministic
+        info |= gpu_info(torch.device(device))
     return info
+
+
+def gpu_info(device: Any) -> dict[str, Any]:
+    """What decides a GPU's floats besides the code: the card, its driver and the CUDA and cuDNN builds."""
+    import torch
+
+    return {"cuda_device": torch.cuda.get_device_name(device),
+            "cuda_capability": ".".join(map(str, torch.cuda.get_device_capability(device))),
+            "cuda_driver": _nvidia_driver(), "cuda_version": torch.version.cuda,
+            "cudnn_version": torch.backends.cudnn.version()}
+
+
+def _nvidia_driver() -> str | None:
+    """The NVIDIA driver's version, from nvidia-smi (torch does not report it); None where it cannot be read."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.splitlines()[0].strip() if out.strip() else None
 
 
 # Instruction sets by which the math libraries pick their code path (MKL's dispatch, OpenBLAS's core type,
@@ -90,6 +125,23 @@ def _cpuinfo() -> dict[str, str]:
         return {}
     first = text.split("\n\n")[0]
     return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in first.splitlines()) if k.strip()}
+
+
+# What a GPU run's floats depend on besides the code, the packages and the CPU: the card, its driver, the CUDA and
+# cuDNN builds and the float settings (float_settings). audit --rerun names them as it names the CPU's.
+GPU_FLOATS = ("cuda_device", "cuda_capability", "cuda_driver", "cuda_version", "cudnn_version",
+              "matmul_allow_tf32", "float32_matmul_precision", "cudnn_allow_tf32", "cudnn_deterministic",
+              "cudnn_benchmark", "deterministic_algorithms")
+
+
+def device_differences(recorded: dict[str, Any] | None, here: dict[str, Any]) -> list[str]:
+    """For a GPU run, what differs between the device a run recorded and a rerun's (device_info), as "key: recorded
+    -> here" (a key the record lacks: "not recorded"); nothing for a CPU run, whose floats these do not touch."""
+    if not str(here.get("device", "")).startswith("cuda"):
+        return []
+    recorded = recorded or {}
+    return [f"{key}: {recorded.get(key, 'not recorded')} -> {here.get(key)}" for key in GPU_FLOATS
+            if recorded.get(key) != here.get(key)]
 
 
 def platform_differences(recorded: dict[str, Any] | None, here: dict[str, Any]) -> list[str]:

@@ -493,8 +493,9 @@ RERUN_RTOL = 1e-6
 
 def compare_rerun(files: RunFiles, again: RunFiles, record: dict[str, Any], redone: dict[str, Any],
                   checkout: Checkout) -> Finding:
-    """One of three outcomes: byte-identical (OK); equal within RERUN_RTOL where the recorded platform differs
-    from this one (WARN, naming the differences); else different (FAIL). What figures and verdicts read of
+    """One of three outcomes: byte-identical (OK); equal within RERUN_RTOL where the recorded platform (for a GPU
+    run also the card, driver, CUDA, cuDNN and float settings) differs from this one (WARN, naming the
+    differences); else different (FAIL). What figures and verdicts read of
     run.json besides the metrics (the per-seed facts and divergence) is compared the same way."""
     recorded = files.metrics.read_bytes() if files.metrics.is_file() else b""
     keys = ("summary", "diverged")
@@ -502,7 +503,8 @@ def compare_rerun(files: RunFiles, again: RunFiles, record: dict[str, Any], redo
     if again.metrics.read_bytes() == recorded and not changed:
         return Finding("rerun", OK, f"rerun in {redone['wall_seconds']:.1f} s: metrics.csv byte-identical "
                                     f"(sha256 {redone[METRICS_SHA256]}), run.json's summary equal")
-    differ = provenance.platform_differences(record.get("platform"), provenance.platform_info())
+    differ = (provenance.platform_differences(record.get("platform"), provenance.platform_info())
+              + provenance.device_differences(record.get("device"), redone["device"]))
     gap = _relative_gap(files.metrics, again.metrics) if recorded else None
     facts_close = all(_close(redone.get(key), record.get(key)) for key in keys)
     if differ and gap is not None and gap <= RERUN_RTOL and facts_close:
