@@ -48,6 +48,17 @@ def run_step(step: Callable[[], None], log_path: str | None = None) -> None:
         sys.exit(1)
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+    return value
+
+
 def _os_message(error: OSError) -> str:
     """A full disk, a lost permission, a missing file: one line naming the file and the cause."""
     name = errno.errorcode.get(error.errno or 0, "")
@@ -102,6 +113,9 @@ def parser() -> argparse.ArgumentParser:
     cost = sub.add_parser("cost", help="what the jobs of a scale cost, per paper and rule (Snakemake's benchmark "
                           "records)")
     cost.add_argument("--scale", choices=list(SCALES), help="default: `scale` of config/config.yaml")
+    cost.add_argument("--gpus", type=positive_int, metavar="N",
+                      help="instead: the network runs' GPU-hours and wall time on N GPUs, from the GPU rates measured by "
+                      "benchmarks/gpu_throughput.py (docs/performance.md)")
     docs = sub.add_parser("docs", help="rewrite the generated parts of docs/papers/<paper>.md (figures from the "
                           "configuration, verdicts from the quick ledger on disk)")
     docs.add_argument("papers", nargs="*", metavar="PAPER", help="papers (default: all)")
@@ -131,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
 
         run_step(lambda: print(run_variants(args.name, jobs=args.jobs).to_string(index=False)))
     if args.command == "cost":
-        run_step(lambda: print(job_cost_table(args.scale)))
+        run_step(lambda: print(gpu_plan_table(args.scale, args.gpus) if args.gpus else job_cost_table(args.scale)))
     if args.command == "docs":
         stale: list[str] = []
         run_step(lambda: stale.extend(paper_docs(args)))
@@ -237,6 +251,14 @@ def run_one(args: argparse.Namespace) -> None:
     record = read_record(files.record)
     print(f"wall {record['wall_seconds']:.1f} s on {record['device']['device']}; diverged: {record['diverged']}")
     print(files.metrics.read_text())
+
+
+def gpu_plan_table(scale: str | None, gpus: int) -> str:
+    from fedrepro.results.gpu_cost import gpu_plan, load_rates
+    from fedrepro.validate import load_and_validate
+
+    _, table = load_and_validate({"scale": scale} if scale else {}, Path("config"))
+    return gpu_plan(table.runs, gpus, load_rates())
 
 
 def job_cost_table(scale: str | None) -> str:

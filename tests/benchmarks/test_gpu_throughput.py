@@ -1,0 +1,58 @@
+"""The GPU benchmark (benchmarks/gpu_throughput.py) runs end to end on the CPU at its tiny size, so it cannot rot
+between the sessions that have a GPU; what it measures is checked for sense, not speed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _benchmark():
+    spec = importlib.util.spec_from_file_location("gpu_throughput", ROOT / "benchmarks" / "gpu_throughput.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (its dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_every_workload_runs_on_the_cpu_at_tiny_size(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the run table is read from config/
+    bench = _benchmark()
+    results = bench.main(["--tiny", "--device", "cpu", "--out", str(tmp_path)])
+    assert [r["workload"] for r in results] == list(bench.WORKLOADS)
+    lines = [json.loads(line) for line in (tmp_path / "gpu_throughput.jsonl").read_text().splitlines()]
+    assert [r["workload"] for r in lines] == list(bench.WORKLOADS)
+    for r in results:
+        assert r["client_steps"] > 0 and r["seconds"] > 0 and r["eval_seconds"] > 0
+        assert math.isclose(r["client_steps_per_s"], r["client_steps"] / r["seconds"])
+        assert r["flops_per_client_step"] > 0
+        assert math.isclose(r["tflops"], r["client_steps_per_s"] * r["flops_per_client_step"] / 1e12)
+        assert r["float_settings"]["cudnn_allow_tf32"] in (True, False)
+    by_name = {r["workload"]: r for r in results}
+    # the counted client-steps are the runs' own: FedCluster's M cycles of frac x n / M clients x E steps,
+    # FedAvg's frac x n clients x E steps (one timed round each), TDCD's N silos x K clients per iteration
+    tiny = bench.WORKLOADS["fedcluster_100"].tiny
+    assert by_name["fedcluster_100"]["client_steps"] == round(0.1 * tiny["n_devices"]) * tiny["E"] * 1
+    tdcd = by_name["tdcd_modelnet"]
+    assert tdcd["client_steps"] == tdcd["advances"] * tdcd["run"]["N"] * tdcd["run"]["K"]
+
+
+def test_each_workload_names_one_paper_scale_run():
+    """The workloads select runs of the paper scale's run table: a renamed setting would make them select none."""
+    bench = _benchmark()
+    from fedrepro.validate import load_and_validate
+
+    _, table = load_and_validate({"scale": "paper"}, ROOT / "config")
+    runs = list(table.runs.values())
+    for name, workload in bench.WORKLOADS.items():
+        spec = bench.find_run(runs, workload)
+        assert spec["paper"] == workload.paper, name
+        assert set(workload.tiny) <= set(spec), f"{name}: --tiny changes settings the run does not have"
