@@ -21,6 +21,11 @@ against the card's fp32 peak (and TF32's, when TF32 is on), and the seconds of o
 inputs here are a few hundred IDs, also scaled to the run's whole evaluation sets: `eval_seconds_full`). The float
 settings in effect (TF32, cuDNN) are printed first: they decide the floats and the speed.
 
+Candidates for a faster GPU path, measured side by side with the baseline in one session: `--processes K` runs
+each workload in K processes at once on the device (several runs a GPU) and sums their rates; `--grouped-on-cuda`
+sends the conv nets' clients through nn/convnets.py's grouped channels_last convolutions instead of vmap(grad);
+`--tf32 off`. `--profile ROWS` prints torch.profiler's top kernels of one more round.
+
 `--tiny` keeps the same runs but shrinks their sizes (devices, samples, steps, image side) so that the CPU runs
 every workload in seconds: a test runs it so the script cannot rot. Its numbers say nothing about speed.
 Results, with their card: docs/performance.md, "The paper scale on a GPU".
@@ -32,6 +37,7 @@ import argparse
 import contextlib
 import json
 import logging
+import multiprocessing
 import sys
 import time
 from dataclasses import dataclass, field
@@ -49,6 +55,7 @@ from fedrepro.experiments.provenance import float_settings, git_state
 from fedrepro.results.gpu_cost import RECORDS
 from fedrepro.models import build_model
 from fedrepro.nn import LocalTrainer
+from fedrepro.nn.gradients import GROUPED_DEVICES
 from fedrepro.nn.losses import CROSS_ENTROPY
 from fedrepro.validate import load_and_validate
 
@@ -171,7 +178,9 @@ def build(name: str, w: Workload, spec: dict[str, Any], args, device: str):
     return setup, setup.start([0]), spec, eval_scale
 
 
-def measure(name: str, w: Workload, spec: dict[str, Any], args, device: str) -> dict[str, Any]:
+def measure(name: str, w: Workload, spec: dict[str, Any], args, device: str, barrier=None) -> dict[str, Any]:
+    """One workload's rates. With `barrier` (several processes at once), its timed part starts when every
+    process has warmed up."""
     setup, trainer, spec, eval_scale = build(name, w, spec, args, device)
     if w.paper == "tdcd":  # one round of Q iterations untimed, its FLOPs counted (a round start's work is shared)
         with FlopCounterMode(display=False) as counter:
@@ -193,6 +202,8 @@ def measure(name: str, w: Workload, spec: dict[str, Any], args, device: str) -> 
     profiled = 0 if not args.profile else max(1, timed // 5) if w.paper == "defedavg" else 1
     timed -= profiled if w.paper == "defedavg" else 0
     sync(device)
+    if barrier is not None:
+        barrier.wait()
     with counted_client_steps() as count:
         t0 = time.perf_counter()
         for r in range(warm, warm + timed):
@@ -236,6 +247,45 @@ def peak(device: str) -> dict[str, float]:
     return next((p for card, p in PEAKS.items() if card in name), {})
 
 
+def configure(args) -> None:
+    """The float settings and client-layer path the measurement runs under (in each process)."""
+    torch.set_num_threads(1)
+    pin_float_settings()  # what every run trains under
+    if args.tf32 == "off":
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    if args.grouped_on_cuda:
+        GROUPED_DEVICES.add("cuda")
+
+
+def paper_runs() -> list[dict[str, Any]]:
+    _, table = load_and_validate({"scale": "paper"}, Path("config"))
+    return list(table.runs.values())
+
+
+def _one_of_several(name: str, args, device: str, barrier, queue) -> None:
+    configure(args)
+    queue.put(measure(name, WORKLOADS[name], find_run(paper_runs(), WORKLOADS[name]), args, device, barrier))
+
+
+def measure_together(name: str, args, device: str) -> dict[str, Any]:
+    """The workload in `args.processes` processes at once on the device (several runs a GPU, as a scheduler that
+    shares it would place them): their client-steps summed over the slowest one's timed seconds."""
+    context = multiprocessing.get_context("spawn")
+    barrier, queue = context.Barrier(args.processes), context.Queue()
+    workers = [context.Process(target=_one_of_several, args=(name, args, device, barrier, queue))
+               for _ in range(args.processes)]
+    for worker in workers:
+        worker.start()
+    parts = [queue.get() for _ in workers]
+    for worker in workers:
+        worker.join()
+    steps, seconds = sum(r["client_steps"] for r in parts), max(r["seconds"] for r in parts)
+    rate = steps / seconds
+    return {**parts[0], "processes": args.processes, "client_steps": steps, "seconds": seconds,
+            "client_steps_per_s": rate, "us_per_client_step": 1e6 / rate,
+            "tflops": rate * parts[0]["flops_per_client_step"] / 1e12}
+
+
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
@@ -246,6 +296,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     p.add_argument("--tiny", action="store_true", help="tiny sizes for a CPU (a test): the numbers mean nothing")
     p.add_argument("--tf32", choices=("default", "off"), default="default",
                    help="off: no TF32 in matmuls or cuDNN (runs have it on in cuDNN's convolutions: FLOAT_SETTINGS)")
+    p.add_argument("--grouped-on-cuda", action="store_true",
+                   help="conv nets' clients as one grouped convolution in channels_last on CUDA too (nn/convnets.py), "
+                   "not vmap(grad)")
+    p.add_argument("--processes", type=int, default=1,
+                   help="run each workload in this many processes at once on the device and sum their rates")
     p.add_argument("--profile", type=int, default=0, metavar="ROWS",
                    help="also print the top ROWS kernels of one more round (torch.profiler)")
     p.add_argument("--record", action="store_true",
@@ -257,12 +312,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     device = resolve_device(args.device)
     if args.tiny:
         args.rounds, args.window, args.iterations = 1, 0.2, 1
-    torch.set_num_threads(1)
-    pin_float_settings()  # what every run trains under
-    if args.tf32 == "off":
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    _, table = load_and_validate({"scale": "paper"}, Path("config"))
-    runs = list(table.runs.values())
+    if args.processes > 1 and args.profile:
+        p.error("--profile profiles one process; leave it out with --processes")
+    configure(args)
+    runs = paper_runs()
     card = torch.cuda.get_device_name() if device.startswith("cuda") else "cpu"
     peaks, settings = peak(device), float_settings()
     print(f"torch {torch.__version__}, device {device} ({card}), float settings {json.dumps(settings)}")
@@ -270,12 +323,17 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     results = []
     for name in args.workloads:
         w = WORKLOADS[name]
-        r = measure(name, w, find_run(runs, w), args, device)
+        if args.processes > 1:
+            r = measure_together(name, args, device)
+        else:
+            r = measure(name, w, find_run(runs, w), args, device)
         r |= {"date": time.strftime("%Y-%m-%d", time.gmtime()), "commit": git_state(Path("."))["commit"],
+              "processes": args.processes, "grouped_on_cuda": args.grouped_on_cuda,
               "torch": torch.__version__, "device": device, "card": card, "float_settings": settings}
         shares = "".join(f", {r['tflops'] / v:.1%} of {k} peak" for k, v in peaks.items()
                          if k == "fp32" or settings.get("cudnn_allow_tf32") or settings.get("matmul_allow_tf32"))
-        print(f"{name:16s} {r['client_steps']:>8d} client-steps in {r['advances']} {w.unit}s, {r['seconds']:7.2f} s: "
+        together = f" x{args.processes} processes" if args.processes > 1 else ""
+        print(f"{name:16s}{together} {r['client_steps']:>8d} client-steps in {r['advances']} {w.unit}s, {r['seconds']:7.2f} s: "
               f"{r['client_steps_per_s']:9.1f} client-steps/s ({r['us_per_client_step']:8.1f} us each), "
               f"{r['flops_per_client_step'] / 1e9:7.3f} GFLOP each -> {r['tflops']:6.2f} TFLOP/s{shares}; "
               f"one evaluation {r['eval_seconds']:6.2f} s  {r['run']}", flush=True)

@@ -56,3 +56,15 @@ def test_each_workload_names_one_paper_scale_run():
         spec = bench.find_run(runs, workload)
         assert spec["paper"] == workload.paper, name
         assert set(workload.tiny) <= set(spec), f"{name}: --tiny changes settings the run does not have"
+
+
+@pytest.mark.slow
+def test_several_processes_at_once_sum_their_client_steps(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    bench = _benchmark()
+    args = ["--tiny", "--device", "cpu", "--workloads", "defedavg_fmnist"]
+    (alone,) = bench.main(args)
+    (together,) = bench.main([*args, "--processes", "2"])
+    assert together["processes"] == 2
+    assert together["client_steps"] == 2 * alone["client_steps"]  # the same run twice, its trace the same
+    assert math.isclose(together["client_steps_per_s"], together["client_steps"] / together["seconds"])

@@ -138,3 +138,28 @@ def test_one_models_gradient_through_replicated_clients_equals_autograd_of_the_m
     g = torch.empty_like(W)
     stacked_grad(flat, CROSS_ENTROPY)(W.clone(), g, x, y, ())
     torch.testing.assert_close(g, client_grad(flat, CROSS_ENTROPY, W, x[0], y[0]), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("model", sorted(CONV_SHAPES))
+def test_the_grouped_path_and_vmap_give_the_same_gradients(model, monkeypatch):
+    """GROUPED_DEVICES picks the path per device type (the grouped one where measured faster, vmap elsewhere, e.g.
+    CUDA until measured): both must compute every client's own gradient."""
+    from fedrepro.nn import gradients
+    from fedrepro.nn.losses import CROSS_ENTROPY
+
+    torch.manual_seed(0)
+    flat = FlatModel(build_model(model, CONV_SHAPES[model], 10).double())
+    D, B = 3, 5
+    W = flat.flatten() + 0.01 * torch.randn(D, flat.n_params, dtype=torch.float64)
+    x = torch.randn(D, B, *CONV_SHAPES[model], dtype=torch.float64)
+    y = torch.randint(0, 10, (D, B))
+    grads = {}
+    for devices in ({"cpu"}, set()):
+        monkeypatch.setattr(gradients, "GROUPED_DEVICES", devices)
+        g = torch.empty(D * flat.n_params, dtype=torch.float64)
+        gradients.stacked_grad(flat, CROSS_ENTROPY)(flat.stack(W, D), g, x, y, ())
+        grads["grouped" if devices else "vmap"] = flat.clients(g, D)  # (the stack is parameter-major)
+    own = torch.stack([gradients.client_grad(flat, CROSS_ENTROPY, W[d], x[d], y[d]) for d in range(D)])
+    assert grads["grouped"].abs().max() > 0
+    torch.testing.assert_close(grads["grouped"], own, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(grads["vmap"], own, rtol=1e-10, atol=1e-12)

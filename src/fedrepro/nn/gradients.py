@@ -26,6 +26,9 @@ from fedrepro.nn.convnets import grouped_convnet, grouped_forward, replicated_fo
 from fedrepro.nn.flat import FlatModel
 from fedrepro.nn.losses import Loss
 
+# The device types on which a conv net of nn/convnets.py takes the grouped path; elsewhere vmap(grad). On CUDA the
+# grouped path is not yet measured against vmap (benchmarks/gpu_throughput.py --grouped-on-cuda measures it).
+GROUPED_DEVICES = {"cpu"}
 # (w (D*P,), g (D*P,) written, x (D, B, ...), y (D, B), extra: per-sample loss inputs (D, B, ...))
 StackedGrad = Callable[[Tensor, Tensor, Tensor, Tensor, tuple[Tensor, ...]], None]
 FusedSGD = Callable[[Tensor, Tensor, Tensor, tuple[Tensor, ...]], None]  # (w updated, x, y, extra)
@@ -57,15 +60,15 @@ def stacked_grad(flat: FlatModel, loss: Loss) -> StackedGrad:
         return vmapped
     grouped = partial(_autograd_of_sum, flat, loss, partial(grouped_forward, flat.module))
 
-    def on_cpu(w: Tensor, g: Tensor, x: Tensor, y: Tensor, extra: tuple[Tensor, ...]) -> None:
-        if w.device.type != "cpu":
+    def by_device(w: Tensor, g: Tensor, x: Tensor, y: Tensor, extra: tuple[Tensor, ...]) -> None:
+        if w.device.type not in GROUPED_DEVICES:
             return vmapped(w, g, x, y, extra)
         copies = _copies(y.shape[1]) if len(y) == 1 else 1
         if copies > 1:
             return _replicated_grad(flat, loss, copies, w, g, x, y, extra)
         return grouped(w, g, x, y, extra)
 
-    return on_cpu
+    return by_device
 
 
 def _copies(batch: int, most: int = 8) -> int:
