@@ -12,7 +12,7 @@ minibatches and trace are the run's own):
 - defedavg_fmnist, defedavg_cifar10: DeFedAvg-IID with the paper CNNs (n = 10), every round that closes in
   one window of the simulated clock, (`--window`, 2 `--window`] seconds, after the rounds of the first window
   untimed (CUDA graph captures: one per batch shape of the client layer);
-- tdcd_cifar10, tdcd_modelnet: TDCD, ResNet-18 silos (the smaller K, Q = 10), `--iterations` local iterations
+- tdcd_cifar10, tdcd_modelnet: TDCD, ResNet-18 silos (the smaller K, Q = 10), `--iterations` (20) local iterations
   after one round of Q untimed iterations (whose FLOPs are counted: a round start's work is shared by Q).
 Per workload it prints the timed client-steps per second (a client-step: one local step of one client on its
 minibatch; TDCD: of one client of one silo), the achieved TFLOP/s of training (the FLOPs of one client-step,
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     p.add_argument("--device", default="auto")
     p.add_argument("--rounds", type=int, default=3, help="timed rounds of the FedCluster workloads (after one warm-up)")
     p.add_argument("--window", type=float, default=5.0, help="DeFedAvg: simulated seconds of the trace timed")
-    p.add_argument("--iterations", type=int, default=50, help="TDCD: timed local iterations")
+    p.add_argument("--iterations", type=int, default=20, help="TDCD: timed local iterations")
     p.add_argument("--tiny", action="store_true", help="tiny sizes for a CPU (a test): the numbers mean nothing")
     p.add_argument("--tf32", choices=("default", "off"), default="default",
                    help="off: no TF32 in matmuls or cuDNN (runs have it on in cuDNN's convolutions: FLOAT_SETTINGS)")

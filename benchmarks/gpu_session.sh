@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# One session's GPU measurements (issue 46), as one script within ~8 minutes of an H100 or H200: the baseline of every
+# network engine (recorded to benchmarks/records/), then the candidates side by side with it on the same card.
+#   device run (repo root; jsonschema's wheels carried in .whl, see docs/performance.md "The paper scale on a GPU"):
+#   bash benchmarks/gpu_session.sh "$OUT"
+set -uo pipefail
+out="${1:?usage: gpu_session.sh OUT_DIR}"
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}src"
+bench() { timeout "$1" python3 benchmarks/gpu_throughput.py "${@:2}" --out "$out" 2>&1; }
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/card.txt"
+bench 300 --record | tee "$out/baseline.log"               # ~4 min: all six workloads
+cp benchmarks/records/gpu_throughput.jsonl "$out/"           # (the device's copy of the tree is not kept)
+fast=(--workloads fedcluster_10 defedavg_fmnist defedavg_cifar10)
+bench 90 "${fast[@]}" --grouped-on-cuda | tee "$out/grouped.log"
+bench 90 "${fast[@]}" --processes 2 | tee "$out/processes2.log"
+bench 60 --workloads tdcd_cifar10 --iterations 10 --processes 2 | tee "$out/tdcd_processes2.log"
