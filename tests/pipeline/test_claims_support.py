@@ -1,5 +1,6 @@
-"""The support of a verdict (claims/support.py): a seeded bootstrap over seeds, and the rule that maps
-it to PASS / FAIL / INCONCLUSIVE, on data where the answer is known."""
+"""How solid a verdict is (claims/support.py): the tested checks' p-values, or for the others a seeded
+bootstrap over seeds, and the rule that maps it to PASS / FAIL / INCONCLUSIVE, on data where the answer is
+known."""
 
 import math
 
@@ -29,7 +30,10 @@ CLAIM = {"check": "compare_final", "a": {"method": "a"}, "b": {"method": "b"}, "
 
 
 def _ledger(table: pd.DataFrame, **extra) -> pd.Series:
-    claims = {"claims": [{"id": "X", "figures": ["f"], **CLAIM, **extra}]}
+    claim = {**CLAIM, **extra}
+    if claim["check"] == "log_ratio_within":
+        claim.pop("factor", None)
+    claims = {"claims": [{"id": "X", "figures": ["f"], **claim}]}
     return evaluate_claims(claims, {"f": table}, "quick", {"f": LABELS}).iloc[0]
 
 
@@ -38,34 +42,37 @@ def _half_flip(good: int, seeds: int = 21) -> pd.DataFrame:
     return _runs(a=[1.0] * good + [100.0] * (seeds - good), b=[10 * (1 + 0.01 * s) for s in range(seeds)])
 
 
-def test_all_seeds_agree_gives_full_support_and_a_firm_verdict():
+def test_all_seeds_agree_gives_a_firm_tested_verdict():
     table = _runs(a=[1, 1.5, 1.2, 0.8, 1.1], b=[10, 12, 9, 11, 13])
     row = _ledger(table)
-    assert row["status"] == "PASS" and row["support"] == 1.0
+    assert row["status"] == "PASS" and row["p_pass"] < 1e-3 and row["p_fail"] > 0.99
+    assert row["error_rate"].startswith("<= 5%") and math.isnan(row["support"])  # a test, not a bootstrap
     assert row["margin"] == pytest.approx(np.log10(11 / 1.1), rel=1e-3)  # decades: median b / median a
-    assert row["margin_se"] > 3  # far from the threshold in bootstrap standard deviations
     swapped = _ledger(table.assign(method=table["method"].map({"a": "b", "b": "a"})))
-    assert swapped["status"] == "FAIL" and swapped["support"] == 0.0 and swapped["margin"] < 0
+    assert swapped["status"] == "FAIL" and swapped["p_fail"] < 1e-3 and swapped["margin"] < 0
 
 
-def test_half_the_seeds_flip_gives_support_near_half_and_no_verdict():
-    for good in (10, 11):  # 10 or 11 good seeds of 21: the median is a coin flip
+def test_half_the_seeds_flip_gives_no_verdict():
+    for good in (10, 11):  # 10 or 11 good seeds of 21: the mean log ratio is near 0
         row = _ledger(_half_flip(good))
-        assert 0.3 < row["support"] < 0.7, row["support"]
-        assert row["status"] == "INCONCLUSIVE" and "not decided by 21 seeds (support" in row["note"]
-    assert _ledger(_half_flip(18))["support"] > 0.95  # 18 of 21: firm
+        assert row["status"] == "INCONCLUSIVE" and row["p_pass"] > 0.05 and row["p_fail"] > 0.05
+    assert _ledger(_half_flip(18))["status"] == "PASS"  # 18 of 21: firm
+
+
+WITHIN = {"check": "log_ratio_within", "max_abs_log10": 1.0}  # a check the bootstrap qualifies
 
 
 def test_bootstrap_is_deterministic_and_seeded():
-    table = _half_flip(10)
-    first, again = _ledger(table), _ledger(table.copy())
+    table = _half_flip(10)  # a's median is 1 or 100, b's about 10.1: within 1 decade or not, by the draw
+    first, again = _ledger(table, **WITHIN), _ledger(table.copy(), **WITHIN)
     pd.testing.assert_series_equal(first, again)
+    assert first["error_rate"].startswith("uncalibrated") and math.isnan(first["p_pass"])
     data = ClaimData(table, LABELS)
-    params = {k: v for k, v in CLAIM.items() if k != "check"}
-    result = __import__("fedrepro.claims.checks", fromlist=["CHECKS"]).CHECKS["compare_final"](data, **params)
-    ours = bootstrap("compare_final", data, params, result, "f")
-    assert ours.share == first["support"]
-    other = bootstrap("compare_final", ClaimData(table, LABELS), params, result, "f", seed=SEED + 1)
+    params = {k: v for k, v in {**CLAIM, **WITHIN}.items() if k not in ("check", "factor")}
+    result = __import__("fedrepro.claims.checks", fromlist=["CHECKS"]).CHECKS["log_ratio_within"](data, **params)
+    ours = bootstrap("log_ratio_within", data, params, result, "f")
+    assert ours.share == pytest.approx(first["support"]) and 0.1 < ours.share < 0.9
+    other = bootstrap("log_ratio_within", ClaimData(table, LABELS), params, result, "f", seed=SEED + 1)
     assert other.share != ours.share  # another stream draws other seeds
     # the resamples are equal draws of seeds, shared by claims on the same figures
     assert data.resamples(200, SEED, "f") is data.resamples(200, SEED, "f")
@@ -81,16 +88,16 @@ def test_a_resample_draws_whole_seeds_with_replacement_and_renumbers_them():
     assert per_seed[("b", 0)] == 6.0  # the same seed drawn for every run (paired)
 
 
-def test_too_few_seeds_are_said_not_bootstrapped():
+def test_too_few_seeds_are_said_not_decided():
     row = _ledger(_runs(a=[1, 1.5], b=[10, 12]))
     assert row["status"] == "INCONCLUSIVE" and math.isnan(row["support"])
-    assert "not decided by 2 seeds: a bootstrap needs >= 3" in row["note"] and "PASS on the full data" in row["note"]
-    assert row["margin"] > 0  # the measurement is still shown
+    assert "not decided by 2 seeds: the rule needs >= 3" in row["note"] and "PASS on the full data" in row["note"]
+    assert row["margin"] > 0 and row["p_pass"] < 0.05  # the measurement is still shown
 
 
 def test_a_claims_min_seeds_is_the_same_rule():
     row = _ledger(_runs(a=[1, 1.5, 1.2, 0.8], b=[10, 12, 9, 11]), min_seeds=10)
-    assert row["status"] == "INCONCLUSIVE" and row["support"] == 1.0
+    assert row["status"] == "INCONCLUSIVE" and row["p_pass"] < 0.05
     assert "not decided by 4 seeds: the claim needs >= 10" in row["note"]
 
 
@@ -110,10 +117,13 @@ def test_checks_that_a_bootstrap_cannot_qualify_have_no_support():
 
 def test_a_result_that_no_resample_changes_has_no_support():
     # every seed alike: each resample measures what the full data does
-    row = _ledger(_runs(a=[1, 1, 1], b=[10, 10, 10]))
+    row = _ledger(_runs(a=[1, 1, 1], b=[10, 10, 10]), max_abs_log10=2.0, check="log_ratio_within")
     assert row["status"] == "PASS" and math.isnan(row["support"]) and "same in every resample" in row["note"]
+    # a tested check reads seeds that agree exactly as certain: the quantity does not depend on the seed
+    row = _ledger(_runs(a=[1, 1, 1], b=[10, 10, 10]))
+    assert row["status"] == "PASS" and row["p_pass"] == 0.0
     # a and b scale together seed by seed: the margin is the same in every resample, the values are not
-    assert _ledger(_runs(a=[1, 2, 3], b=[10, 20, 30]))["support"] == 1.0
+    assert _ledger(_runs(a=[1, 2, 3], b=[30, 20, 10]), **WITHIN)["support"] < 1.0
 
 
 @pytest.mark.parametrize("status, share, against, expected", [

@@ -56,14 +56,15 @@ def test_faster_passes_fails_and_needs_a_seed_majority():
     status, measured, *_ = faster(_data(table), a=FC, b=AVG, per=["panel"], min_gain=0.9)
     assert status == "FAIL" and "> 0 in 3/3" in measured  # wins, but not by 90%
     assert faster(_data(table), a=FC, b={"method": "absent"}, per=["panel"])[0] == "INCONCLUSIVE"
-    # the mean wins but only 1 of 3 paired seeds does: not "faster" (docs/papers/fedcluster.md R21) ...
+    # the mean wins but only 1 of 3 paired seeds does: not "faster" (docs/papers/fedcluster.md R21), and the
+    # count of seeds alone does not make it fail: open
     noisy = _table(_curve("FC", "fedcluster", 1.0, offsets=(-0.3, 0.02, 0.02)), _curve("FedAvg", "fedavg", 1.0))
     assert float(faster(_data(noisy), a=FC, b=AVG, per=["panel"])[1].split("G ")[1].split()[0]) > 0
-    assert faster(_data(noisy), a=FC, b=AVG, per=["panel"], gain_tol=0)[0] == "FAIL"
-    assert faster(_data(noisy), a=FC, b=AVG, per=["panel"], gain_tol=0, seed_share=0)[0] == "PASS"
-    # ... and by default the gain lies inside one standard error of the per-seed gains: open, not decided
     result = faster(_data(noisy), a=FC, b=AVG, per=["panel"])
-    assert result.status == "INCONCLUSIVE" and "of its threshold 0: open" in result.measured
+    assert result.status == "INCONCLUSIVE" and "(open: G > 0 in 1/3 seeds)" in result.measured
+    # without the seed rule, the paired t-test of the per-seed gains does not decide either
+    result = faster(_data(noisy), a=FC, b=AVG, per=["panel"], seed_share=0)
+    assert result.status == "INCONCLUSIVE" and "(open: t(2) = " in result.measured
 
 
 def test_faster_on_accuracy_and_against_a_diverged_run():
@@ -96,7 +97,7 @@ def test_ordered_and_slight():
     assert ordered(_data(fig6((2.2, 2.1, 2.0))), **kw)[0] == "PASS"
     assert ordered(_data(fig6((2.0, 2.1, 2.2))), **kw)[0] == "FAIL"
     result = ordered(_data(fig6((2.0, 2.0, 2.0))), **kw)  # equal curves: not ordered either way
-    assert result.status == "INCONCLUSIVE" and "open: 0.9->0.5 within 0" in result.measured
+    assert result.status == "INCONCLUSIVE" and "open: 0.9->0.5 3 equal seeds" in result.measured
     assert ordered(_data(fig6((2.2, 2.1, 2.0))), **{**kw, "order": [0.9, 0.7]})[0] == "INCONCLUSIVE"
     # "slightly": the spread over rho_cluster is small next to the gap to FedAvg
     assert slight(_data(fig6((2.2, 2.1, 2.0))), **kw, b=AVG)[0] == "PASS"
@@ -141,23 +142,23 @@ def _spread(rates, offsets, rotate: bool = False, **settings):
                     for i, (rc, r) in enumerate(zip((0.9, 0.5, 0.1), rates))))
 
 
-def test_ordered_leaves_curves_inside_the_seed_spread_open():
+def test_ordered_leaves_steps_the_seeds_do_not_decide_open():
     kw = dict(select=FC, per=["panel"], along="rho_cluster", order=[0.9, 0.5, 0.1])
     rates = (2.0, 2.05, 2.1)  # each step lowers the mean AUC by ~0.007
     assert ordered(_data(_spread(rates, (0.0, 0.0, 0.0))), **kw).status == "PASS"  # no spread: ordered
     # seeds 0.05 apart, differently per curve: s.e. of a paired step ~0.05, above the 0.007 steps
     result = ordered(_data(_spread(rates, (-0.05, 0.0, 0.05), rotate=True)), **kw)
-    assert result.status == "INCONCLUSIVE" and "open: 0.9->0.5 within" in result.measured
+    assert result.status == "INCONCLUSIVE" and "open: 0.9->0.5 t(2) = " in result.measured
     # the same spread as a seed effect shared by every curve cancels in the paired differences: decided
     assert ordered(_data(_spread(rates, (-0.05, 0.0, 0.05))), **kw).status == "PASS"
     # a step against the order, larger than the spread, still decides: FAIL
     assert ordered(_data(_spread((2.0, 4.0, 0.5), (-0.01, 0.0, 0.01), rotate=True)), **kw).status == "FAIL"
-    # a stated relative tolerance replaces the spread: 5% of ~0.43 is wider than the 0.007 steps, 1% is not
+    # a stated relative tolerance is a band around no difference: 5% of ~0.43 is wider than the 0.007 steps, 1% is not
     assert ordered(_data(_spread(rates, (0.0, 0.0, 0.0))), **kw, rel_tol=0.05).status == "INCONCLUSIVE"
     assert ordered(_data(_spread(rates, (0.0, 0.0, 0.0))), **kw, rel_tol=0.01).status == "PASS"
 
 
-def test_slight_gain_by_group_and_less_sensitive_leave_differences_inside_the_seed_spread_open():
+def test_slight_gain_by_group_and_less_sensitive_leave_differences_the_seeds_do_not_decide_open():
     noise = (0.0, 1.0, 2.0)  # a seed effect of up to 2 on losses of 0.05-1, rolled per curve
 
     def fig6(rates, offsets):  # FedAvg and three FedCluster curves, each with its own seed effect
@@ -167,7 +168,7 @@ def test_slight_gain_by_group_and_less_sensitive_leave_differences_inside_the_se
     kw = dict(select=FC, b=AVG, per=["panel"], along="rho_cluster", order=[0.9, 0.5, 0.1])
     assert slight(_data(fig6((2.2, 2.1, 2.0), (0.0, 0.0, 0.0))), **kw).status == "PASS"  # gap 0.2, spread 0.03
     result = slight(_data(fig6((2.2, 2.1, 2.0), noise)), **kw)
-    assert result.status == "INCONCLUSIVE" and "within the seed spread" in result.measured
+    assert result.status == "INCONCLUSIVE" and "(open: t(2) = " in result.measured
 
     def groups(offsets):  # FedCluster's gain larger on cifar10; FedAvg slows at rho_device 0.9
         rows = []
@@ -181,11 +182,11 @@ def test_slight_gain_by_group_and_less_sensitive_leave_differences_inside_the_se
     by_group = dict(a=FC, b=AVG, per=["dataset", "rho_device"], group="dataset", greater="cifar10", than="mnist")
     assert gain_by_group(_data(groups((0.0, 0.0, 0.0))), **by_group).status == "PASS"
     result = gain_by_group(_data(groups(noise)), **by_group)
-    assert result.status == "INCONCLUSIVE" and "within the seed spread" in result.measured
+    assert result.status == "INCONCLUSIVE" and "(open: t(2) = " in result.measured
     sensitive = dict(a=FC, b=AVG, per=["dataset"], along="rho_device", low=0.1, high=0.9)
     assert less_sensitive(_data(groups((0.0, 0.0, 0.0))), **sensitive).status == "PASS"
     result = less_sensitive(_data(groups(noise)), **sensitive)
-    assert result.status == "INCONCLUSIVE" and "within the seed spread" in result.measured
+    assert result.status == "INCONCLUSIVE" and "(open: t(2) = " in result.measured
 
 
 def test_ordered_reads_the_final_value_and_a_floor_of_a_metric_at_chance():

@@ -173,19 +173,18 @@ def test_the_claims_table_counts_and_the_claims_figure_marks_what_depends_on_a_r
 
 
 def test_an_alternative_reading_of_the_check_judges_the_same_tables_with_its_parameters():
-    """DeFedAvg's time_to_target=seed_times: the median of the seeds' own times instead of the seed-mean
-    curve's. 6 of A's 20 seeds lag far behind: its seed-mean curve reaches the target at 90 or later (FAIL
-    against B at 70), while 14 of its seeds reach it at 50 (PASS); either way in nearly every resample."""
-    readings = {"ttt": {"what": "how seeds make one time", "paper": "§4", "choice": "the seed-mean curve",
-                        "source": "paper", "alternatives": {"seed_times": {"choice": "median",
-                                                                           "check": {"seeds": "median"}}}}}
-    table = _table(_curve("fast", 0.1, 5, seeds=20, spread=(0.0,) * 14 + (49.0,) * 6),
+    """A reading of the check, not of the runs (e.g. how much faster "much faster" is): A's 20 seeds reach the
+    target at 50, B's at 70, so A is not twice as fast (factor 0.5: FAIL) but is faster (factor 1: PASS)."""
+    readings = {"ttt": {"what": "how much faster", "paper": "§4", "choice": "twice as fast",
+                        "source": "paper", "alternatives": {"seed_times": {"choice": "faster at all",
+                                                                           "check": {"factor": 1.0}}}}}
+    table = _table(_curve("fast", 0.1, 5, seeds=20, spread=(0.0,) * 20),
                    _curve("slow", 0.1, 3.3, seeds=20, spread=(0.0,) * 20))
     claims = yaml.safe_load("""
     claims:
       - {id: T1, figures: [f], check: time_to_target, a: {method: fast}, b: {method: slow}, per: [panel],
-         metric: grad_norm, target: 0.1, higher: false, rests_on: [ttt]}
-      - {id: T2, figures: [f], check: compare_final, a: {method: slow}, b: {method: fast}, per: [panel],
+         metric: grad_norm, target: 0.1, higher: false, factor: 0.5, rests_on: [ttt]}
+      - {id: T2, figures: [f], check: log_ratio_within, a: {method: slow}, b: {method: fast}, per: [panel],
          metric: grad_norm, rests_on: [ttt]}
     """)
     ledger = evaluate_claims(claims, {"f": table}, "quick", {"f": LABELS}, readings, {}).set_index("claim_id")

@@ -11,7 +11,8 @@ from typing import Any
 import pandas as pd
 
 from fedrepro.claims import support as bootstrap_rule
-from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, UNITS, Result
+from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, TESTED, UNITS, Result
+from fedrepro.claims.checks.inference import ALPHA
 from fedrepro.claims.data import ClaimData
 from fedrepro.claims.data_notes import with_data_notes
 from fedrepro.claims.validation import CLAIM_FIELDS, FigureLabels, validate_claims
@@ -20,10 +21,13 @@ from fedrepro.results.tables import in_paper_terms, merged_labels, read_figure_t
 from fedrepro.utils.atomic import atomic_path
 from fedrepro.utils.yaml_file import read_yaml
 
-# support: share of bootstrap resamples in which the claim holds (empty: NA, the reason in note); margin: the
-# check's distance from its threshold in its own units (> 0: holds); margin_se: margin / its bootstrap s.d.
-COLUMNS = ["claim_id", "figure", "scale", "status", "robustness", "support", "margin", "margin_se", "measured",
-           "expected", "note", "quote"]
+# p_pass, p_fail: the p-values of the claim's test (a check that tests its seeds, checks.TESTED): PASS when
+# p_pass <= alpha, FAIL when p_fail <= alpha (checks/inference.py); error_rate: what the verdict's rule states
+# (claims/support.py ERROR_RATES); support: share of bootstrap resamples in which the claim holds, for the other
+# checks (empty: NA, the reason in note); margin: the check's distance from its threshold in its own units
+# (> 0: holds); margin_se: margin / its bootstrap s.d.
+COLUMNS = ["claim_id", "figure", "scale", "status", "robustness", "p_pass", "p_fail", "error_rate", "support",
+           "margin", "margin_se", "measured", "expected", "note", "quote"]
 # what the robustness column says of an alternative that changes runs when they were not trained (results/audit.py
 # ledger_readings reads it back)
 NOT_EVALUATED = "not evaluated: config readings: primary"
@@ -53,9 +57,13 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
         robust = robustness(claim, status, readings or {}, alternatives, under, judge)
         status, ruling = rests_on_readings(claim, readings or {}, status, ruling)
         na = f"support n/a: {support.reason}" if support.kind in ("none", "invariant") else ""
+        tested = support.kind == "test"
         rows.append({
             "claim_id": claim["id"], "figure": " ".join(figures or claim.get("figures", [])), "scale": scale,
-            "status": status, "robustness": robust, "support": _rounded(support.share, 3),
+            "status": status, "robustness": robust,
+            "p_pass": _rounded(result.p_pass, 3) if tested else math.nan,
+            "p_fail": _rounded(result.p_fail, 3) if tested else math.nan,
+            "error_rate": support.error_rate(), "support": _rounded(support.share, 3),
             "margin": _rounded(result.margin, 4),
             "margin_se": _rounded(result.margin / support.margin_sd, 3) if support.margin_sd > 0 else math.nan,
             "measured": result.measured, "expected": claim.get("expected", ""),
@@ -191,8 +199,11 @@ def bootstrap_record(paper: str, scale: str) -> dict[str, Any]:
                       "stream": "fedrepro.seeding.numpy_rng('claims-bootstrap', seed, *figures of the claim)",
                       "resampled": "the column seed (training seeds; Monte Carlo runs for engine monte_carlo), "
                                    "drawn with replacement, the same draw for every run of the claim"},
-        "rule": {"decide": bootstrap_rule.DECIDE, "min_units": bootstrap_rule.MIN_UNITS,
-                 "text": "a verdict stands when >= decide of the resamples agree with it; with fewer than "
+        "rule": {"alpha": ALPHA, "tested": sorted(TESTED), "decide": bootstrap_rule.DECIDE,
+                 "min_units": bootstrap_rule.MIN_UNITS,
+                 "text": "a tested check (checks.TESTED) decides by its own one-sided tests at alpha, combined over "
+                         "its comparisons (intersection-union for PASS, Holm for FAIL; docs/claims.md); any other "
+                         "verdict stands when >= decide of the bootstrap resamples agree with it; with fewer than "
                          "max(min_units, the claim's min_seeds) units, or less agreement, it is INCONCLUSIVE"},
     }
 

@@ -1,24 +1,27 @@
-"""How solid a verdict is: a seeded bootstrap over the units of replication, and the one rule that
-turns a check's verdict and its bootstrap support into the ledger's verdict.
+"""How solid a verdict is, and the one rule that turns a check's verdict into the ledger's verdict.
 
-support = the share of bootstrap resamples (seeds, or Monte Carlo runs, drawn with replacement; the
-same draw for every run of the claim, claims/data.py ClaimData.resamples) in which the check's
-condition holds, i.e. the check rerun on the resample says PASS.
+Two kinds of check (docs/claims.md, "The decision rule"):
 
-The rule (decide): a verdict on the full data stands only when at least DECIDE = 90% of the resamples
-reach the same verdict; otherwise the claim is INCONCLUSIVE, "not decided by N seeds (support x%)".
-Why 90%: it is the one-sided 90% percentile-bootstrap bound of the margin lying on the verdict's side
-of the threshold (the bootstrap reading of a one-sided test at 10%). 95% would overturn every median
-verdict of 5 seeds that one outlying seed could flip (the outlier is the median of a resample ~6% of
-the time); lower thresholds would let one seed in four decide. With 200 resamples the support itself
-is known to +-2 percentage points (binomial s.e. at 90%), well inside the band.
-With fewer than MIN_UNITS = 3 units there is no bootstrap: 2 seeds give 3 distinct resamples, one of
-which is each seed alone, so "support" would only restate whether the two seeds agree. A claim's own
-`min_seeds` (e.g. 10 Monte Carlo runs for a variance) raises that minimum for the claim: below it, the
-support is shown for information and the claim is INCONCLUSIVE. This is the only seed-count rule.
+- A check in checks.TESTED tests its seeds itself (checks/inference.py): each comparison a one-sided
+  paired t-test (a sign test where a seed is censored), the claim's comparisons combined so that a false
+  claim reads PASS, and a true one FAIL, in at most ALPHA = 5% of cases, at 3 seeds and more, over any
+  number of cells (benchmarks/calibrate_rule.py measures it). Its support is the test (kind "test"): the
+  ledger shows its p-values, and no bootstrap runs.
+- Any other check (a statistic over Monte Carlo runs, a time ratio, a correlation, a band) is qualified by
+  a seeded bootstrap over the units of replication: support = the share of resamples (seeds, or Monte
+  Carlo runs, drawn with replacement; the same draw for every run of the claim, claims/data.py
+  ClaimData.resamples) in which the check rerun on the resample says PASS. Its verdict stands only when at
+  least DECIDE = 1 - ALPHA = 95% of the resamples agree (the one-sided 95% percentile-bootstrap bound on the
+  verdict's side); otherwise INCONCLUSIVE, "not decided by N seeds (support x%)". Its error rate is not
+  calibrated: the ledger says so (ERROR_RATES).
 
-A check that a bootstrap cannot qualify (checks.NOT_RESAMPLED: a count fixed by the settings, its own
-binomial test, informational, not tested), a check INCONCLUSIVE on the full data, and a check whose
+With fewer than MIN_UNITS = 3 units there is no test and no bootstrap (the calibration starts at 3; 2
+seeds give 3 distinct resamples, one of which is each seed alone). A claim's own `min_seeds` (e.g. 10
+Monte Carlo runs for a variance) raises that minimum for the claim: below it, the measurement is shown
+for information and the claim is INCONCLUSIVE. This is the only seed-count rule.
+
+A check that neither can qualify (checks.NOT_RESAMPLED: a count fixed by the settings, its own binomial
+test, informational, not tested), a bootstrapped check INCONCLUSIVE on the full data, and one whose
 measurement is the same in every resample (e.g. f*, the same in every run) have support NA with the
 reason, never a fake 100%.
 """
@@ -30,13 +33,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedrepro.claims.checks import CHECKS, FAIL, INCONCLUSIVE, NOT_RESAMPLED, PASS, UNITS, Result
+from fedrepro.claims.checks import CHECKS, FAIL, INCONCLUSIVE, NOT_RESAMPLED, PASS, TESTED, UNITS, Result
+from fedrepro.claims.checks.inference import ALPHA
 from fedrepro.claims.data import ClaimData
 
 RESAMPLES = 200  # bootstrap resamples per set of figures (recorded in results/claims/<paper>.json)
 SEED = 13  # seeds the bootstrap streams with the claim's figures (fedrepro.seeding)
-DECIDE = 0.9  # share of resamples that must agree with a verdict for it to stand
-MIN_UNITS = 3  # fewer seeds (Monte Carlo runs) than this: no bootstrap
+DECIDE = 1 - ALPHA  # share of resamples that must agree with a bootstrapped verdict for it to stand
+MIN_UNITS = 3  # fewer seeds (Monte Carlo runs) than this: no test, no bootstrap
+# the error rate each kind of support states (the ledger's column error_rate)
+ERROR_RATES = {
+    "test": f"<= {ALPHA:.0%} (paired t / sign test; IUT, Holm)",
+    "bootstrap": f"uncalibrated (bootstrap, {DECIDE:.0%} agreement)",
+}
 
 
 @dataclass(frozen=True)
@@ -47,10 +56,15 @@ class Support:
     against: float = math.nan  # resamples in which it fails (FAIL)
     margin_sd: float = math.nan  # standard deviation of the margin over the resamples
     reason: str = ""  # why there is no support ("" when there is one)
-    kind: str = "bootstrap"  # or: too_few (units), invariant (same in every resample), none (not resampled, undecided)
+    kind: str = "bootstrap"  # or: test (TESTED), too_few (units), invariant (same in every resample),
+    # none (not resampled, undecided)
 
     def units_text(self) -> str:
         return f"{self.units} {self.unit}{'' if self.units == 1 else 's'}"
+
+    def error_rate(self) -> str:
+        """The error rate the verdict's rule states ("" where there is no rule: not resampled, undecided)."""
+        return ERROR_RATES.get("bootstrap" if self.kind in ("too_few", "invariant") else self.kind, "")
 
 
 def bootstrap(check: str, data: ClaimData, params: dict, result: Result, *seed_parts: object,
@@ -60,6 +74,8 @@ def bootstrap(check: str, data: ClaimData, params: dict, result: Result, *seed_p
     units, unit = data.seeds(), UNITS[check]
     if check in NOT_RESAMPLED:
         return Support(units, unit, reason=NOT_RESAMPLED[check], kind="none")
+    if check in TESTED:
+        return Support(units, unit, kind="test")
     if result.status == INCONCLUSIVE:
         return Support(units, unit, reason="undecided on the full data", kind="none")
     if units < MIN_UNITS:
@@ -85,16 +101,16 @@ def bootstrap(check: str, data: ClaimData, params: dict, result: Result, *seed_p
 def decide(status: str, support: Support, min_units: int = 1) -> tuple[str, str]:
     """The ledger's verdict and a note on it, from the check's verdict on the full data, its support
     and the claim's own minimum of units (`min_seeds`)."""
-    if support.kind == "none":
+    if support.kind == "none" or (support.kind == "test" and status == INCONCLUSIVE):
         return status, ""  # nothing to qualify: not resampled, or undecided on the full data
     needed = min_units if support.kind == "invariant" else max(MIN_UNITS, min_units)
     if support.units < needed:
         shown = "" if math.isnan(support.share) else f"support {support.share:.0%}, "
-        why = (f"a bootstrap needs >= {MIN_UNITS}" if support.units < MIN_UNITS
+        why = (f"the rule needs >= {MIN_UNITS}" if support.units < MIN_UNITS
                else f"the claim needs >= {min_units}")
         return INCONCLUSIVE, (f"not decided by {support.units_text()}: {why} ({shown}{status} on the full data, "
                               f"shown for information)")
-    if support.kind == "invariant":
+    if support.kind in ("invariant", "test"):
         return status, ""
     agree = support.share if status == PASS else support.against
     if agree >= DECIDE:

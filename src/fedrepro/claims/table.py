@@ -17,7 +17,8 @@ STATUS_COLOURS = {"PASS": "#c8e6c9", "FAIL": "#ffcdd2", "INCONCLUSIVE": "#e0e0e0
 # The columns a reader reads first lead: the paper's words, our verdict and whether it rests on a reading; the
 # numbers and names follow. Plain headers for the ledger's columns.
 COLUMNS = {"quote": "claim (the paper's words)", "status": "verdict", "robustness": "across readings",
-           "measured": "measured", "expected": "expected", "support": "support", "margin": "margin",
+           "measured": "measured", "expected": "expected", "p_pass": "p pass", "p_fail": "p fail",
+           "error_rate": "error rate", "support": "support", "margin": "margin",
            "note": "note", "claim_id": "id", "figure": "figures"}
 STYLE = """
 body { font-family: sans-serif; font-size: 13px; margin: 8px; }
@@ -25,7 +26,8 @@ table { border-collapse: collapse; table-layout: fixed; width: 100%; max-width: 
 th, td { border: 1px solid #bbb; padding: 3px 6px; vertical-align: top; text-align: left; overflow-wrap: anywhere; }
 th { background: #f0f0f0; position: sticky; top: 0; }
 col.quote { width: 17%; } col.status { width: 7.5em; } col.robustness { width: 10%; } col.measured { width: 24%; }
-col.expected { width: 11%; } col.support { width: 4.5em; } col.margin { width: 6.5em; } col.note { width: 14%; }
+col.expected { width: 11%; } col.p_pass, col.p_fail { width: 4.5em; } col.error_rate { width: 7em; }
+col.support { width: 4.5em; } col.margin { width: 6.5em; } col.note { width: 14%; }
 col.claim_id { width: 3.5em; } col.figure { width: 5em; }
 """
 
@@ -47,7 +49,8 @@ def ledger_html(ledger: pd.DataFrame, title: str, note: str = "", names: dict[st
     columns = [c for c in COLUMNS if c in shown]
     shown = shown[columns]
     styled = (shown.style.hide(axis="index")
-              .format({"support": "{:.1%}"} if "support" in shown else {}, escape="html", na_rep="")
+              .format({c: f for c, f in {"support": "{:.1%}", "p_pass": "{:.2g}", "p_fail": "{:.2g}"}.items()
+                       if c in shown}, escape="html", na_rep="")
               .map(lambda status: f"background-color: {STATUS_COLOURS.get(status, 'white')}", subset=["status"])
               .relabel_index([COLUMNS[c] for c in columns], axis="columns"))
     colgroup = "<colgroup>" + "".join(f'<col class="{c}">' for c in columns) + "</colgroup>"

@@ -1,6 +1,7 @@
-"""The claims figure of a paper (figures/<paper>/claims.{pdf,png}): one row per claim, its bootstrap
-support as a bar, the verdict thresholds of claims/support.py marked, the verdict as colour, the
-claims grouped by the figures they are judged on."""
+"""The claims figure of a paper (figures/<paper>/claims.{pdf,png}): one row per claim, how firmly the data
+show it holds as a bar (1 - p_pass for a tested check, the bootstrap support for the others), the PASS
+threshold of claims/support.py marked, the verdict as colour, the claims grouped by the figures they are
+judged on."""
 
 from __future__ import annotations
 
@@ -15,23 +16,25 @@ COLOURS = {"PASS": "#2a9d55", "FAIL": "#c0392b", "INCONCLUSIVE": "#9a9a9a"}
 
 
 def claims_figure(ledger: pd.DataFrame, paper: str, scale: str, decide: float) -> plt.Figure:
-    """Bars of `support` (a share) for each row of the ledger; a claim without support says why
-    (n/a, or too few seeds) in place of a bar. `decide`: the share of resamples a verdict needs."""
+    """Bars of 1 - p_pass (a tested check) or `support` (a share of resamples) for each row of the ledger; a
+    claim without either says why (n/a, or too few seeds) in place of a bar. `decide`: what a PASS needs
+    (1 - alpha, and the share of resamples a bootstrapped verdict needs)."""
     theme()
     rows = ledger.assign(group=ledger["figure"].fillna("").replace("", "(no figure)"))
     order = list(dict.fromkeys(rows["group"]))  # groups in the order the claims file first names them
     rows = rows.assign(rank=rows["group"].map(order.index)).sort_values("rank", kind="stable").reset_index(drop=True)
     fig, ax = plt.subplots(figsize=(7.5, 0.8 + 0.24 * len(rows)))
+    p_pass = pd.to_numeric(rows.get("p_pass", pd.Series(math.nan, index=rows.index)), errors="coerce")
+    firm = (1 - p_pass).fillna(pd.to_numeric(rows["support"], errors="coerce"))
     for i, row in rows.iterrows():
         colour = COLOURS.get(row["status"], "black")
-        if isinstance(row["support"], float) and not math.isnan(row["support"]):
-            ax.barh(i, row["support"], color=colour, height=0.7)
-            ax.text(min(row["support"], 0.86) + 0.01, i, f"{row['support']:.0%}", va="center", fontsize=6)
+        if not math.isnan(firm[i]):
+            ax.barh(i, firm[i], color=colour, height=0.7)
+            ax.text(min(firm[i], 0.86) + 0.01, i, f"{firm[i]:.0%}", va="center", fontsize=6)
         else:
             why = "too few seeds" if str(row["note"]).startswith("not decided by") else "n/a"
             ax.text(0.01, i, f"{why} ({row['status']})", va="center", fontsize=6, color=colour, style="italic")
-    for x in (1 - decide, decide):
-        ax.axvline(x, color="black", linestyle="--", linewidth=0.8)
+    ax.axvline(decide, color="black", linestyle="--", linewidth=0.8)
     starts = rows.groupby("rank").head(1).index
     for start in starts[1:]:
         ax.axhline(start - 0.5, color="0.6", linewidth=0.6)
@@ -45,9 +48,9 @@ def claims_figure(ledger: pd.DataFrame, paper: str, scale: str, decide: float) -
         tick.set_color(COLOURS.get(status, "black"))
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(0, 1)
-    ax.set_xlabel(f"support: share of bootstrap resamples in which the claim holds (PASS needs >= {decide:.0%}, "
-                  f"FAIL <= {1 - decide:.0%})" + ("; depends: the verdict flips under an alternative reading"
-                                                  if depends.any() else ""), fontsize=7)
+    ax.set_xlabel(f"1 - p_pass (tested checks) or share of bootstrap resamples in which the claim holds; PASS needs "
+                  f">= {decide:.0%}" + ("; depends: the verdict flips under an alternative reading"
+                                        if depends.any() else ""), fontsize=7)
     ax.set_title(f"{paper}: claims and how solid their verdicts are [scale: {scale}]", fontsize=9)
     fig.tight_layout()
     return fig
@@ -57,4 +60,4 @@ def draw_claims_figure(ledger_path: Path, paper: str, decide: float, pdf: Path, 
     ledger = pd.read_csv(ledger_path)
     scale = str(ledger["scale"].iloc[0]) if len(ledger) else "?"
     fig = claims_figure(ledger, paper, scale, decide)
-    save_pdf_png(fig, pdf, png, f"{paper} claims", f"Support of each claim of {paper} at scale {scale}.")
+    save_pdf_png(fig, pdf, png, f"{paper} claims", f"How firmly the data show each claim of {paper} at scale {scale}.")

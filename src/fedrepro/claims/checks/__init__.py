@@ -3,8 +3,9 @@
 The configuration (config/claims/<paper>.yaml) names the check and its keyword parameters; the
 checks know nothing about any particular paper. A check takes the claim's data (claims/data.py
 ClaimData) and asks it for the summary it needs, with its own metric, x column and window. A check
-without data for any cell is INCONCLUSIVE, never PASS. The ledger (claims/support.py) reruns a check
-on bootstrap resamples of the data, unless NOT_RESAMPLED says why that would mean nothing.
+without data for any cell is INCONCLUSIVE, never PASS. A check in TESTED tests its seeds itself
+(inference.py: its verdict has the error rates of docs/claims.md); the ledger (claims/support.py) reruns
+any other on bootstrap resamples of the data, unless NOT_RESAMPLED says why that would mean nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ _MODULES = (  # (module, what its `seed` column counts, its checks)
 CHECKS: dict[str, Callable[..., Result]] = {name: getattr(module, name) for module, _, names in _MODULES for name in names}
 # the unit of replication a check's bootstrap resamples, as the ledger names it
 UNITS: dict[str, str] = {name: unit for _, unit, names in _MODULES for name in names}
+# checks whose verdict is a test of the seeds (inference.py), each comparison on its paired per-seed effects:
+# the decision rule with a stated error rate (docs/claims.md, benchmarks/calibrate_rule.py); no bootstrap
+TESTED: frozenset[str] = frozenset({
+    "compare_final", "compare_fact", "time_to_target", "time_to_target_trend", "monotone_time_to_target",
+    "faster", "ordered", "slight", "less_sensitive", "gain_by_group"})
 # checks whose verdict a bootstrap over seeds cannot qualify: their support is NA with this reason
 NOT_RESAMPLED: dict[str, str] = {
     "rate_within": "a count fixed by the run's settings, the same in every seed",
@@ -38,7 +44,7 @@ NOT_RESAMPLED: dict[str, str] = {
     "not_tested": "not tested",
 }
 
-__all__ = ["CHECKS", "UNITS", "NOT_RESAMPLED", "PASS", "FAIL", "INCONCLUSIVE", "Result", "check_parameters",
+__all__ = ["CHECKS", "UNITS", "TESTED", "NOT_RESAMPLED", "PASS", "FAIL", "INCONCLUSIVE", "Result", "check_parameters",
            "check_hints"]
 
 

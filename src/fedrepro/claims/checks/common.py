@@ -9,17 +9,22 @@ from typing import Annotated, Any, Literal, NamedTuple
 import numpy as np
 import pandas as pd
 
+from fedrepro.claims.checks.inference import Test, certain, combine, decide, effect_test, required_of
+
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
 
 
 class Result(NamedTuple):
     """What a check says. `margin`: how far the deciding value lies from the check's threshold, in the
     check's own units (each check's docstring says which); > 0 on the side where the condition holds,
-    nan where there is nothing to measure."""
+    nan where there is nothing to measure. `p_pass`, `p_fail`: the p-values of the claim's combined test
+    (inference.combine) on which its verdict rests; nan for a check that does not test its seeds."""
     status: str
     measured: str
     note: str = ""
     margin: float = math.nan
+    p_pass: float = math.nan
+    p_fail: float = math.nan
 
 Require = Literal["all", "most", "fraction"]  # how many cells must hold (verdict)
 
@@ -99,13 +104,12 @@ def pair_rows(curves: pd.DataFrame, a: dict, b: dict, per: list[str], each_a: bo
 def compare_stat(frame: pd.DataFrame, a: dict, b: dict, per: list[str], stat: str, factor: float = 1.0,
                  require: str = "all", fraction: float | None = None, per_seed: pd.DataFrame | None = None) -> Result:
     """Holds in a cell when stat(a) < stat(b) * factor (factor < 1: a wins by a margin; > 1: a tolerance).
-    A time T_<eps> not reached by the last x is censored there (its column T_<eps>_lower): the cell is
-    decided only when the bound settles it (below), else open. With `per_seed` (the runs' per-seed values of
-    stat, column `seed`), two values that are both known are open while they lie within the seed spread
-    (within_spread):
-    one standard error of the paired per-seed log10 ratios (paired_spread). Margin: decades by which stat(a)
-    lies below stat(b) * factor (of the bounds, when censored); for `auc` (already a mean log10) the
-    difference, also in decades."""
+    With `per_seed` (the runs' per-seed values of stat, column `seed`), the cell is a Test of its seeds
+    (paired_below: the per-seed log10 ratios, paired by seed; a time T_<eps> not reached by a seed's last x is
+    censored there, its column T_<eps>_lower). Without (a statistic over Monte Carlo runs, which the bootstrap
+    qualifies), the values decide: a censored bound only when it settles the comparison (below), else open.
+    Margin: decades by which stat(a) lies below stat(b) * factor, of the seed medians (of the bounds, when
+    censored); for `auc` (already a mean log10) the difference, also in decades."""
     lower = f"{stat}_lower" if f"{stat}_lower" in frame else stat
     log = stat != "auc"
     holds, margins, shown = [], [], []
@@ -114,51 +118,50 @@ def compare_stat(frame: pd.DataFrame, a: dict, b: dict, per: list[str], stat: st
         ok = below(sa, sb, factor)
         margin = (margin_below(sa[1], sb[0] * factor, log=log) if ok
                   else margin_below(sa[0], sb[1] * factor, log=log))
-        tol = paired_spread(per_seed, ra["run_id"], rb["run_id"], stat, log) if per_seed is not None else 0.0
-        inside = ok is not None and within_spread(margin, tol, sa, sb)
-        holds.append(None if inside else ok)
+        outcome = (paired_below(per_seed, ra["run_id"], rb["run_id"], stat, factor, log) if per_seed is not None
+                   else ok)
+        holds.append(outcome)
         margins.append(margin)
         shown.append(f"[{name}] {selector_name(a)} {fmt_span(sa)} vs {selector_name(b)} {fmt_span(sb)}"
-                     + (f" (within the seed spread, {fmt(tol)} decades: open)" if inside else ""))
+                     + open_text(outcome))
     measured = f"{tally(holds)}: " + "; ".join(shown) if holds else "no cell has both curves"
     return judged(holds, margins, measured, require, fraction)
 
 
-def within_spread(difference: float, spread: float, *spans: tuple[float, float]) -> bool:
-    """A comparison of values known exactly (not censored, not diverged) whose difference lies within their seed
-    spread (> 0): it cannot be told apart, so it is open. A censored or diverged value keeps its interval rule
-    (below), and without a spread the comparison decides by its own relation."""
-    return spread > 0 and all(low == high and math.isfinite(high) for low, high in spans) and abs(difference) <= spread
+def paired_below(per_seed: pd.DataFrame, run_a: str, run_b: str, column: str, factor: float = 1.0,
+                 log: bool = True, lower: str | None = None) -> Test:
+    """The Test of column(a) < column(b) x factor over the seeds both runs have, paired by seed: the per-seed
+    effect is log10(b x factor / a) in decades when `log` (else b x factor - a), an interval where a value is
+    censored (its column `lower`, by default <column>_lower when there is one: the last x a time was not
+    reached by) or diverged (inf); inference.effect_test. Paired by seed: valid whether or not the runs of one
+    seed share their random numbers, and tighter when they do."""
+    lower = lower or (f"{column}_lower" if f"{column}_lower" in per_seed else column)
+    a, b = (per_seed.loc[per_seed["run_id"] == r].set_index("seed")[[lower, column]] for r in (run_a, run_b))
+    pair = pd.merge(a, b, left_index=True, right_index=True, suffixes=("_a", "_b")).to_numpy(dtype=float)
+    a_low, a_high, b_low, b_high = pair.T
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0 and inf: an effect of -inf, inf or unknown (nan)
+        if log:
+            low = np.log10(b_low * factor) - np.log10(a_high)
+            high = np.log10(b_high * factor) - np.log10(a_low)
+        else:
+            low, high = b_low * factor - a_high, b_high * factor - a_low
+    return effect_test(low, high)
 
 
-def standard_error(values) -> float:
-    """The standard error of the mean of `values` (over seeds): the seed spread a difference is read
-    against; 0 with one value or a value that is not finite (a diverged seed), where there is none."""
-    values = np.asarray(values, dtype=float)
-    if len(values) < 2 or not np.isfinite(values).all():
-        return 0.0
-    return float(np.std(values, ddof=1) / np.sqrt(len(values)))
+def open_text(outcome: Outcome) -> str:
+    """What a cell's text adds when its seeds decide it neither way: " (open: t(2) = 0.85)"."""
+    if isinstance(outcome, Test) and outcome.outcome is None:
+        return f" (open: {outcome.how})" if outcome.how else " (open)"
+    return ""
 
 
-def seed_spread(values: pd.DataFrame, weights: list[float]) -> float:
-    """The seed spread of sum_i weights[i] x mean(column i), one row per seed: one standard error of the per-seed
-    sums over the seeds every column has (standard_error: 0 without a spread)."""
+def seed_effect(values: pd.DataFrame, weights: list[float], hold_above: float = 0.0, fail_below: float = 0.0) -> Test:
+    """The Test of sum_i weights[i] x mean(column i) > 0, one row per seed, over the seeds every column has:
+    the per-seed sums are the effects (inference.effect_test; a diverged seed's inf decides its sign only)."""
     complete = values.dropna().to_numpy(dtype=float)
-    with np.errstate(invalid="ignore"):  # a diverged seed: inf - inf
-        return standard_error(complete @ np.asarray(weights, dtype=float)) if len(complete) else 0.0
-
-
-def paired_spread(per_seed: pd.DataFrame, run_a: str, run_b: str, column: str, log: bool = False) -> float:
-    """One standard error of the per-seed differences column(a) - column(b) over the seeds both runs have
-    (of log10 values, in decades, when `log`; none when a value is not positive). Paired by seed: valid whether
-    or not the runs of one seed share their random numbers, and tighter when they do."""
-    pair = pd.concat([per_seed.loc[per_seed["run_id"] == r].set_index("seed")[column] for r in (run_a, run_b)],
-                     axis=1).dropna()
-    if log:
-        if (pair <= 0).any(axis=None):
-            return 0.0
-        pair = np.log10(pair)
-    return seed_spread(pair, [1, -1])
+    with np.errstate(invalid="ignore"):  # a diverged seed: inf - inf, unknown
+        effects = complete @ np.asarray(weights, dtype=float) if len(complete) else np.array([])
+    return effect_test(effects, hold_above=hold_above, fail_below=fail_below)
 
 
 def _needed(require: str, fraction: float | None) -> float:
@@ -166,27 +169,41 @@ def _needed(require: str, fraction: float | None) -> float:
 
 
 # A cell's outcome: True (holds), False (does not) or None (open: its data cannot decide, e.g. a time
-# censored at the horizon, two curves inside the seed spread, or both sides below the metric's chance level).
+# censored at the horizon, or both sides below the metric's chance level), known without testing seeds;
+# or a Test of its seeds (inference.py), which the verdict reads by its p-values.
 Holds = bool | None
+Outcome = Holds | Test
 
 
-def verdict(holds: list[Holds], require: str, fraction: float | None) -> str:
-    """PASS or FAIL only when every way the open cells could fall gives that verdict; else INCONCLUSIVE."""
+def as_test(outcome: Outcome) -> Test:
+    return outcome if isinstance(outcome, Test) else certain(outcome)
+
+
+def shown_outcome(outcome: Outcome) -> Holds:
+    """A cell's outcome taken alone (a Test: shown to hold or fail at ALPHA, else open), for counting."""
+    return outcome.outcome if isinstance(outcome, Test) else outcome
+
+
+def claim_test(holds: list[Outcome], require: str, fraction: float | None) -> Test:
+    """The claim's combined Test over its cells (inference.combine), `require` of them needed."""
+    return combine([as_test(h) for h in holds], required_of(len(holds), _needed(require, fraction)))
+
+
+def verdict(holds: list[Outcome], require: str, fraction: float | None) -> str:
+    """PASS when the cells needed are shown to hold, FAIL when enough are shown to fail (inference.decide:
+    the error rates of docs/claims.md); else INCONCLUSIVE. With outcomes known without seeds: PASS or FAIL
+    only when every way the open cells could fall gives that verdict."""
     if not holds:
         return INCONCLUSIVE
-    need, n = _needed(require, fraction), len(holds)
-    sure = sum(1 for h in holds if h is not None and h)
-    possible = sum(1 for h in holds if h is None or h)
-    if sure / n >= need:
-        return PASS
-    return FAIL if possible / n < need else INCONCLUSIVE
+    return decide(claim_test(holds, require, fraction))
 
 
-def tally(holds: list[Holds], what: str = "cells") -> str:
-    """"2/4 cells hold" (", 1 open" when some cannot be decided)."""
-    open_ = sum(h is None for h in holds)
-    return (f"{sum(1 for h in holds if h is not None and h)}/{len(holds)} {what} hold"
-            + (f" ({open_} open: undecidable on these data)" if open_ else ""))
+def tally(holds: list[Outcome], what: str = "cells") -> str:
+    """"2/4 cells hold" (", 1 open" when some are shown neither to hold nor to fail)."""
+    shown = [shown_outcome(h) for h in holds]
+    open_ = sum(h is None for h in shown)
+    return (f"{sum(1 for h in shown if h)}/{len(shown)} {what} hold"
+            + (f" ({open_} open: not decided on these data)" if open_ else ""))
 
 
 def deciding_margin(margins: list[float], require: str = "all", fraction: float | None = None) -> float:
@@ -199,16 +216,20 @@ def deciding_margin(margins: list[float], require: str = "all", fraction: float 
     return ranked[min(required, len(ranked)) - 1]
 
 
-def judged(holds: list[Holds], margins: list[float], measured: str, require: str = "all",
+def judged(holds: list[Outcome], margins: list[float], measured: str, require: str = "all",
            fraction: float | None = None, note: str = "") -> Result:
-    """The Result of a check that judged cells: verdict from `holds`, margin of the deciding cell. An open
-    cell counts against a PASS and for a FAIL (the verdict must hold either way); an undecided verdict has
-    no margin."""
-    status = verdict(holds, require, fraction)
-    if status == INCONCLUSIVE and holds:
-        return Result(status, measured, note)
-    margins = [(math.inf if status == FAIL else -math.inf) if h is None else m for h, m in zip(holds, margins)]
-    return Result(status, measured, note, deciding_margin(margins, require, fraction))
+    """The Result of a check that judged cells: verdict and p-values from `holds` (claim_test), margin of
+    the deciding cell. An open cell counts against a PASS and for a FAIL (the verdict must hold either way);
+    an undecided verdict has no margin."""
+    if not holds:
+        return Result(INCONCLUSIVE, measured, note)
+    test = claim_test(holds, require, fraction)
+    status = decide(test)
+    if status == INCONCLUSIVE:
+        return Result(status, measured, note, math.nan, test.p_holds, test.p_against)
+    shown = [shown_outcome(h) for h in holds]
+    margins = [(math.inf if status == FAIL else -math.inf) if h is None else m for h, m in zip(shown, margins)]
+    return Result(status, measured, note, deciding_margin(margins, require, fraction), test.p_holds, test.p_against)
 
 
 def not_learned(floor: float | None, higher: bool, *values: float) -> bool:
@@ -268,22 +289,18 @@ def ratio_span(num: tuple[float, float], den: tuple[float, float]) -> tuple[floa
     return div(num[0], den[1]), div(num[1], den[0])
 
 
-def never_falls(spans: list[tuple[float, float]], inversions: int = 0,
-                tolerances: list[float] | None = None) -> tuple[Holds, float, int]:
+def never_falls(spans: list[tuple[float, float]], steps: list[Test], inversions: int = 0) -> tuple[Test, float, int]:
     """Whether a sequence of times (span) never falls from one to the next, `inversions` steps excepted:
-    (outcome, margin, open steps). A step a censored bound leaves open may fall either way, and so may a step
-    between two known times within its tolerance (decades, one per step: the seed spread), so the sequence is
-    decided only when its open steps cannot change the outcome. Margin: decades, the smallest step after the
-    `inversions` worst are forgiven, of the bounds (the least they guarantee, or for a FAIL the most they allow)."""
+    (the Test of the sequence, margin, open steps). Each step is a Test of its seeds (`steps`: paired_below of
+    this time below the next), and the sequence holds when len(steps) - inversions of them do
+    (inference.combine). Margin: decades, the smallest step after the `inversions` worst are forgiven, of the
+    bounds (the least they guarantee, or for a FAIL the most they allow)."""
     pairs = list(zip(spans[:-1], spans[1:]))
-    tolerances = tolerances or [0.0] * len(pairs)
-    outcomes = [None if within_spread(margin_below(later[1], earlier[1]), tol, earlier, later)
-                else below(later, earlier) for (earlier, later), tol in zip(pairs, tolerances)]  # True: surely falls
-    against, open_ = sum(o is True for o in outcomes), sum(o is None for o in outcomes)
-    ok = True if against + open_ <= inversions else False if against > inversions else None
-    steps = sorted(margin_below(earlier[1], later[0]) if ok else margin_below(earlier[0], later[1])
-                   for earlier, later in pairs)
-    return ok, steps[min(inversions, len(steps) - 1)], open_
+    test = combine(steps, max(1, len(steps) - inversions))
+    ok = test.outcome
+    margins = sorted(margin_below(earlier[1], later[0]) if ok else margin_below(earlier[0], later[1])
+                     for earlier, later in pairs)
+    return test, margins[min(inversions, len(margins) - 1)], sum(step.outcome is None for step in steps)
 
 
 def selector_name(selector: dict) -> str:

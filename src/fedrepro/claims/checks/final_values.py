@@ -34,15 +34,15 @@ from fedrepro.claims.checks.common import (
     margin_below,
     never,
     never_falls,
+    open_text,
     pair_rows,
-    paired_spread,
+    paired_below,
     ratio_span,
     rows_matching,
     selector_name,
     span,
     tally,
     values_of,
-    within_spread,
 )
 from fedrepro.claims.data import ClaimData
 from fedrepro.experiments.runtable import LABEL_COLUMNS
@@ -64,8 +64,8 @@ def compare_final(data: ClaimData, *, a: Selector, b: Selector, per: Columns, me
                   window: Fraction = 0.1, factor: Positive = 1.0, require: Require = "all",
                   fraction: Fraction | None = None, stat: CurveStat = "final") -> Result:
     """Holds in a cell when stat(a) < stat(b) * factor (factor < 1: a wins by a margin; > 1: a tolerance);
-    stat: final, auc, g0 or T_<eps> of the seed medians. A cell is open while the two lie within one standard
-    error of the paired per-seed log ratios (common.compare_stat). Margin: decades."""
+    stat: final, auc, g0 or T_<eps> of the seed medians. Each cell is a Test of the paired per-seed log ratios
+    (common.compare_stat, common.paired_below). Margin: decades."""
     medians = data.medians(metric, x, window, _eps_of(stat))
     per_seed = data.seed_summaries(metric, x, window, _eps_of(stat))
     return compare_stat(medians, a, b, per, stat, factor, require, fraction, per_seed)
@@ -96,10 +96,10 @@ def log_ratio_within(data: ClaimData, *, a: Selector, b: Selector, per: Columns,
 def monotone_time_to_target(data: ClaimData, *, per: Columns, along: Column, eps: list[float], metric: str,
                             x: str = "round", decreasing: bool = True) -> Result:
     """T_eps never improves when `along` shrinks (larger step converges faster), among runs
-    that did not diverge; an eps that no run of the cell reaches is skipped, and a T_eps not reached by the
-    last round is censored there (common.never_falls decides with its bound), and a step between two
-    reached times within the seed spread (common.paired_spread of the per-seed T_eps) is open. Margin: decades,
-    the smallest log10 T(next step) / T(this step) (>= 0 holds)."""
+    that did not diverge; an eps that no run of the cell reaches is skipped. Each step is a Test of the seeds'
+    own T_eps, paired by seed (common.paired_below: a T_eps not reached by a seed's last round is censored
+    there), and a series holds when every step does (common.never_falls). Margin: decades, the smallest
+    log10 T(next step) / T(this step) of the seed medians (>= 0 holds)."""
     curves = data.medians(metric, x, 0.1, eps)  # (the window does not enter T_eps)
     per_seed = data.seed_summaries(metric, x, 0.1, eps) if len(curves) else None
     holds, parts, margins = [], [], []
@@ -112,13 +112,13 @@ def monotone_time_to_target(data: ClaimData, *, per: Columns, along: Column, eps
             spans = [(float(lo), float(hi)) for lo, hi in zip(cell[f"T_{e:g}_lower"], cell[f"T_{e:g}"])]
             if never(*spans):
                 continue
-            tols = [paired_spread(per_seed, r1, r2, f"T_{e:g}", log=True) for r1, r2 in zip(runs[:-1], runs[1:])]
-            ok, margin, open_ = never_falls(spans, tolerances=tols)
-            holds.append(ok)
+            tests = [paired_below(per_seed, r1, r2, f"T_{e:g}") for r1, r2 in zip(runs[:-1], runs[1:])]
+            test, margin, open_ = never_falls(spans, tests)
+            holds.append(test)
             margins.append(margin)
             steps = ", ".join(f"{s:g}: {fmt_span(t)}" for s, t in zip(cell[along], spans))
             outcome = {True: "ok", False: "not monotone",
-                       None: f"{open_} step(s) open: censored or within the seed spread"}[ok]
+                       None: f"{open_} step(s) open: not decided by the seeds"}[test.outcome]
             parts.append(f"[{name}, eps={e:g}] {outcome} ({steps})")
     measured = f"{tally(holds, 'series')}: " + "; ".join(parts) if parts else "no comparable cells"
     return judged(holds, margins, measured)
@@ -135,10 +135,10 @@ def time_to_target(data: ClaimData, *, a: Selector, b: Selector, per: Columns, m
     when it settles the comparison (A never reaching it by x = 12 loses to B at 9; against B at 15 the cell is
     open, and an open cell makes the claim INCONCLUSIVE unless the others decide it). A diverged curve never
     reaches it (T = inf). A cell where neither reaches it is undecided: listed, not counted. `target` is one
-    value, one per panel, or the column holding each run's (e.g. target_accuracy). Two reached times are
-    open while they lie within the seed spread: one standard error of the paired per-seed log10 ratios of
-    the seeds' own times (common.paired_spread; none while a seed is censored). Margin: decades by which
-    T(a) lies below T(b) * factor (of the bounds, when censored: the least the data guarantee)."""
+    value, one per panel, or the column holding each run's (e.g. target_accuracy). The cell is a Test of the
+    seeds' own times, paired by seed (common.paired_below: the per-seed log10 ratios, by the t-test while
+    every seed reached the target, else by the sign test of the seeds the censored bounds settle). Margin:
+    decades by which T(a) lies below T(b) * factor (of the bounds, when censored: the least the data guarantee)."""
     times = data.times_to_target(metric, target, higher, x, seeds)
     pairs = list(pair_rows(times, a, b, per, each_a=True)) if len(times) else []
     per_seed = data.seed_times(metric, target, higher, x) if pairs else None
@@ -154,12 +154,10 @@ def time_to_target(data: ClaimData, *, a: Selector, b: Selector, per: Columns, m
             continue
         ok = below(sa, sb, factor)
         margin = margin_below(sa[1], sb[0] * factor) if ok else margin_below(sa[0], sb[1] * factor)
-        tol = paired_spread(per_seed, ra["run_id"], rb["run_id"], "t_target", log=True)
-        inside = ok is not None and within_spread(margin, tol, sa, sb)
-        holds.append(None if inside else ok)
+        test = paired_below(per_seed, ra["run_id"], rb["run_id"], "t_target", factor, lower="t_lower")
+        holds.append(test)
         margins.append(margin)
-        parts.append(shown + (" (censored: the bound does not decide)" if ok is None else
-                              f" (within the seed spread, {fmt(tol)} decades: open)" if inside else ""))
+        parts.append(shown + open_text(test))
     measured = f"{tally(holds)}: " + "; ".join(parts) if pairs else "no cell has both curves"
     return judged(holds, margins, measured, require, fraction)
 
@@ -183,10 +181,9 @@ def time_to_target_trend(data: ClaimData, *, select: Selector, per: Columns, alo
                          fraction: Fraction | None = None) -> Result:
     """The time to target of the selected runs moves one way along `order` of the values of `along`: never
     falls (increasing) or never rises, with at most `inversions` adjacent pairs against it (e.g. Fig. 6's
-    rounds to target non-increasing in n, one inversion allowed). T as in time_to_target: a step between
-    two censored times, or one that a censored bound leaves open, is open, as is one between two reached times
-    within the seed spread (one standard error of the paired per-seed log10 ratios, common.paired_spread), and
-    a cell is decided only when its open steps cannot change its outcome; two diverged curves are equal (inf). A cell where none
+    rounds to target non-increasing in n, one inversion allowed). T as in time_to_target, and
+    each step is a Test of the seeds' own times, paired by seed (common.paired_below), and a cell holds when all
+    but `inversions` of its steps do (common.never_falls). A cell where none
     reaches the target is undecided: listed, not counted. Spearman's rho of the value and T is reported
     beside it. Margin: decades, the smallest step along the expected direction after the `inversions`
     worst are forgiven (of the bounds: the least the data guarantee, or the most they allow)."""
@@ -202,14 +199,14 @@ def time_to_target_trend(data: ClaimData, *, select: Selector, per: Columns, alo
         if never(*spans):
             parts.append(f"[{name}] {series} (none reaches the target: undecided)")
             continue
-        tols = [paired_spread(per_seed, r1, r2, "t_target", log=True) for r1, r2 in zip(runs[:-1], runs[1:])]
-        ok, margin, open_ = never_falls(spans if increasing else spans[::-1], inversions,
-                                        tols if increasing else tols[::-1])
-        holds.append(ok)
+        runs, ordered = (runs, spans) if increasing else (runs[::-1], spans[::-1])
+        tests = [paired_below(per_seed, r1, r2, "t_target", lower="t_lower") for r1, r2 in zip(runs[:-1], runs[1:])]
+        test, margin, open_ = never_falls(ordered, tests, inversions)
+        holds.append(test)
         margins.append(margin)
         rho = spearman(order, [t[1] for t in spans])
         parts.append(f"[{name}] {series} (Spearman {rho:+.2f}"
-                     + (f"; {open_} step(s) open: censored or within the seed spread" if open_ else "")
+                     + (f"; {open_} step(s) open: not decided by the seeds" if open_ else "")
                      + ")")
     measured = f"{tally(holds)}: " + "; ".join(parts) if parts else "no cell has every value"
     return judged(holds, margins, measured, require, fraction)

@@ -13,7 +13,7 @@ from fedrepro.claims.checks.common import (
     Column,
     Columns,
     Fraction,
-    Holds,
+    Outcome,
     Positive,
     Require,
     Result,
@@ -22,12 +22,13 @@ from fedrepro.claims.checks.common import (
     fmt,
     judged,
     not_learned,
+    open_text,
     rows_matching,
-    seed_spread,
-    standard_error,
+    seed_effect,
     tally,
     values_of,
 )
+from fedrepro.claims.checks.inference import OPEN, Test, combine, effect_test
 from fedrepro.claims.data import ClaimData
 from fedrepro.results.summaries import AucKind, spearman
 
@@ -73,49 +74,51 @@ def faster(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: s
            higher: bool = False, min_gain: float = 0.0, fin_rel_tol: float | None = None,
            fin_abs_tol: float | None = None, seed_share: float = 2 / 3, require: Require = "all",
            fraction: Fraction | None = None, auc: AucKind = "mean",
-           floor: float | None = None, gain_tol: float | None = None) -> Result:
+           floor: float | None = None) -> Result:
     """A converges faster than B in a cell (the pass rule of docs/papers/fedcluster.md R21) when, on means over the paired seeds,
     G(A over B) > 0 and >= min_gain ("significantly": 0.05), FIN(A) is no worse than FIN(B) within
     fin_rel_tol (relative) or fin_abs_tol (absolute), and, with 3 or more seeds, G > 0 in at least
     `seed_share` of them. AUC: the mean over the logged points, or (`auc: trapezoid`) the area over the
-    x range divided by it (results.summaries.auc_fin_per_seed). The cell is open when G lies within
-    `gain_tol` of its threshold max(min_gain, 0) (by default from the data: one standard error of the
-    paired per-seed gains, none with one seed; G and the seeds' signs are then noise) and the FIN condition
-    holds, or when both mean FINs sit at or below `floor`, the metric's trivial level (common.not_learned):
-    neither curve has learned.
+    x range divided by it (results.summaries.auc_fin_per_seed). The cell is a Test of its seeds
+    (inference.combine of its conditions, each a t-test of its per-seed values: G - max(min_gain, 0), and
+    FIN(B) x (1 + fin_rel_tol) - FIN(A) or FIN(B) + fin_abs_tol - FIN(A) for a loss); the seeds' share is a
+    condition of holding only (a cell where fewer win cannot hold, but their count alone does not make it
+    fail). The cell is open when both mean FINs sit at or below `floor`, the metric's trivial level
+    (common.not_learned): neither curve has learned.
     Margin: the smallest of its conditions' margins, each a fraction: G - min_gain, the FIN tolerance left
     (relative, or absolute in the metric's units), the share of winning seeds - seed_share."""
     holds, parts, margins = [], [], []
+    sign = 1 if higher else -1  # > 0: A's FIN better than B's
     for name, _, sa, sb in _seed_pairs(data, a, b, per, metric, higher, x, auc):
         g_seeds = _gain(sa["auc"].to_numpy(), sb["auc"].to_numpy(), higher)
         g = float(_gain(sa["auc"].mean(), sb["auc"].mean(), higher))
         fa, fb = sa["fin"].mean(), sb["fin"].mean()
-        tol = gain_tol if gain_tol is not None else standard_error(g_seeds)
-        gain_open = abs(g - max(min_gain, 0.0)) <= tol  # G and its per-seed signs: noise at this distance
-        gain_ok = g > 0 and g >= min_gain
-        fin_ok = True
-        condition_margins = [g - max(min_gain, 0.0)]
-        sign = 1 if higher else -1  # > 0: A's FIN better than B's
-        if fin_rel_tol is not None:
-            fin_ok &= fa >= fb * (1 - fin_rel_tol) if higher else fa <= fb * (1 + fin_rel_tol)
-            with np.errstate(invalid="ignore"):  # two diverged FINs: inf / inf, no margin
+        fin_a, fin_b = sa["fin"].to_numpy(dtype=float), sb["fin"].to_numpy(dtype=float)
+        threshold = max(min_gain, 0.0)
+        conditions = [effect_test(g_seeds, hold_above=threshold, fail_below=threshold)]
+        condition_margins = [g - threshold]
+        with np.errstate(invalid="ignore"):  # two diverged FINs: inf - inf, unknown; inf / inf, no margin
+            if fin_rel_tol is not None:  # FIN(A) within fin_rel_tol of FIN(B), per seed
+                conditions.append(effect_test(sign * (fin_a - fin_b) + fin_rel_tol * np.abs(fin_b)))
                 condition_margins.append(sign * (fa - fb) / abs(fb) + fin_rel_tol)
-        if fin_abs_tol is not None:
-            fin_ok &= fa >= fb - fin_abs_tol if higher else fa <= fb + fin_abs_tol
-            condition_margins.append(sign * (fa - fb) + fin_abs_tol)
+            if fin_abs_tol is not None:
+                conditions.append(effect_test(sign * (fin_a - fin_b) + fin_abs_tol))
+                condition_margins.append(sign * (fa - fb) + fin_abs_tol)
+        test = combine(conditions)
         wins = int(np.sum(g_seeds > 0))
         if len(g_seeds) >= 3:
-            gain_ok &= wins >= seed_share * len(g_seeds)
+            if wins < seed_share * len(g_seeds):  # cannot hold; fails only by the tests
+                test = Test(1.0, test.p_against, f"G > 0 in {wins}/{len(g_seeds)} seeds")
             condition_margins.append(wins / len(g_seeds) - seed_share)
         chance = not_learned(floor, higher, fa, fb)
-        holds.append(None if chance else False if not fin_ok else None if gain_open else bool(gain_ok))
+        outcome = OPEN if chance else test
+        holds.append(outcome)
         # nan: an undefined ratio (inf/inf)
         margins.append(min((r for r in condition_margins if not np.isnan(r)), default=np.nan))
         parts.append(f"[{name}] G {g:+.3f} (seeds {_pm(g_seeds)}, > 0 in {wins}/{len(g_seeds)}); "
                      f"AUC {_pm(sa['auc'])} vs {_pm(sb['auc'])}; FIN {_pm(sa['fin'])} vs {_pm(sb['fin'])}"
-                     + (f" (both FIN at or below the floor {fmt(floor)}: not learned yet, open)" if chance else
-                        f" (G within {fmt(tol)} of its threshold {fmt(max(min_gain, 0.0))}: open)"
-                        if fin_ok and gain_open else ""))
+                     + (f" (both FIN at or below the floor {fmt(floor)}: not learned yet, open)" if chance
+                        else open_text(test)))
     measured = f"{tally(holds)}: " + "; ".join(parts) if parts else "no cell has both curves"
     return judged(holds, margins, measured, require, fraction)
 
@@ -148,14 +151,6 @@ def _seed_values(cell: pd.DataFrame, along: str, order: list, column: str) -> pd
     return wide.reindex(columns=order)
 
 
-def _step_outcome(better_by: float, tolerance: float, both_below_floor: bool) -> Holds:
-    """One comparison of two curves: True when one is better by more than `tolerance`, False when worse by
-    more, None (open) when the difference is inside it or both sit below the metric's floor (not learned)."""
-    if both_below_floor or not abs(better_by) > tolerance:
-        return None
-    return better_by > 0
-
-
 def ordered(data: ClaimData, *, select: Selector, per: Columns, along: Column, order: values_of("along"),
             metric: str = "train_loss", x: str = "round", higher: bool = False,
             value: Literal["auc", "final"] = "auc", rel_tol: Positive | None = None,
@@ -163,13 +158,12 @@ def ordered(data: ClaimData, *, select: Selector, per: Columns, along: Column, o
     """The selected curves get better at every step along `order` of the values of `along`: e.g. along M,
     order [5, 10, 20], a loss falls 5 -> 10 -> 20. Each curve is read as the mean over its seeds of its AUC
     (convergence speed) or, with `value: final`, of its final value (FIN: the mean over the last tenth of
-    the x range), for a claim about where the curves end. A step whose difference lies inside the tolerance
-    cannot be told apart and is open, as is one where both curves sit at or below `floor`, the trivial level
-    of an accuracy or F1 (chance; predicting every sample positive; common.not_learned): the data decide the
-    cell only when its open steps cannot change it. Tolerance: by default from the data, one standard error
-    of the paired per-seed differences of the two curves (common.seed_spread; none with one seed); `rel_tol`: that fraction of the
-    larger |mean| instead, where a paper states one. Margin: the smallest step's improvement of the mean,
-    in the metric's units."""
+    the x range), for a claim about where the curves end. Each step is a Test of the paired per-seed
+    differences of its two curves (common.seed_effect), and a cell holds when every step does
+    (inference.combine); `rel_tol`, where a paper states one, is a band of that fraction of the larger |mean|
+    inside which a step neither holds nor fails. A step where both curves sit at or below `floor`, the
+    trivial level of an accuracy or F1 (chance; predicting every sample positive; common.not_learned), is
+    open. Margin: the smallest step's improvement of the mean, in the metric's units."""
     frame = data.auc_fin(metric, higher, x)
     column = {"auc": "auc", "final": "fin"}[value]
     holds, parts, margins = [], [], []
@@ -178,19 +172,20 @@ def ordered(data: ClaimData, *, select: Selector, per: Columns, along: Column, o
         means = values.mean().to_numpy()
         if np.isnan(means).any():
             continue
-        steps = []
+        steps: list[tuple[Outcome, float, bool]] = []
         for i, (m1, m2) in enumerate(zip(means[:-1], means[1:])):
             better_by = (m2 - m1) if higher else (m1 - m2)
-            tolerance = (rel_tol * max(abs(m1), abs(m2)) if rel_tol is not None
-                         else seed_spread(values.iloc[:, [i, i + 1]], [1, -1]))
+            band = rel_tol * max(abs(m1), abs(m2)) if rel_tol is not None else 0.0
             below_floor = not_learned(floor, higher, m1, m2)
-            steps.append((_step_outcome(better_by, tolerance, below_floor), better_by, tolerance, below_floor))
-        outcomes = [o for o, *_ in steps]
-        holds.append(False if False in outcomes else True if all(outcomes) else None)
-        margins.append(float(np.nan_to_num(min(b for _, b, _, _ in steps), nan=-np.inf)))
+            test = OPEN if below_floor else seed_effect(values.iloc[:, [i, i + 1]], [-1, 1] if higher else [1, -1],
+                                                        hold_above=band, fail_below=-band)
+            steps.append((test, better_by, below_floor))
+        cell_test = combine([t for t, _, _ in steps])
+        holds.append(cell_test)
+        margins.append(float(np.nan_to_num(min(b for _, b, _ in steps), nan=-np.inf)))
         series = ", ".join(f"{along}={v}: {fmt(m)}" for v, m in zip(order, means))
-        open_ = [f"{order[i]}->{order[i + 1]}" + (" below the floor" if low else f" within {fmt(tol)}")
-                 for i, (o, _, tol, low) in enumerate(steps) if o is None]
+        open_ = [f"{order[i]}->{order[i + 1]}" + (" below the floor" if low else f" {t.how}")
+                 for i, (t, _, low) in enumerate(steps) if t.outcome is None]
         parts.append(f"[{name}] {series}" + (f" (open: {', '.join(open_)})" if open_ else ""))
     what = "mean AUC" if value == "auc" else "mean final value"
     measured = (f"{what}; {tally(holds)}: " + "; ".join(parts)) if parts else "no cell has every value"
@@ -200,8 +195,9 @@ def ordered(data: ClaimData, *, select: Selector, per: Columns, along: Column, o
 def slight(data: ClaimData, *, select: Selector, b: Selector, per: Columns, along: Column,
            order: values_of("along"), metric: str = "train_loss", x: str = "round", higher: bool = False) -> Result:
     """"Slightly" (FedCluster C14, docs/papers/fedcluster.md R21): the spread of the selected curves' mean AUC over `order` is smaller
-    than the gap from B (e.g. FedAvg) to the worst of them. A cell is open when gap - spread lies within
-    one standard error of it over the paired seeds (common.seed_spread). Margin: gap - spread, in the metric's units."""
+    than the gap from B (e.g. FedAvg) to the worst of them. The cell is a Test of gap - spread over the paired
+    seeds (common.seed_effect: 2 worst - best - B per seed, its sign for a loss flipped), the worst and best
+    curves those of the seed means. Margin: gap - spread, in the metric's units."""
     frame = data.auc_fin(metric, higher, x)
     holds, parts, margins = [], [], []
     for name, cell in cells_of(frame, per, named=True) if len(frame) else []:
@@ -213,12 +209,12 @@ def slight(data: ClaimData, *, select: Selector, b: Selector, per: Columns, alon
         values["B"] = ref.set_index("seed")["auc"]
         worst, best = (np.argmin(auc), np.argmax(auc)) if higher else (np.argmax(auc), np.argmin(auc))
         spread, gap = float(auc.max() - auc.min()), float(_gain(auc[worst], values["B"].mean(), higher, relative=False))
-        tol = seed_spread(values.iloc[:, [worst, best, -1]], [2, -1, -1])  # gap - spread = +-(2 worst - best - B)
-        inside = abs(gap - spread) <= tol
-        holds.append(None if inside else spread < gap)
+        # gap - spread = 2 worst - best - B (an accuracy), B + best - 2 worst (a loss)
+        test = seed_effect(values.iloc[:, [worst, best, -1]], [2, -1, -1] if higher else [-2, 1, 1])
+        holds.append(test)
         margins.append(gap - spread)
         parts.append(f"[{name}] spread over {along} {fmt(spread)} vs gap to {'/'.join(map(str, b.values()))} "
-                     f"{fmt(gap)}" + (f" (difference within the seed spread {fmt(tol)}: open)" if inside else ""))
+                     f"{fmt(gap)}" + open_text(test))
     measured = f"{tally(holds)}: " + "; ".join(parts) if parts else "no cell has every curve"
     return judged(holds, margins, measured)
 
@@ -227,9 +223,8 @@ def gain_by_group(data: ClaimData, *, a: Selector, b: Selector, per: Columns, gr
                   greater: values_of("group", Any), than: values_of("group", Any), metric: str = "train_loss",
                   x: str = "round", higher: bool = False, relative: bool = True) -> Result:
     """The mean over cells of G(A over B) is larger where `group` is `greater` than where it is `than`
-    (e.g. dataset: FedCluster's edge larger on CIFAR-10 than on MNIST, FedCluster claims C5, C8). Open when the two
-    means differ by less than one standard error of the per-seed differences of the groups' mean gains
-    (common.seed_spread). Margin: the difference of the two means (of G, or of the AUC difference when not `relative`)."""
+    (e.g. dataset: FedCluster's edge larger on CIFAR-10 than on MNIST, FedCluster claims C5, C8): a Test of the
+    per-seed differences of the groups' mean gains (common.seed_effect). Margin: the difference of the two means (of G, or of the AUC difference when not `relative`)."""
     gains: dict[Any, list[float]] = {greater: [], than: []}  # G per cell
     seed_gains: dict[Any, list[pd.Series]] = {greater: [], than: []}  # and per seed
     for _, _, sa, sb in _seed_pairs(data, a, b, per, metric, higher, x):
@@ -242,20 +237,19 @@ def gain_by_group(data: ClaimData, *, a: Selector, b: Selector, per: Columns, gr
         return Result(INCONCLUSIVE, f"cells per {group}: " + ", ".join(f"{k}: {len(v)}" for k, v in gains.items()))
     mg, mt = float(np.mean(gains[greater])), float(np.mean(gains[than]))
     per_seed = pd.concat([pd.concat(seed_gains[k], axis=1).mean(axis=1, skipna=False) for k in (greater, than)], axis=1)
-    tol = seed_spread(per_seed, [1, -1])  # the per-seed difference of the two groups' mean gains
-    inside = abs(mg - mt) <= tol
+    test = seed_effect(per_seed, [1, -1])  # the per-seed difference of the two groups' mean gains
     kind = "G" if relative else "AUC difference"
     measured = (f"mean {kind} {greater}: {mg:+.4f} over {len(gains[greater])} cells; {than}: {mt:+.4f} over "
-                f"{len(gains[than])} cells" + (f" (difference within the seed spread {fmt(tol)}: open)" if inside else ""))
-    return judged([None if inside else mg > mt], [mg - mt], measured)
+                f"{len(gains[than])} cells" + open_text(test))
+    return judged([test], [mg - mt], measured)
 
 
 def less_sensitive(data: ClaimData, *, a: Selector, b: Selector, per: Columns, along: Column,
                    low: values_of("along", Any), high: values_of("along", Any), metric: str = "train_loss",
                    x: str = "round", higher: bool = False) -> Result:
     """A suffers less than B from `along` going low -> high (FedCluster claim C16): the mean AUC of A worsens by
-    less than B's, in each cell; open when the two worsenings differ by less than one standard error over
-    the paired seeds (common.seed_spread). Margin: B's worsening - A's, in the metric's units."""
+    less than B's, in each cell: a Test of B's worsening - A's over the paired seeds (common.seed_effect).
+    Margin: B's worsening - A's, in the metric's units."""
     frame = data.auc_fin(metric, higher, x)
     holds, parts, margins = [], [], []
     for name, cell in cells_of(frame, per, named=True) if len(frame) else []:
@@ -264,13 +258,12 @@ def less_sensitive(data: ClaimData, *, a: Selector, b: Selector, per: Columns, a
         if np.isnan([a_lo, a_hi, b_lo, b_hi]).any():
             continue
         da, db = (float(_gain(lo, hi, higher, relative=False)) for lo, hi in ((a_lo, a_hi), (b_lo, b_hi)))
-        tol = seed_spread(values, [1, -1, -1, 1])  # db - da = +-((b_hi - b_lo) - (a_hi - a_lo))
-        inside = abs(db - da) <= tol
-        holds.append(None if inside else da < db)
+        # db - da = (b_hi - b_lo) - (a_hi - a_lo) for a loss, its sign flipped for an accuracy
+        test = seed_effect(values, [-1, 1, 1, -1] if higher else [1, -1, -1, 1])
+        holds.append(test)
         margins.append(db - da)
         parts.append(f"[{name}] AUC worsens by {fmt(da)} ({fmt(a_lo)} -> {fmt(a_hi)}) vs {fmt(db)} "
-                     f"({fmt(b_lo)} -> {fmt(b_hi)})" + (f" (difference within the seed spread {fmt(tol)}: open)"
-                                                        if inside else ""))
+                     f"({fmt(b_lo)} -> {fmt(b_hi)})" + open_text(test))
     measured = f"{tally(holds)}: " + "; ".join(parts) if parts else "no cell has both ends"
     return judged(holds, margins, measured)
 

@@ -33,10 +33,11 @@ def seed_mean(per_seed: pd.DataFrame, column: str) -> pd.DataFrame:
 def compare_fact(data: ClaimData, *, a: Selector, b: Selector, per: Columns, column: str, factor: Positive = 1.0,
                  require: Require = "all", fraction: Fraction | None = None) -> Result:
     """A per-seed fact (one value per seed, e.g. mean_round_time) of A, averaged over seeds, lies below
-    B's times `factor` in each cell: value(a) < value(b) * factor. Margin: decades (common.compare_stat)."""
+    B's times `factor` in each cell: value(a) < value(b) * factor, a Test of the paired per-seed log ratios.
+    Margin: decades (common.compare_stat)."""
     values = data.seed_values(column)
     return compare_stat(seed_mean(values, "value") if len(values) else values, a, b, per, "value", factor,
-                        require, fraction)
+                        require, fraction, values if len(values) else None)
 
 
 def rank_correlation(data: ClaimData, *, select: Selector, per: Columns, columns: list[str],

@@ -1,0 +1,154 @@
+"""The decision rule: from the seeds of each comparison a claim makes to PASS / FAIL / INCONCLUSIVE, with
+error rates stated in advance (docs/claims.md, "The decision rule", where benchmarks/calibrate_rule.py's
+measured rates are).
+
+A comparison (a cell of a claim, a step of a series, a condition of a cell) is judged on its per-seed
+*effect*: a value per seed, in the check's own units, that is > 0 on the side where the comparison holds
+(a log10 ratio to the bound, a gain minus its threshold, a paired difference of two curves). It gives two
+one-sided p-values (Test):
+
+- p_holds, of the null "the mean effect is <= 0": small when the seeds show that the comparison holds;
+- p_against, of the null "the mean effect is >= 0": small when they show that it fails.
+
+Where every seed's effect is known, they come from the one-sample (paired) t-test of the effects
+(scipy.stats.ttest_1samp): exact for normal seed noise, conservative for heavy-tailed symmetric noise
+(t with 3 degrees of freedom, measured). Where some seed's effect is known only as an interval (a time to
+target censored at the run's end, a diverged run), from the exact sign test (scipy.stats.binomtest) of the
+seeds whose sign the interval settles, an unsettled seed counting for neither side: it needs 5 seeds to
+reach 5% (1/2^5 = 3.1%), so with 3 it cannot decide.
+
+A claim combines its comparisons, of which `required` of m must hold (all, most, a fraction), by the
+partial-conjunction test of Benjamini & Heller (2008, Biometrics 64(4), eq. 2, Bonferroni form), valid
+under any dependence between the comparisons:
+
+- PASS when (m - required + 1) x the required-th smallest p_holds <= ALPHA. For "all" (required = m) this is
+  the intersection-union test (Berger 1982): every comparison must hold at level ALPHA, no correction, so a
+  claim with one comparison at zero effect reads PASS in at most ALPHA of cases whatever the others do.
+- FAIL when required x the (m - required + 1)-th smallest p_against <= ALPHA: at least m - required + 1
+  comparisons are shown to fail, corrected for the m. For "all" this is m x the smallest p_against, i.e.
+  Holm's (1979) procedure rejecting at least one comparison: a true claim reads FAIL in at most ALPHA of
+  cases, however many comparisons it makes.
+- INCONCLUSIVE otherwise.
+
+The same function combines the steps of a series (ordered, never_falls, `inversions` allowed) and the
+conditions of a cell (faster: the gain and the final value) into the Test of the cell, so a claim's
+verdict is one partial-conjunction test over Tests of Tests. A check without seeds (a count fixed by the
+settings, a statistic over Monte Carlo runs that the bootstrap qualifies) gives each comparison a
+certain outcome: holds Test(0, 1), fails Test(1, 0), open Test(1, 1), which the same rule reads as before:
+PASS when every comparison needed holds, FAIL when too many fail.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+ALPHA = 0.05  # the error rate each verdict is held to: false PASS and false FAIL, each at most this
+
+
+@dataclass(frozen=True)
+class Test:
+    """One comparison judged: one-sided p-values that it holds (p_holds) and that it fails (p_against),
+    and how they were obtained ("t(2) = 3.1", "sign 5/5", "" for a certain outcome)."""
+    p_holds: float
+    p_against: float
+    how: str = ""
+
+    @property
+    def outcome(self) -> bool | None:
+        """True (shown to hold at ALPHA), False (shown to fail), None (open): a comparison taken alone, for
+        display; a claim's verdict combines the p-values (decide)."""
+        return True if self.p_holds <= ALPHA else False if self.p_against <= ALPHA else None
+
+
+HOLDS, FAILS, OPEN = Test(0.0, 1.0), Test(1.0, 0.0), Test(1.0, 1.0)
+
+
+def certain(outcome: bool | None) -> Test:
+    """A comparison whose outcome is known without seeds (or that cannot be judged: None, open)."""
+    return OPEN if outcome is None else HOLDS if outcome else FAILS
+
+
+def paired_t(effects, hold_above: float = 0.0, fail_below: float = 0.0) -> Test:
+    """The one-sample t-test of per-seed effects, each known: p_holds of mean <= hold_above, p_against of
+    mean >= fail_below (a band between them is a tolerance the claim states: inside it, neither). One seed,
+    or no spread, decides nothing (effect_test reads seeds that agree exactly)."""
+    d = np.asarray(effects, dtype=float)
+    n = len(d)
+    mean, sd = (float(d.mean()), float(d.std(ddof=1))) if n > 1 else (math.nan, math.nan)
+    if not sd > 0 or not math.isfinite(sd):
+        return OPEN
+    se = sd / math.sqrt(n)
+    t_hold, t_fail = (mean - hold_above) / se, (mean - fail_below) / se
+    p_holds, p_against = float(stats.t.sf(t_hold, n - 1)), float(stats.t.cdf(t_fail, n - 1))
+    return Test(p_holds, p_against, f"t({n - 1}) = {t_hold:.2f}" if hold_above == fail_below
+                else f"t({n - 1}) = {t_hold:.2f} / {t_fail:.2f}")
+
+
+def signs(low, high) -> Test:
+    """The exact sign test of per-seed effects known as intervals [low, high] (nan: unknown): a seed counts
+    for holding when its interval lies above 0, against when below, for neither otherwise; each p-value is
+    the binomial tail of that count among all the seeds."""
+    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    n = len(low)
+    if n < 1:
+        return OPEN
+    up, down = int(np.sum(low > 0)), int(np.sum(high < 0))
+    p_holds = float(stats.binomtest(up, n, 0.5, alternative="greater").pvalue) if up else 1.0
+    p_against = float(stats.binomtest(down, n, 0.5, alternative="greater").pvalue) if down else 1.0
+    return Test(p_holds, p_against, f"sign {up}+/{down}-/{n}")
+
+
+def effect_test(low, high=None, hold_above: float = 0.0, fail_below: float = 0.0) -> Test:
+    """Per-seed effects, each known exactly (high None, or equal to low, and finite): the paired t-test;
+    else (a censored or diverged seed) the sign test of the intervals, the band dropped. Two or more seeds
+    that agree exactly (the same interval: the quantity does not depend on the seed, e.g. a method without
+    randomness) decide by that interval, with certainty."""
+    low = np.asarray(low, dtype=float)
+    high = low if high is None else np.asarray(high, dtype=float)
+    if len(low) > 1 and (low == low[0]).all() and (high == high[0]).all():
+        return Test(0.0 if low[0] > hold_above else 1.0, 0.0 if high[0] < fail_below else 1.0,
+                    f"{len(low)} equal seeds")
+    if len(low) and np.array_equal(low, high) and np.isfinite(low).all():
+        return paired_t(low, hold_above, fail_below)
+    return signs(low - hold_above, high - fail_below)
+
+
+def required_of(m: int, need: float) -> int:
+    """How many of m comparisons must hold for a claim that needs the share `need` of them (1.0: all)."""
+    return min(m, max(1, math.ceil(need * m - 1e-9)))
+
+
+def combine(tests: list[Test], required: int | None = None) -> Test:
+    """The Test of "at least `required` of these comparisons hold" (default: all), by the partial-conjunction
+    test (module docstring): p_holds = (m - r + 1) x the r-th smallest p_holds; p_against = r x the
+    (m - r + 1)-th smallest p_against (at least m - r + 1 fail). One comparison is itself."""
+    m = len(tests)
+    if m == 0:
+        return OPEN
+    r = m if required is None else required
+    holds = sorted(t.p_holds for t in tests)
+    against = sorted(t.p_against for t in tests)
+    how = tests[0].how if m == 1 else f"{r} of {m}"
+    return Test(min(1.0, (m - r + 1) * holds[r - 1]), min(1.0, r * against[m - r]), how)
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's (1979) step-down adjusted p-values, in the given order: which comparisons a FAIL names."""
+    m = len(p_values)
+    order = np.argsort(p_values, kind="stable")
+    adjusted, running = [0.0] * m, 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def decide(test: Test) -> str:
+    """PASS, FAIL or INCONCLUSIVE from a claim's combined Test (combine)."""
+    if test.p_holds <= ALPHA:
+        return "PASS"
+    return "FAIL" if test.p_against <= ALPHA else "INCONCLUSIVE"
