@@ -25,6 +25,7 @@ class Result(NamedTuple):
     margin: float = math.nan
     p_pass: float = math.nan
     p_fail: float = math.nan
+    tests: tuple = ()  # the Test of each cell, in order (inference.Test): what the claim's test combined
 
 Require = Literal["all", "most", "fraction"]  # how many cells must hold (verdict)
 
@@ -224,12 +225,13 @@ def judged(holds: list[Outcome], margins: list[float], measured: str, require: s
     if not holds:
         return Result(INCONCLUSIVE, measured, note)
     test = claim_test(holds, require, fraction)
-    status = decide(test)
+    status, tests = decide(test), tuple(as_test(h) for h in holds)
     if status == INCONCLUSIVE:
-        return Result(status, measured, note, math.nan, test.p_holds, test.p_against)
+        return Result(status, measured, note, math.nan, test.p_holds, test.p_against, tests)
     shown = [shown_outcome(h) for h in holds]
     margins = [(math.inf if status == FAIL else -math.inf) if h is None else m for h, m in zip(shown, margins)]
-    return Result(status, measured, note, deciding_margin(margins, require, fraction), test.p_holds, test.p_against)
+    return Result(status, measured, note, deciding_margin(margins, require, fraction), test.p_holds, test.p_against,
+                  tests)
 
 
 def not_learned(floor: float | None, higher: bool, *values: float) -> bool:

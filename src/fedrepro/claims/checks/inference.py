@@ -72,19 +72,26 @@ def certain(outcome: bool | None) -> Test:
     return OPEN if outcome is None else HOLDS if outcome else FAILS
 
 
+def t_pvalues(effects: np.ndarray, hold_above: float = 0.0, fail_below: float = 0.0) -> tuple[np.ndarray, ...]:
+    """The one-sample t-tests of rows of per-seed effects (seeds along the last axis, each known, a spread
+    > 0): p_holds of mean <= hold_above, p_against of mean >= fail_below, and the t statistic of each."""
+    n = effects.shape[-1]
+    mean, se = effects.mean(axis=-1), effects.std(axis=-1, ddof=1) / math.sqrt(n)
+    t_hold, t_fail = (mean - hold_above) / se, (mean - fail_below) / se
+    return stats.t.sf(t_hold, n - 1), stats.t.cdf(t_fail, n - 1), t_hold, t_fail
+
+
 def paired_t(effects, hold_above: float = 0.0, fail_below: float = 0.0) -> Test:
     """The one-sample t-test of per-seed effects, each known: p_holds of mean <= hold_above, p_against of
     mean >= fail_below (a band between them is a tolerance the claim states: inside it, neither). One seed,
     or no spread, decides nothing (effect_test reads seeds that agree exactly)."""
     d = np.asarray(effects, dtype=float)
     n = len(d)
-    mean, sd = (float(d.mean()), float(d.std(ddof=1))) if n > 1 else (math.nan, math.nan)
+    sd = float(d.std(ddof=1)) if n > 1 else math.nan
     if not sd > 0 or not math.isfinite(sd):
         return OPEN
-    se = sd / math.sqrt(n)
-    t_hold, t_fail = (mean - hold_above) / se, (mean - fail_below) / se
-    p_holds, p_against = float(stats.t.sf(t_hold, n - 1)), float(stats.t.cdf(t_fail, n - 1))
-    return Test(p_holds, p_against, f"t({n - 1}) = {t_hold:.2f}" if hold_above == fail_below
+    p_holds, p_against, t_hold, t_fail = t_pvalues(d, hold_above, fail_below)
+    return Test(float(p_holds), float(p_against), f"t({n - 1}) = {t_hold:.2f}" if hold_above == fail_below
                 else f"t({n - 1}) = {t_hold:.2f} / {t_fail:.2f}")
 
 

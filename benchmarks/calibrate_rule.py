@@ -1,0 +1,57 @@
+"""The claims rule's error rates, measured on synthetic seeds with a known truth (fedrepro.claims.calibration):
+
+1. through the checks: for every check kind that tests its seeds (claims.checks.TESTED), at 3, 5 and 10
+   seeds, normal and t(3) seed noise, `pool` cells made as figure tables and judged by the check itself;
+   `agree` is the share of cells whose Test is the t-test of the effects they were built with;
+2. over cells: claims over 1, 4 and 12 cells combined by the ledger's rule, each cell that t-test, on
+   `claims` simulated claims per rate (what every kind computes where `agree` is 1).
+
+    false_pass   one cell at effect 0, the others far above it: the claim is false, PASS is an error
+    false_fail   every cell at 0.1 seed SD: the claim is true, FAIL is an error
+    power_<e>    every cell at e seed SD: the share of PASS
+
+    .venv/bin/python benchmarks/calibrate_rule.py                      # every kind (about 20 min on 1 core)
+    .venv/bin/python benchmarks/calibrate_rule.py --kinds faster --pool 100
+    .venv/bin/python benchmarks/calibrate_rule.py --markdown            # the tables of docs/claims.md
+
+A rate through the checks is a share of `pool` cells (binomial s.e. 1.3 points at 5% with 300); one over cells
+a share of `claims` claims (0.2 points with 10,000).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+
+from fedrepro.claims.calibration import KINDS, check_rates, claim_rates
+from fedrepro.claims.checks.inference import ALPHA
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=list(KINDS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[3, 5, 10])
+    parser.add_argument("--pool", type=int, default=300, help="cells per (kind, seeds, noise, effect)")
+    parser.add_argument("--claims", type=int, default=10000, help="claims per rate over cells")
+    parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    args = parser.parse_args()
+    over_cells = claim_rates(tuple(args.seeds), claims=args.claims)
+    kinds = check_rates(args.kinds, tuple(args.seeds), pool=args.pool)
+    print(f"alpha {ALPHA}; through the checks: {args.pool} cells per rate; over cells: {args.claims} claims per rate\n")
+    for title, rates in (("claims over cells", over_cells), ("each kind through its check, 1 cell", kinds)):
+        print(f"## {title}\n")
+        print(rates.to_markdown(index=False, floatfmt=".3f") if args.markdown else
+              rates.to_string(index=False, float_format="{:.3f}".format))
+        print()
+    high = pd.concat([over_cells, kinds])
+    high = high[(high["false_pass"] > ALPHA) | (high["false_fail"] > ALPHA)]
+    print(f"rates above {ALPHA:.0%}: {len(high)} of {len(over_cells) + len(kinds)} settings")
+    if len(high):
+        print(high.to_string(index=False, float_format="{:.3f}".format))
+    print(f"kinds whose check is not its effect's t-test in every cell: "
+          f"{sorted(set(kinds.loc[kinds['agree'] < 1, 'kind'])) or 'none'}")
+
+
+if __name__ == "__main__":
+    main()
