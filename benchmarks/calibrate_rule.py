@@ -44,9 +44,12 @@ def main() -> None:
         print(rates.to_markdown(index=False, floatfmt=".3f") if args.markdown else
               rates.to_string(index=False, float_format="{:.3f}".format))
         print()
+    # a rate above alpha by more than 2.5 binomial standard errors of its share (its sampling error)
+    over_cells["limit"] = ALPHA + 2.5 * (ALPHA * (1 - ALPHA) / args.claims) ** 0.5
+    kinds["limit"] = ALPHA + 2.5 * (ALPHA * (1 - ALPHA) / args.pool) ** 0.5
     high = pd.concat([over_cells, kinds])
-    high = high[(high["false_pass"] > ALPHA) | (high["false_fail"] > ALPHA)]
-    print(f"rates above {ALPHA:.0%}: {len(high)} of {len(over_cells) + len(kinds)} settings")
+    high = high[(high["false_pass"] > high["limit"]) | (high["false_fail"] > high["limit"])]
+    print(f"rates above {ALPHA:.0%} by more than 2.5 standard errors: {len(high)} of {len(over_cells) + len(kinds)} settings")
     if len(high):
         print(high.to_string(index=False, float_format="{:.3f}".format))
     print(f"kinds whose check is not its effect's t-test in every cell: "
