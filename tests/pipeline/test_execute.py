@@ -2,6 +2,9 @@
 
 import hashlib
 import json
+import logging
+import re
+import struct
 import subprocess
 import sys
 import textwrap
@@ -10,7 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fedrepro.errors import DataError
+from fedrepro.engines.context import RunContext
+from fedrepro.errors import DataError, ResultsError
 from fedrepro.experiments import execute
 from fedrepro.experiments.execute import execute_run
 from fedrepro.experiments.store import RunFiles
@@ -118,6 +122,62 @@ def test_a_killed_run_resumes_and_ends_with_the_same_metrics(tmp_path, synthetic
     assert "resuming from checkpoint: seed 1, round 20" in (tmp_path / "resumed.log").read_text()
     assert files.metrics.read_bytes() == reference.metrics.read_bytes()
     assert not files.checkpoint.exists()
+
+
+def _forge_one_float(path: Path, value: float) -> None:
+    """Change one float64 of a checkpoint in place, as a pickled Python float (opcode BINFLOAT, big-endian):
+    one metrics value of the rows it holds, the rest of the file byte for byte as saved."""
+    data = path.read_bytes()
+    old = b"G" + struct.pack(">d", value)
+    assert data.count(old) == 1, "the value is not in the checkpoint exactly once"
+    path.write_bytes(data.replace(old, b"G" + struct.pack(">d", value * 2)))
+
+
+def test_a_forged_checkpoint_is_refused_and_the_run_retrains_to_the_same_metrics(tmp_path, synthetic_inputs,
+                                                                                  spec_and_id, kill_at_checkpoint):
+    spec, rid = spec_and_id()
+    reference = _run(tmp_path, "reference", spec, rid, synthetic_inputs)
+    restore = kill_at_checkpoint(5)  # mid seed 1: the checkpoint holds seed 0's rows
+    files = RunFiles(tmp_path / "forged" / rid)
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, "forged", spec, rid, synthetic_inputs)
+    restore()
+    value = float(pd.read_csv(reference.metrics).query("seed == 0 and round == 10")["grad_norm"].iloc[0])
+    _forge_one_float(files.checkpoint, value)
+
+    _run(tmp_path, "forged", spec, rid, synthetic_inputs)
+    assert files.metrics.read_bytes() == reference.metrics.read_bytes()  # the forged value reached no row
+    log = (tmp_path / "forged.log").read_text()
+    assert "resuming from checkpoint" not in log
+    assert f"ignoring checkpoint {files.checkpoint}: its content hashes to sha256" in log
+    assert "starting from round 0" in log
+
+
+def test_a_checkpoint_of_other_code_is_refused_and_the_run_starts_over(tmp_path, synthetic_inputs, spec_and_id,
+                                                                      kill_at_checkpoint, monkeypatch):
+    """The run id keys the settings, not the code: a checkpoint saved before a change to an engine's numerics
+    (its version, or the sources of its engine and update rules) is not resumed by the changed code."""
+    from fedrepro import numerics
+
+    spec, rid = spec_and_id()
+    restore = kill_at_checkpoint(5)
+    files = RunFiles(tmp_path / "changed" / rid)
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, "changed", spec, rid, synthetic_inputs)
+    restore()
+    monkeypatch.setitem(numerics.VERSIONS, "finite_sum", numerics.VERSIONS["finite_sum"] + 1)
+    _run(tmp_path, "changed", spec, rid, synthetic_inputs)
+    log = (tmp_path / "changed.log").read_text()
+    assert "resuming from checkpoint" not in log and "numerics" in log and "starting from round 0" in log
+
+
+def test_an_unreadable_checkpoint_is_named_in_one_line(tmp_path):
+    path = tmp_path / "run" / "checkpoint.pt"
+    ctx = RunContext("r1", {}, "cpu", path, logging.getLogger("test"))
+    path.mkdir(parents=True)  # a folder where the file should be: reading it is an OSError
+    with pytest.raises(ResultsError, match=rf"^{re.escape(str(path))}: the checkpoint cannot be read .*\n?$") as info:
+        ctx.load_checkpoint()
+    assert "\n" not in str(info.value)
 
 
 def test_a_missing_provenance_record_stops_the_run_before_it_trains(tmp_path, synthetic_inputs, spec_and_id,

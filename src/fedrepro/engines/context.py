@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import io
+import json
 import logging
 import sys
 import time
@@ -10,14 +13,42 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
-from fedrepro.errors import ConfigError
+from fedrepro.errors import ConfigError, ResultsError
+from fedrepro.numerics import numerics_version
 from fedrepro.seeding import stream_key, torch_generator
 from fedrepro.utils import atomic
+from fedrepro.utils.digest import tree_sha256
 
 # bumped when the checkpoint layout changes: an older checkpoint is then ignored, not misread
-CHECKPOINT_FORMAT = 3  # 3: a method's state as the engine holds it (algorithms/method.py; TDCD keeps all its keys)
+# 3: a method's state as the engine holds it (algorithms/method.py; TDCD keeps all its keys); 4: a header line
+# before the payload with the payload's sha256 and the code identity (code_identity), checked before loading
+CHECKPOINT_FORMAT = 4
+CHECKPOINT_MAGIC = b"fedrepro checkpoint\n"
+
+# What a run's numbers come from besides its settings (which its run id keys) and its data (hashed in run.json):
+# the code of the layers that train (docs/development.md: foundations' random streams and numerics versions, the
+# building blocks, the update rules, the engines), as units of src/fedrepro. A checkpoint saved by other code is not
+# resumed, so a job interrupted before a fix never ends on the rows of the code before it.
+TRAINING_CODE = ("seeding.py", "numerics.py", "sampling.py", "vertical_time.py", "data", "models", "objectives", "nn",
+                 "asynchrony", "algorithms", "engines")
+
+
+@functools.lru_cache(maxsize=None)
+def training_code_sha256() -> str:
+    """The sha256 of the sources of TRAINING_CODE (each unit's name and tree_sha256 of its .py files)."""
+    root = Path(__file__).resolve().parents[1]
+    lines = [f"{unit}\0{tree_sha256(root / unit, '*.py')}\n" for unit in TRAINING_CODE]
+    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+
+
+def code_identity(engine: str) -> dict[str, Any]:
+    """What a checkpoint of `engine` must have been saved by to be resumed: the engine's numerics version, the
+    sources of the training code and the numerical packages' versions."""
+    return {"numerics": numerics_version(engine), "sources_sha256": training_code_sha256(),
+            "torch": torch.__version__, "numpy": np.__version__}
 
 
 def resolve_device(requested: str) -> str:
@@ -74,20 +105,41 @@ class RunContext:
         return make
 
     def save_checkpoint(self, state: dict[str, Any]) -> None:
+        """The state as one file: a header line (CHECKPOINT_FORMAT, the run id, the code identity and the sha256 of
+        the payload) and the payload, torch.save of the state (torch.load does not check an archive's checksums)."""
         # serialised in memory, written by Python: a full disk is an OSError naming the file (torch's own
         # writer reports it as "[enforce fail at inline_container.cc] unexpected pos")
         buffer = io.BytesIO()
-        torch.save({**state, "run_id": self.run_id, "format": CHECKPOINT_FORMAT, "wall_seconds": self.wall_seconds()},
-                   buffer)
-        atomic.write_bytes(self.checkpoint_path, buffer.getvalue())
+        torch.save({**state, "wall_seconds": self.wall_seconds()}, buffer)
+        payload = buffer.getvalue()
+        header = {"format": CHECKPOINT_FORMAT, "run_id": self.run_id, "code": code_identity(self.spec.get("engine", "")),
+                  "payload_sha256": hashlib.sha256(payload).hexdigest()}
+        atomic.write_bytes(self.checkpoint_path, CHECKPOINT_MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n"
+                           + payload)
 
     def load_checkpoint(self) -> dict[str, Any] | None:
-        if not self.checkpoint_path.exists():
+        """The saved state, or None (start from round 0) where there is none or it is not this run's, by this
+        code, as saved: the reason is logged. A file that cannot be read is a ResultsError naming it."""
+        path = self.checkpoint_path
+        if not path.exists():
             return None
-        state = torch.load(self.checkpoint_path, map_location=self.device, weights_only=True)
-        if state.get("run_id") != self.run_id or state.get("format") != CHECKPOINT_FORMAT:
-            self.log.warning("ignoring checkpoint %s: another run's or an older layout", self.checkpoint_path)
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise ResultsError(f"{path}: the checkpoint cannot be read ({error.strerror or error}); remove it to start "
+                               f"the run from round 0") from None
+        header, payload, why = _checkpoint_parts(data)
+        if why is None:
+            why = _checkpoint_mismatch(header, payload, self.run_id, code_identity(self.spec.get("engine", "")))
+        if why is not None:
+            self.log.warning("ignoring checkpoint %s: %s; starting from round 0", path, why)
             return None
+        try:
+            state = torch.load(io.BytesIO(payload), map_location=self.device, weights_only=True)
+        except Exception as error:  # noqa: BLE001 - hashed as saved, yet torch cannot read it: name the file
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise ResultsError(f"{path}: the checkpoint cannot be read ({first}); remove it to start the run from "
+                               f"round 0") from None
         self.earlier_seconds = float(state.get("wall_seconds", 0.0))
         return state
 
@@ -96,3 +148,34 @@ class RunContext:
 
         return tqdm(total=total, desc=desc, disable=not self.show_progress, mininterval=1.0,
                     dynamic_ncols=True, leave=False)
+
+
+def _checkpoint_parts(data: bytes) -> tuple[dict[str, Any], bytes, str | None]:
+    """A checkpoint file's header and payload, and why it is not one (None: it is)."""
+    if not data.startswith(CHECKPOINT_MAGIC):
+        return {}, b"", f"not a checkpoint of format {CHECKPOINT_FORMAT} (an older layout, or another file)"
+    line, newline, payload = data[len(CHECKPOINT_MAGIC):].partition(b"\n")
+    try:
+        header = json.loads(line)
+    except ValueError:
+        header = None
+    if not newline or not isinstance(header, dict):
+        return {}, b"", "its header is damaged"
+    return header, payload, None
+
+
+def _checkpoint_mismatch(header: dict[str, Any], payload: bytes, run_id: str, code: dict[str, Any]) -> str | None:
+    """Why a checkpoint with this header and payload may not be resumed by run `run_id` on `code` (None: it may)."""
+    if header.get("format") != CHECKPOINT_FORMAT:
+        return f"its format is {header.get('format')!r}, this fedrepro reads {CHECKPOINT_FORMAT}"
+    if header.get("run_id") != run_id:
+        return f"it is run {header.get('run_id')!r}'s"
+    saved = header.get("code") or {}
+    changed = [f"{key} {saved.get(key)!r} -> {code[key]!r}" for key in code if saved.get(key) != code[key]]
+    if changed:
+        return "it was saved by other code (" + ", ".join(changed) + ")"
+    actual = hashlib.sha256(payload).hexdigest()
+    if actual != header.get("payload_sha256"):
+        return (f"its content hashes to sha256 {actual}, but it recorded {header.get('payload_sha256')} (changed or "
+                f"damaged after it was saved)")
+    return None

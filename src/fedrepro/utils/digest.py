@@ -42,11 +42,12 @@ def file_sha256(path: Path | str) -> str:
     return digest.hexdigest()
 
 
-def tree_sha256(path: Path | str) -> str:
+def tree_sha256(path: Path | str, pattern: str = "*") -> str:
     """A file's sha256, or a folder's: the sha256 of its files' relative names and sha256s, in name order (a
-    prepared multi-view folder)."""
+    prepared multi-view folder); with `pattern`, of the files whose names match it (`*.py`: a package's sources)."""
     path = Path(path)
     if path.is_file():
         return file_sha256(path)
-    lines = [f"{f.relative_to(path).as_posix()}\0{file_sha256(f)}\n" for f in sorted(path.rglob("*")) if f.is_file()]
+    lines = [f"{f.relative_to(path).as_posix()}\0{file_sha256(f)}\n" for f in sorted(path.rglob(pattern))
+             if f.is_file()]
     return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
