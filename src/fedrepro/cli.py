@@ -66,6 +66,17 @@ def _os_message(error: OSError) -> str:
     return f"{where}{error.strerror or error}" + (f" ({name})" if name else "")
 
 
+def run_count(text: str) -> int:
+    """`--rerun K`: a count of runs, 0 or more (argparse names the option with the message)."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a count of runs (0 or more)")
+    return count
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="fedrepro", description=DESCRIPTION, epilog=EPILOG,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -96,7 +107,7 @@ def parser() -> argparse.ArgumentParser:
                        "config/config.yaml)")
     audit.add_argument("--scale", choices=list(SCALES), help="the scale to audit (default: every scale with results "
                        "of the paper on disk, results/<scale>/<paper>; with none, `scale` of config/config.yaml)")
-    audit.add_argument("--rerun", type=int, default=0, metavar="K", help="recompute K runs chosen at random in a "
+    audit.add_argument("--rerun", type=run_count, default=0, metavar="K", help="recompute K runs chosen at random in a "
                        "temporary directory and compare their metrics.csv byte for byte, and their run.json summary")
     audit.add_argument("--seed", type=int, help="seed of the choice of runs to rerun (default: a fresh one, "
                        "printed)")

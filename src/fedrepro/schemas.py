@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fedrepro.errors import config_error
+from fedrepro.utils.finite import non_finite
 from fedrepro.utils.yaml_file import read_yaml
 
 # The scales every paper defines, smallest first (config.schema.yaml `scale` lists the same).
@@ -49,8 +50,15 @@ def _describe(error: Any, at: str = "") -> str:
 
 
 def check_against(instance: Any, schema: dict[str, Any], source: str, at: str = "") -> None:
-    """Raise ConfigError listing every violation of `schema` by `instance`, which lies at `at` in `source`."""
+    """Raise ConfigError listing every violation of `schema` by `instance`, which lies at `at` in `source`. NaN and
+    infinity are refused first, wherever they are: JSON Schema's bounds let NaN through (every comparison with it is
+    false), and no setting means either."""
     import jsonschema  # here: naming papers needs no validator
+
+    nonfinite = [f"{'.'.join(filter(None, [at, where]))}: {value} is not a finite number (NaN and infinity are "
+                 f"refused)" for where, value in non_finite(instance)]
+    if nonfinite:
+        raise config_error(f"invalid configuration in {source}", nonfinite)
 
     errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(instance),
                     key=lambda e: list(map(str, e.absolute_path)))

@@ -67,6 +67,26 @@ def test_run_refuses_to_write_into_the_pipeline_results(out, tmp_path):
     assert not (tmp_path / "results").exists()  # refused before anything is written
 
 
+@pytest.mark.parametrize("setting, expected", [
+    ("delta=.nan", "delta: nan is not a finite number"),
+    ("delta=.inf", "delta: inf is not a finite number"),
+    ("theta0=.nan", "theta0: nan is not a finite number"),
+    ("theta0=[0.0, 0.0, 0.0, 0.0, -.inf]", "theta0.4: -inf is not a finite number"),
+    ("seeds=1000000000000", "seeds = 1000000000000 exceeds the most seeds of a run (1000)"),
+])
+def test_run_refuses_a_setting_that_is_no_number_or_beyond_memory_naming_the_key(smoke_copy, setting, expected):
+    done = fedrepro("run", "fedvr", "fig3", "--scale", "smoke", "--set", setting, "--device", "cpu", cwd=smoke_copy)
+    assert done.returncode == 1 and "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
+    assert expected in done.stderr
+    assert not (smoke_copy / "adhoc" / "runs").exists()  # refused before anything ran
+
+
+def test_audit_refuses_a_negative_rerun_count(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["audit", "fedvr", "--rerun", "-1"])
+    assert done.value.code == 2 and "argument --rerun: -1 is not a count of runs (0 or more)" in capsys.readouterr().err
+
+
 def test_list_names_the_papers_and_a_papers_figures_claims_and_readings():
     done = fedrepro("list", cwd=REPO)
     assert done.returncode == 0 and [line.split()[0] for line in done.stdout.splitlines()] == [

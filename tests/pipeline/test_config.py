@@ -292,6 +292,29 @@ def test_settings_that_exceed_the_data_stop_at_start_up(tmp_path, paper, edit, s
     assert expected in message and f"config/papers/{paper}.yaml: figures." in message and "\n" not in message
 
 
+@pytest.mark.parametrize("paper, edit, expected", [
+    ("fedvr", lambda c: c["defaults"].update(seeds=1001), "seeds = 1001 exceeds the most seeds of a run (1000)"),
+    ("fedpage", lambda c: c["defaults"].update(rounds=20_000_000),
+     "rounds = 20000000 exceeds the most steps of a run (10000000)"),
+    ("fedpage", lambda c: c["defaults"].update(rounds=9_000_000, eval_every=1),
+     "exceeds the most metrics rows a run holds in memory (1000000)"),
+])
+def test_sizes_beyond_memory_stop_at_start_up_naming_the_limit(tmp_path, paper, edit, expected):
+    with pytest.raises(ConfigError) as info:
+        load_and_validate({"scale": "paper"}, _paper_config_dir(tmp_path, edit, paper=paper))
+    assert expected in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("value, where", [(float("nan"), "defaults.divergence_threshold"),
+                                          (float("inf"), "defaults.divergence_threshold"),
+                                          (float("-inf"), "defaults.divergence_threshold")])
+def test_nan_and_infinity_in_a_paper_file_stop_at_start_up_naming_the_key(tmp_path, value, where):
+    config_dir = _paper_config_dir(tmp_path, lambda c: c["defaults"].update(divergence_threshold=value))
+    with pytest.raises(ConfigError) as info:
+        load_and_validate({"scale": "smoke"}, config_dir)
+    assert f"{where}: {value} is not a finite number" in str(info.value)
+
+
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has CUDA")
 def test_device_cuda_without_cuda_names_the_key():
     from fedrepro.validate import check_device

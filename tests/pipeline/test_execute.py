@@ -19,6 +19,7 @@ from fedrepro.experiments import execute
 from fedrepro.experiments.execute import execute_run
 from fedrepro.experiments.store import RunFiles
 from fedrepro.numerics import UNKEYED
+from fedrepro.utils import atomic
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -178,6 +179,22 @@ def test_an_unreadable_checkpoint_is_named_in_one_line(tmp_path):
     with pytest.raises(ResultsError, match=rf"^{re.escape(str(path))}: the checkpoint cannot be read .*\n?$") as info:
         ctx.load_checkpoint()
     assert "\n" not in str(info.value)
+
+
+def test_a_record_is_strict_json_and_one_holding_nan_is_refused_naming_the_key(tmp_path, synthetic_inputs,
+                                                                                 spec_and_id):
+    spec, rid = spec_and_id(divergence_threshold=0.05)  # a diverged run: its record is strict JSON still
+    files = _run(tmp_path, "div", spec, rid, synthetic_inputs)
+
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    assert json.loads(files.record.read_text(), parse_constant=refuse)["diverged"] is True
+    target = tmp_path / "nan" / "run.json"
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(target))}: summary.seeds.0.loss is nan, which JSON "
+                                         r"cannot hold"):
+        atomic.write_json(target, {"run_id": rid, "summary": {"seeds": {"0": {"loss": float("nan")}}}})
+    assert not target.parent.exists() or list(target.parent.iterdir()) == []  # nothing half-written
 
 
 def test_a_missing_provenance_record_stops_the_run_before_it_trains(tmp_path, synthetic_inputs, spec_and_id,

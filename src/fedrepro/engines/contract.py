@@ -44,6 +44,11 @@ from fedrepro.numerics import numerics_version
 
 Row = dict[str, Any]
 
+# sizes a run holds in memory (Engine.size_limits): far above every paper's (20 seeds, 35,000 steps, 2,020 rows)
+MAX_SEEDS = 1000
+MAX_STEPS = 10_000_000
+MAX_ROWS = 1_000_000
+
 
 class Trainer:
     def __init__(self, seeds: list[int]) -> None:
@@ -129,10 +134,31 @@ class Engine:
         """The limits of a run's settings that are known before any data is read (Limit)."""
         return []
 
+    def size_limits(self, spec: dict[str, Any]) -> list[Limit]:
+        """The sizes every run holds in memory: its seeds, its steps (a simulated clock's schedule) and its metrics
+        rows (seeds x evaluation points), each far above any paper's and within a machine's memory."""
+        seeds, steps = spec.get("seeds"), spec.get(self.steps_key)
+        limits = []
+        if isinstance(seeds, int):
+            limits.append(Limit("seeds", seeds, MAX_SEEDS, "the most seeds of a run"))
+        if isinstance(steps, int):
+            limits.append(Limit(self.steps_key, steps, MAX_STEPS, "the most steps of a run"))
+        points = None
+        every, horizon = spec.get("eval_every_time"), spec.get("time_horizon")
+        if isinstance(every, (int, float)) and isinstance(horizon, (int, float)) and every > 0:
+            points = int(horizon / every) + 1
+        elif isinstance(steps, int) and isinstance(spec.get("eval_every", 1), int):
+            points = steps // max(1, spec.get("eval_every", 1)) + 1
+            points += max(-1, spec.get("eval_dense_until", -1)) // max(1, spec.get("eval_dense_every", 1)) + 1
+        if isinstance(seeds, int) and points is not None:
+            limits.append(Limit("seeds x evaluation points", seeds * points, MAX_ROWS,
+                                "the most metrics rows a run holds in memory"))
+        return limits
+
     def check_limits(self, spec: dict[str, Any], where: str) -> None:
         """Stop a run whose settings exceed a limit, with a message naming the key, value and limit."""
-        over = [f"{lim.key} = {lim.value} exceeds {lim.what} ({lim.limit})" for lim in self.limits(spec)
-                if lim.value > lim.limit]
+        over = [f"{lim.key} = {lim.value} exceeds {lim.what} ({lim.limit})"
+                for lim in self.size_limits(spec) + self.limits(spec) if lim.value > lim.limit]
         if over:
             raise ConfigError(f"{where}: " + "; ".join(over))
 

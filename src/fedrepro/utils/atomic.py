@@ -15,6 +15,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from fedrepro.utils.finite import non_finite
+
 # mkstemp creates 0600 files; give finished files the usual umask-based mode instead.
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -60,7 +62,14 @@ def write_text(target: str | os.PathLike, text: str) -> None:
 
 
 def write_json(target: str | os.PathLike, obj: Any) -> None:
-    write_text(target, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+    """`obj` as strict JSON (objects it cannot hold as text); a NaN or an infinity, which Python's json would write
+    as bare NaN or Infinity (not JSON), is a ValueError naming the file and the key, and nothing is written."""
+    found = non_finite(obj)
+    if found:
+        where, value = found[0]
+        raise ValueError(f"{target}: {where} is {value}, which JSON cannot hold"
+                         + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""))
+    write_text(target, json.dumps(obj, indent=2, sort_keys=True, default=str, allow_nan=False) + "\n")
 
 
 def write_npz(target: str | os.PathLike, arrays: dict[str, np.ndarray], compressed: bool = True) -> None:
