@@ -59,9 +59,16 @@ test-fast: install
 lint: install
 	$(BIN)/snakemake --lint
 
+# The scales the configuration defines (config.schema.yaml `scale`). A target that deletes takes its scale only through
+# CHECKED_SCALE: one of them, as one word, or make stops before any command (under `make -n` too). SCALE= would delete
+# every scale's tree; SCALE=../.. the repository's parent.
+KNOWN_SCALES := $(strip $(shell sed -n '/^  scale:/,/enum:/s/^ *enum: *\[\(.*\)\]/\1/p' workflow/schemas/config.schema.yaml | tr ',' ' '))
+CHECKED_SCALE = $(or $(and $(filter 1,$(words $(SCALE))),$(filter $(KNOWN_SCALES),$(SCALE))),$(error SCALE='$(SCALE)' is \
+	not a scale the configuration defines ($(KNOWN_SCALES): workflow/schemas/config.schema.yaml); nothing deleted))
+
 # this scale's outputs only (`make clean SCALE=smoke`)
 clean:
-	rm -rf results/$(SCALE) figures/$(SCALE) logs/$(SCALE)
+	rm -rf results/$(CHECKED_SCALE) figures/$(CHECKED_SCALE) logs/$(CHECKED_SCALE)
 
 # Named variants of a scale's settings, trained and judged outside the pipeline (config/variants/): a scale study
 # (`make variants NAME=fedcluster_scale`: which reduced-scale choice moves which claim) or a paper's tuning
