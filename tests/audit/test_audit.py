@@ -106,6 +106,19 @@ def test_an_edited_figure_table_is_refused_before_a_figure_or_a_verdict_reads_it
         assert "verify_figure_table(Path(" in (REPO / "scripts" / script).read_text()
 
 
+def test_a_run_directory_that_resolves_outside_the_results_tree_fails_the_audit(smoke_copy, capsys):
+    """The run's files as written, moved outside the repository and reached through a symbolic link."""
+    run = run_dirs(smoke_copy)[0]
+    outside = smoke_copy.parent / "outside" / run.name
+    outside.parent.mkdir()
+    shutil.move(run, outside)
+    run.symlink_to(outside, target_is_directory=True)
+    code, out = audit(capsys)
+    assert code == 1
+    report = (smoke_copy / "audit" / "smoke" / "fedvr.md").read_text()
+    assert f"results/smoke/runs/{run.name} resolves to {outside}, outside the results tree results/smoke/" in report
+
+
 def test_a_run_json_from_before_its_content_hash_is_a_warning_not_a_failure(smoke_copy, capsys):
     run = run_dirs(smoke_copy)[0]
     record = json.loads((run / "run.json").read_text())

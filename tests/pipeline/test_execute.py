@@ -197,6 +197,24 @@ def test_a_record_is_strict_json_and_one_holding_nan_is_refused_naming_the_key(t
     assert not target.parent.exists() or list(target.parent.iterdir()) == []  # nothing half-written
 
 
+@pytest.mark.parametrize("link", ["run", "runs"])
+def test_a_run_directory_that_leads_outside_its_results_tree_is_refused(tmp_path, synthetic_inputs, spec_and_id,
+                                                                         link):
+    """A symbolic link at the run's folder or at runs/ would make training write outside the results tree."""
+    spec, rid = spec_and_id()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    results = tmp_path / "results"
+    (results / "runs").mkdir(parents=True) if link == "run" else results.mkdir()
+    (results / "runs" / rid if link == "run" else results / "runs").symlink_to(elsewhere, target_is_directory=True)
+    files = RunFiles(results / "runs" / rid)
+    with pytest.raises(ResultsError, match=rf"^{re.escape(str(files.run_dir))} resolves to .*elsewhere.*, outside "
+                                           rf"the results tree {re.escape(str(results))}/"):
+        execute_run(rid, spec, files, synthetic_inputs["prepared"], synthetic_inputs["data_provenance"],
+                    device="cpu", log_path=tmp_path / "run.log", repo=REPO)
+    assert list(elsewhere.rglob("*")) == []  # refused before anything was written
+
+
 def test_a_missing_provenance_record_stops_the_run_before_it_trains(tmp_path, synthetic_inputs, spec_and_id,
                                                                      monkeypatch):
     def trains(*args, **kwargs):

@@ -19,7 +19,7 @@ from fedrepro.data.inputs import load_input, prepared_path
 from fedrepro.engines import ENGINES
 from fedrepro.engines.context import RunContext, pin_float_settings, resolve_device
 from fedrepro.engines.driver import run_seeds
-from fedrepro.errors import DataError
+from fedrepro.errors import DataError, ResultsError
 from fedrepro.experiments import provenance
 from fedrepro.experiments.store import METRICS_SHA256, RECORD_SHA256, RunFiles, record_sha256, write_metrics
 from fedrepro.utils import atomic
@@ -55,6 +55,9 @@ def execute_run(
     device = resolve_device(device)
     log = _logger(log_path)
     engine = ENGINES[spec["engine"]]
+    escape = files.escape()
+    if escape:
+        raise ResultsError(f"{escape}: a run writes only inside its results tree; remove the link and run it again")
     engine.check_limits(spec, f"run {run_id}")  # (start-up checks the pipeline's runs; this, any other)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()

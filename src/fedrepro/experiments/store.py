@@ -45,6 +45,27 @@ class RunFiles:
     def checkpoint(self) -> Path:
         return self.run_dir / "checkpoint.pt"
 
+    @property
+    def tree(self) -> Path:
+        """The results directory the run's folder lies in (run_files: <results>/runs/<run_id>)."""
+        return self.run_dir.parent.parent
+
+    def escape(self) -> str | None:
+        """Where the run's folder or one of its files leads when that is outside its results tree (a symbolic link
+        on the way), as a message; None when all stay inside. A run writes, and the audit reads, only inside it."""
+        found = (resolves_outside(path, self.tree) for path in (self.run_dir, self.metrics, self.record,
+                                                                 self.checkpoint))
+        return next(filter(None, found), None)
+
+
+def resolves_outside(path: Path, tree: Path) -> str | None:
+    """Where `path` leads when it resolves outside `tree` (each resolved: a tree that is itself a link is where it
+    leads), as a message naming both; None when it stays inside."""
+    resolved, root = Path(path).resolve(), Path(tree).resolve()
+    if resolved == root or resolved.is_relative_to(root):
+        return None
+    return f"{path} resolves to {resolved}, outside the results tree {tree}/ (a symbolic link on the way)"
+
 
 def run_files(results_dir: Path | str, run_id: str) -> RunFiles:
     return RunFiles(Path(results_dir) / "runs" / run_id)

@@ -34,8 +34,8 @@ from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import Alternative, Figure, RunTable, run_id_of
 from fedrepro.layout import Layout
 from fedrepro.experiments import provenance
-from fedrepro.experiments.store import (METRICS_SHA256, RunFiles, canonical_json, read_record, run_files,
-                                    verify_metrics, verify_record)
+from fedrepro.experiments.store import (METRICS_SHA256, RunFiles, canonical_json, read_record, resolves_outside,
+                                        run_files, verify_metrics, verify_record)
 from fedrepro.results.tables import figure_table_csv
 from fedrepro.utils.digest import tree_sha256
 
@@ -202,6 +202,10 @@ class RunAudit:
 def audit_run(run: RunAudit, files: RunFiles, checkout: Checkout) -> None:
     """Fill run.findings (and run.record when run.json can be read)."""
     add = run.findings.append
+    escape = files.escape()
+    if escape:  # its files are not the pipeline's, wherever the link leads
+        add(Finding("run.json", FAIL, f"{escape}: the pipeline's runs lie inside it; remove the link and "
+                                      f"rerun the run (snakemake)"))
     if not files.record.is_file():
         state = "not finished" if files.run_dir.is_dir() else "never trained"
         add(Finding("run.json", MISSING, f"{state}: {checkout.relative(files.record)} does not exist"))
@@ -404,6 +408,10 @@ def _audit_figure(paper: str, figure: Figure, runs: dict[str, RunAudit], checkou
                                                          f"runs: {exc}"))
         else:
             audit.findings.append(_table_finding(table, expected, checkout))
+    for path, tree, check in [(table, out.results, "table")] + [(p, out.figures, "files") for p in outputs]:
+        escape = resolves_outside(path, tree)
+        if escape:
+            audit.findings.append(Finding(check, FAIL, f"{escape}: remove the link and rerun snakemake"))
     absent = [checkout.relative(p) for p in outputs if not p.is_file()]
     if outputs:
         audit.findings.append(Finding("files", MISSING, f"{', '.join(absent)} not made") if absent else
