@@ -8,6 +8,7 @@ from pathlib import Path
 
 from snakemake.utils import min_version
 
+from fedrepro.data import absolute_mirror_env
 from fedrepro.errors import ConfigError
 from fedrepro.layout import old_layout
 from fedrepro.report_pages import Overview
@@ -20,6 +21,10 @@ configfile: "config/config.yaml"
 
 
 report: "workflow/report/workflow.rst"
+
+
+# $FEDREPRO_DATA_MIRROR as given, made absolute here: every job inherits the folder it names, wherever it runs
+absolute_mirror_env()
 
 
 if OLD := old_layout():

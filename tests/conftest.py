@@ -6,6 +6,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fedrepro.data import absolute_mirror_env
+
+# `FEDREPRO_DATA_MIRROR=../shared/datasets make test`, as the README writes it, names a folder relative to where the
+# tests start: made absolute before any test reads it or copies the workflow elsewhere
+absolute_mirror_env()
+
 
 @pytest.fixture
 def write_run_inputs(tmp_path: Path):

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -251,3 +254,20 @@ def test_resolve_mirror_rejects_a_missing_directory(tmp_path, monkeypatch):
         resolve_mirror(str(tmp_path / "nowhere"))
     with pytest.raises(DataError, match=r"from the option --mirror\)"):  # `fedrepro fetch --mirror PATH`
         resolve_mirror(str(tmp_path / "nowhere"), "option --mirror")
+
+
+def test_a_relative_mirror_is_resolved_once_against_where_it_was_given(tmp_path):
+    """As the README writes it (FEDREPRO_DATA_MIRROR=../shared/datasets): a process that starts in the checkout and
+    then works elsewhere (a copied workflow, a job in another folder) still reads the mirror it was given."""
+    checkout, mirror, elsewhere = tmp_path / "repo", tmp_path / "shared" / "datasets", tmp_path / "elsewhere"
+    for folder in (checkout, mirror, elsewhere):
+        folder.mkdir(parents=True)
+    code = ("import os; from fedrepro.data import absolute_mirror_env, resolve_mirror; absolute_mirror_env(); "
+            "os.chdir(os.environ['ELSEWHERE']); print(os.environ['FEDREPRO_DATA_MIRROR']); print(resolve_mirror(None))")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"),
+           "FEDREPRO_DATA_MIRROR": "../shared/datasets", "ELSEWHERE": str(elsewhere)}
+    done = subprocess.run([sys.executable, "-c", code], cwd=checkout, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [str(mirror.resolve()), str(mirror.resolve())]
+    # a relative value given directly (config `data_mirror`, `fedrepro fetch --mirror`) comes back absolute
+    assert resolve_mirror(os.path.relpath(mirror)) == mirror.resolve()

@@ -24,14 +24,20 @@ def run(*cmd: str | Path, cwd: Path, env: dict[str, str] | None = None, check: b
     return done
 
 
-def copy_checkout(dest: Path, git: bool = True) -> None:
-    """The working tree as git sees it (tracked + new, not ignored); with `git`, as a new repository."""
+# DVC's records of a user's own outputs (`make record`: data/raw.dvc, results/quick.dvc, ...), committed or not: not
+# the code under test, and a copy holding them would hold another scale's record
+OUTPUT_RECORDS = re.compile(r"(data|results|figures)/[^/]+\.dvc")
+
+
+def copy_checkout(dest: Path, git: bool = True, source: Path = REPO) -> None:
+    """The working tree as git sees it (tracked + new, not ignored), without DVC's records of the outputs (a user's
+    own runs'); with `git`, as a new repository."""
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=REPO, capture_output=True, check=True).stdout.decode().split("\0")
+                            cwd=source, capture_output=True, check=True).stdout.decode().split("\0")
     for name in filter(None, listed):
-        if (REPO / name).is_file():
+        if (source / name).is_file() and not OUTPUT_RECORDS.fullmatch(name):
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, dest / name)
+            shutil.copy2(source / name, dest / name)
     if git:
         run("git", "init", "-q", cwd=dest)
         run("git", "add", "-A", cwd=dest)

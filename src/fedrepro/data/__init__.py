@@ -5,6 +5,7 @@ from typing import Any
 
 from fedrepro.errors import DataError
 from fedrepro.data.extract import extract_tar
+from fedrepro.data.mirror import MIRROR_ENV, absolute_mirror_env
 from fedrepro.data.prepare import load_prepared, prepare_dataset
 from fedrepro.data.registry import REGISTRY, Checksum, Dataset, RemoteFile, get_dataset
 
@@ -15,6 +16,7 @@ __all__ = [
     "DataError",
     "Dataset",
     "RemoteFile",
+    "absolute_mirror_env",
     "extract_tar",
     "fetch_dataset",
     "get_dataset",
@@ -25,7 +27,7 @@ __all__ = [
 
 # Fetching is loaded on first use: pooch and requests cost ~0.1 s of start-up in every training job,
 # which reads prepared data only.
-_DOWNLOAD_NAMES = ("MIRROR_ENV", "fetch_dataset", "resolve_mirror")
+_DOWNLOAD_NAMES = ("fetch_dataset", "resolve_mirror")
 
 
 def __getattr__(name: str) -> Any:

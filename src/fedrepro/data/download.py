@@ -23,6 +23,7 @@ import pooch
 import requests
 
 from fedrepro.errors import DataError
+from fedrepro.data.mirror import MIRROR_ENV
 from fedrepro.data.registry import PROVENANCE_NAME, Dataset, RemoteFile, get_dataset
 from fedrepro.utils.atomic import FILE_MODE, write_json
 
@@ -31,7 +32,6 @@ log = logging.getLogger(__name__)
 # known_hash; our own log lines say what happens instead.
 pooch.get_logger().setLevel(logging.WARNING)
 
-MIRROR_ENV = "FEDREPRO_DATA_MIRROR"
 NO_CHECKSUM = "none (no published checksum)"
 
 _MIRROR_HINT = (
@@ -46,7 +46,7 @@ def resolve_mirror(config_value: str | None, given_as: str = "config value `data
     `fedrepro fetch --mirror`), else $FEDREPRO_DATA_MIRROR, else None.
 
     A relative path is taken relative to the current directory (the project root when
-    Snakemake runs the pipeline).
+    Snakemake runs the pipeline), and returned absolute: resolved once, where it was given.
     """
     if config_value:
         value, origin = config_value, given_as
@@ -54,11 +54,11 @@ def resolve_mirror(config_value: str | None, given_as: str = "config value `data
         value, origin = os.environ[MIRROR_ENV], f"environment variable {MIRROR_ENV}"
     else:
         return None
-    path = Path(value).expanduser()
+    path = Path(value).expanduser().resolve()
     if not path.is_dir():
         raise DataError(
             f"data mirror {value!r} (from the {origin}) is not a directory "
-            f"(looked for {path.absolute()}); fix the path or unset it to download instead"
+            f"(looked for {path}); fix the path or unset it to download instead"
         )
     return path
 
