@@ -39,9 +39,18 @@ report: install
 record: install
 	$(BIN)/dvc add --quiet $(DVC_TRACKED)
 
+# The default DVC remote, when it is a folder (no scheme://), must exist: a missing one made `dvc pull` say "Everything
+# is up to date", then "Checkout failed ... Is your cache up to date?", never naming the folder.
+CHECK_REMOTE = remote=$$($(BIN)/dvc remote default 2>/dev/null) || remote=; \
+	test -n "$$remote" || { echo "make pull: no default DVC remote; name one (\`dvc remote add -d NAME URL\`)" >&2; \
+	exit 1; }; url=$$($(BIN)/dvc config "remote.$$remote.url"); case "$$url" in *://*) ;; *) test -d "$$url" || { \
+	echo "make pull: the default DVC remote '$$remote' is $$url, which does not exist: push to it first (\`dvc push\`" \
+	"where the results were recorded), or name another (\`dvc remote add -d NAME URL\`)" >&2; exit 1; };; esac
+
 # In a fresh clone: fetch the recorded data and this scale's results, then give them Snakemake's order of
 # modification times (DVC restores files with arbitrary ones), so nothing is rerun.
 pull: install
+	@$(CHECK_REMOTE)
 	$(BIN)/dvc pull $(addsuffix .dvc,$(DVC_TRACKED))
 	$(MAKE) --no-print-directory touch
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,25 @@ def test_clean_deletes_that_scales_outputs_only(tmp_path, scale):
     assert done.returncode == 0, done.stderr
     for tree in ("results", "figures", "logs"):
         assert sorted(p.name for p in (repo / tree).iterdir()) == sorted({".gitignore", *SCALES} - {scale})
+
+
+def test_pull_names_a_default_remote_that_does_not_exist(tmp_path):
+    """A fresh clone whose default DVC remote (../fedrepro-dvc-remote, beside the repository) was never pushed to:
+    DVC alone says "Everything is up to date", then "Checkout failed ... Is your cache up to date?"."""
+    dvc = Path(sys.executable).parent / "dvc"
+    if not dvc.exists():
+        pytest.skip(f"dvc is not installed beside {sys.executable}")
+    repo = checkout(tmp_path)
+    for name in ("pyproject.toml", "requirements.lock", ".dvc/config", ".dvcignore"):
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / name, repo / name)
+    (repo / ".venv").mkdir()
+    (repo / ".venv" / ".installed").touch()  # `make install` done: the tests' own environment stands for it
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    remote = (tmp_path / "fedrepro-dvc-remote").resolve()
+    done = make(repo, "pull", "SCALE=smoke", f"BIN={dvc.parent}")
+    assert done.returncode != 0
+    assert (f"make pull: the default DVC remote 'local' is {remote}, which does not exist: push to it first "
+            f"(`dvc push` where the results were recorded), or name another (`dvc remote add -d NAME URL`)"
+            ) in done.stderr
+    assert "Everything is up to date" not in done.stdout + done.stderr
