@@ -3,7 +3,7 @@ import logging
 import sys
 from pathlib import Path
 
-from fedrepro.cli import run_step
+from fedrepro.cli import ledger_rebuilder, run_step
 from fedrepro.results.audit import Checkout, audit_paper
 from fedrepro.results.audit_report import summary, write_report
 
@@ -13,8 +13,9 @@ sm = snakemake  # noqa: F821 (injected by Snakemake)
 def main():
     checkout = Checkout.of(Path("."))
     scale = sm.wildcards.scale
-    audit = audit_paper(sm.wildcards.paper, sm.params.figures, scale, f"`{scale}` of this pipeline run", checkout,
-                        sm.params.alternatives)
+    paper = sm.wildcards.paper
+    audit = audit_paper(paper, sm.params.figures, scale, f"`{scale}` of this pipeline run", checkout,
+                        sm.params.alternatives, ledger_rebuilder(paper, scale, sm.params.ledger))
     write_report(audit, checkout, Path(sm.output.md))
     text = summary([audit], {(scale, audit.paper): sm.output.md})
     logging.getLogger("fedrepro.audit").info("%s", text)

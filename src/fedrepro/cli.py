@@ -303,6 +303,23 @@ def migrated(scale: str | None) -> str:
     return "\n".join(f"{source} -> {dest}" for source, dest in moves)
 
 
+def ledger_rebuilder(paper: str, scale: str, settings: dict, root: Path = Path(".")) -> Callable[[Path, Path], None]:
+    """The ledger's own builder (claims/ledger.py write_ledger) with what rule claims gives it (RunTable.ledger_settings,
+    the paper's claims file and figure tables), writing the ledger and its record where the audit says: the audit
+    compares them with the ones on disk (results/audit.py audit_paper)."""
+
+    def rebuild(csv: Path, record: Path) -> None:
+        from fedrepro.claims.ledger import write_ledger
+        from fedrepro.layout import Layout
+
+        out = Layout(scale, root)
+        write_ledger(root / "config" / "claims" / f"{paper}.yaml", [out.table(paper, name) for name in settings["figures"]],
+                     settings["figures"], scale, csv, record, settings["scale_note"], settings["readings"],
+                     settings["alternatives"])
+
+    return rebuild
+
+
 def audit_papers(args: argparse.Namespace) -> bool:
     """`fedrepro audit`: the papers' audits (results/audit.py), their reports and a summary; True on a mismatch."""
     import yaml
@@ -332,7 +349,9 @@ def audit_papers(args: argparse.Namespace) -> bool:
               for s, r in {(s, readings[(p, s)]) for p, s, _ in chosen}}
     checkout = Checkout.of(root)
     audits = [audit_paper(p, tables[(s, readings[(p, s)])].paper_figures(p), s, f"`{s}`: {why}", checkout,
-                          tables[(s, readings[(p, s)])].alternatives.get(p, [])) for p, s, why in chosen]
+                          tables[(s, readings[(p, s)])].alternatives.get(p, []),
+                          ledger_rebuilder(p, s, tables[(s, readings[(p, s)])].ledger_settings(p), root))
+              for p, s, why in chosen]
 
     if args.rerun > 0:
         seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1_000_000)

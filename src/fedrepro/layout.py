@@ -61,6 +61,12 @@ class Layout:
         return self.results / "variants"
 
 
+def figure_record(drawing: Path) -> Path:
+    """Where the sha256 of a figure's files are recorded when they are drawn: figures/<scale>/<paper>/<name>.sha256
+    (utils/digest.py write_sha256s), from any of its files (<name>.pdf, <name>.png, <name>.csv, ...)."""
+    return drawing.with_suffix(".sha256")
+
+
 def scales_on_disk(root: Path = Path(".")) -> list[str]:
     """The scales that have a results tree under `root`, smallest first."""
     return [s for s in SCALES if (root / "results" / s).is_dir()]

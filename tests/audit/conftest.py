@@ -61,8 +61,10 @@ def fedvr_smoke(tmp_path_factory) -> Path:
         tables.append(results / PAPER / f"{figure.name}.csv")
         write_figure_table(figure, results, tables[-1])
         draw_figure(figure, tables[-1], *(Layout("smoke", root).figure(PAPER, figure.name, ext) for ext in ("pdf", "png")))
-    write_ledger(root / "config" / "claims" / f"{PAPER}.yaml", tables, {f.name: f.claims_settings() for f in figures},
-                 "smoke", results / "claims" / f"{PAPER}.csv", readings=table.readings[PAPER])
+    settings = table.ledger_settings(PAPER)  # as rule claims writes the ledger and its record
+    write_ledger(root / "config" / "claims" / f"{PAPER}.yaml", tables, settings["figures"], "smoke",
+                 results / "claims" / f"{PAPER}.csv", results / "claims" / f"{PAPER}.json", settings["scale_note"],
+                 settings["readings"], settings["alternatives"])
     return root
 
 

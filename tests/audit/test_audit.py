@@ -119,6 +119,31 @@ def test_a_run_directory_that_resolves_outside_the_results_tree_fails_the_audit(
     assert f"results/smoke/runs/{run.name} resolves to {outside}, outside the results tree results/smoke/" in report
 
 
+def test_an_edited_verdict_in_the_ledger_fails_the_audit_naming_the_claim(smoke_copy, capsys):
+    """The probe: one verdict of results/smoke/claims/fedvr.csv changed by hand (the ledger is recomputed from its
+    verified figure tables by the ledger's own builder and compared)."""
+    ledger = smoke_copy / "results" / "smoke" / "claims" / "fedvr.csv"
+    rows = ledger.read_text().splitlines()
+    claim, status = rows[1].split(",")[0], next(s for s in ("PASS", "FAIL", "INCONCLUSIVE") if f",{s}," in rows[1])
+    forged = "FAIL" if status != "FAIL" else "PASS"
+    ledger.write_text("\n".join([rows[0], rows[1].replace(f",{status},", f",{forged},", 1), *rows[2:]]) + "\n")
+    code, out = audit(capsys)
+    assert code == 1
+    assert (f"results/smoke/claims/fedvr.csv: claim {claim} reads {forged}, but its figure tables give {status}"
+            in out)
+
+
+def test_a_figure_swapped_for_another_fails_the_audit_naming_it(smoke_copy, capsys):
+    """The probe: fig4.png copied over fig3.png (the audit compares each drawing with the sha256 recorded when it
+    was drawn)."""
+    figures = smoke_copy / "figures" / "smoke" / "fedvr"
+    shutil.copy(figures / "fig4.png", figures / "fig3.png")
+    code, out = audit(capsys)
+    assert code == 1
+    line = next(line for line in out.splitlines() if "figures/smoke/fedvr/fig3.png" in line)
+    assert line.lstrip().startswith("FAIL") and sha256(figures / "fig3.png") in line and "when it was drawn" in line
+
+
 def test_a_run_json_from_before_its_content_hash_is_a_warning_not_a_failure(smoke_copy, capsys):
     run = run_dirs(smoke_copy)[0]
     record = json.loads((run / "run.json").read_text())

@@ -20,6 +20,7 @@ rule audit_paper:
     params:
         figures=lambda wildcards: FigureList(run_table(wildcards.scale).paper_figures(wildcards.paper)),
         alternatives=lambda wildcards: FigureList(run_table(wildcards.scale).alternatives.get(wildcards.paper, [])),
+        ledger=lambda wildcards: run_table(wildcards.scale).ledger_settings(wildcards.paper),  # rebuilt and compared
     log:
         str(OUT.logs / "audit" / "{paper}.log"),
     benchmark:

@@ -29,6 +29,7 @@ rule claims:
             subcategory="claims",
             labels={"figure": "claims support"},
         ),
+        figure_record=str(OUT.figure("{paper}", "claims", "sha256")),  # the claims figure's sha256 as drawn
     params:
         figures=claims_settings,
         scale_note=lambda wildcards: run_table(wildcards.scale).scale_note(wildcards.paper),

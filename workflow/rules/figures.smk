@@ -55,6 +55,7 @@ rule plot:
     output:
         pdf=str(OUT.figure("{paper}", "{figure}", "pdf")),
         png=str(OUT.figure("{paper}", "{figure}", "png")),
+        record=str(OUT.figure("{paper}", "{figure}", "sha256")),  # their sha256 as drawn (the audit's)
     params:
         figure=figure_of,
         settings=settings_of(Figure.drawing_settings),
@@ -78,6 +79,7 @@ rule table:
         csv=str(OUT.figure("{paper}", "{figure}", "csv")),
         md=str(OUT.figure("{paper}", "{figure}", "md")),
         tex=str(OUT.figure("{paper}", "{figure}", "tex")),
+        record=str(OUT.figure("{paper}", "{figure}", "sha256")),  # their sha256 as written (the audit's)
     params:
         figure=figure_of,
         settings=settings_of(Figure.drawing_settings),

@@ -251,6 +251,14 @@ class RunTable:
                 name: {"table": self.alternative_table(paper, a, name), **fig.claims_settings()} for name, fig in a.figures.items()}
         return out
 
+    def ledger_settings(self, paper: str) -> dict[str, Any]:
+        """Everything rule claims gives the ledger's builder besides the files (claims/ledger.py write_ledger): what
+        it reads of the paper's figures, the scale's note, the readings and the alternatives as run; the audit
+        rebuilds the ledger with them."""
+        return {"figures": {f.name: f.claims_settings() for f in self.paper_figures(paper)},
+                "scale_note": self.scale_note(paper), "readings": self.readings[paper],
+                "alternatives": self.alternatives_settings(paper)}
+
     def method_names(self, paper: str) -> dict[str, str]:
         """Each method's curve label, where it has one label across the paper's figures: the names the ledger's
         table gives the method keys its checks measure with."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
+from typing import Iterator
 
 import matplotlib
 
@@ -16,7 +18,9 @@ from matplotlib.text import Text  # noqa: E402
 from matplotlib.ticker import LogFormatter, MaxNLocator  # noqa: E402
 
 from fedrepro.experiments.runtable import Figure  # noqa: E402
+from fedrepro.layout import figure_record  # noqa: E402
 from fedrepro.utils.atomic import atomic_path  # noqa: E402
+from fedrepro.utils.digest import write_sha256s  # noqa: E402
 
 
 def theme() -> None:
@@ -164,9 +168,22 @@ def save_pdf_png(fig: plt.Figure, pdf: Path, png: Path, title: str, description:
     pdf_meta = {"Title": title, "Subject": description, "Creator": "fedrepro"}
     # PDF dates would make every rebuild differ byte-wise; leave them out.
     pdf_meta.update({"CreationDate": None, "ModDate": None})
-    with atomic_path(pdf, suffix=".pdf") as tmp:
-        fig.savefig(tmp, format="pdf", metadata=pdf_meta, bbox_inches="tight")
-    with atomic_path(png, suffix=".png") as tmp:
-        fig.savefig(tmp, format="png", dpi=150, metadata={"Title": title, "Description": description},
-                    bbox_inches="tight")
+    with recorded(pdf, png):
+        with atomic_path(pdf, suffix=".pdf") as tmp:
+            fig.savefig(tmp, format="pdf", metadata=pdf_meta, bbox_inches="tight")
+        with atomic_path(png, suffix=".png") as tmp:
+            fig.savefig(tmp, format="png", dpi=150, metadata={"Title": title, "Description": description},
+                        bbox_inches="tight")
     plt.close(fig)
+
+
+@contextlib.contextmanager
+def recorded(*files: Path) -> Iterator[None]:
+    """Write a figure's files (in the block), then the sha256 of each in its record (layout.figure_record), which the
+    audit compares them with: a figure swapped for another is found, though rendering is not byte-stable across
+    machines. The old record goes first, so a job killed midway leaves none (the audit says so; Snakemake reruns
+    the job)."""
+    record = figure_record(files[0])
+    record.unlink(missing_ok=True)
+    yield
+    write_sha256s(record, list(files))

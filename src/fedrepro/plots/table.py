@@ -46,7 +46,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from fedrepro.experiments.runtable import Figure
-from fedrepro.plots.common import scale_note
+from fedrepro.plots.common import recorded, scale_note
 from fedrepro.results import summaries
 from fedrepro.results.tables import paper_values, read_figure_table
 from fedrepro.utils.atomic import atomic_path
@@ -424,9 +424,10 @@ def write_table_figure(figure: Figure, table_path: Path, csv: Path, md: Path, te
         frame = cells.map(Cell.csv).set_axis([RAW.key(c) for c in cells.columns], axis=1).reset_index()
     else:
         frame = long_csv(cells, paper, speedups)
-    with atomic_path(csv, suffix=".csv") as tmp:
-        frame.to_csv(tmp, index=False)
     parts = sections(cells, labels, digits, paper, speedups, group)
-    for path, text in ((md, markdown(parts, figure, value, never)), (tex, latex(parts, figure, value, never))):
-        with atomic_path(path, suffix=path.suffix) as tmp:
-            Path(tmp).write_text(text)
+    with recorded(csv, md, tex):
+        with atomic_path(csv, suffix=".csv") as tmp:
+            frame.to_csv(tmp, index=False)
+        for path, text in ((md, markdown(parts, figure, value, never)), (tex, latex(parts, figure, value, never))):
+            with atomic_path(path, suffix=path.suffix) as tmp:
+                Path(tmp).write_text(text)

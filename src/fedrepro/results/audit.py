@@ -25,19 +25,19 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import Alternative, Figure, RunTable, run_id_of
-from fedrepro.layout import Layout
+from fedrepro.layout import Layout, figure_record
 from fedrepro.experiments import provenance
 from fedrepro.experiments.store import (METRICS_SHA256, RunFiles, canonical_json, read_record, resolves_outside,
                                         run_files, verify_metrics, verify_record)
-from fedrepro.results.tables import figure_table_csv
-from fedrepro.utils.digest import tree_sha256
+from fedrepro.results.tables import figure_table_csv, recorded_sha256
+from fedrepro.utils.digest import file_sha256, tree_sha256
 
 OK, WARN, MISSING, FAIL = "OK", "WARN", "MISSING", "FAIL"
 _RANK = {OK: 0, WARN: 1, MISSING: 2, FAIL: 3}
@@ -349,10 +349,16 @@ class PaperAudit:
                 + [f for run in self.runs.values() for f in run.findings])
 
 
+# writes a paper's ledger (CSV) and its record (JSON) at the two paths given, as rule claims does (cli.ledger_rebuilder:
+# results never import claims)
+LedgerBuilder = Callable[[Path, Path], None]
+
+
 def audit_paper(paper: str, figures: list[Figure], scale: str, scale_from: str, checkout: Checkout,
-                alternatives: Sequence[Alternative] = ()) -> PaperAudit:
+                alternatives: Sequence[Alternative] = (), rebuild_ledger: LedgerBuilder | None = None) -> PaperAudit:
     """The audit of a paper's figures and, when they were run (config readings: all), of the tables of its
-    alternative readings, which the claims ledger reads as well."""
+    alternative readings, which the claims ledger reads as well; with `rebuild_ledger`, of the ledger and its
+    record, rebuilt from the figure tables once they are verified and compared with the ones on disk."""
     out = Layout(scale, checkout.root)
     under = [(f"{figure.name} under {a.reading}={a.name}", figure,
               out.reading_table(paper, a.reading, a.name, figure.name))
@@ -375,6 +381,14 @@ def audit_paper(paper: str, figures: list[Figure], scale: str, scale_from: str, 
     if ledger.is_file() and gone:  # rule claims reads every figure table of the paper
         findings.append(Finding("claims", FAIL, f"{checkout.relative(ledger)} built from {', '.join(gone)}, which "
                                                 f"are gone; `snakemake {paper}` remakes them and the ledger"))
+    elif ledger.is_file() and claims is not None and rebuild_ledger is not None:
+        unverified = [f.name for f in audited if status_of(f.findings, "table") != OK]
+        findings += (_ledger_findings(out, paper, checkout, rebuild_ledger) if not unverified else [
+            Finding("claims", WARN, f"{checkout.relative(ledger)} not recomputed: the table(s) of "
+                                    f"{', '.join(unverified)} are not verified")])
+    drawn = [out.figure(paper, "claims", ext) for ext in ("pdf", "png")]
+    if any(p.is_file() for p in drawn):
+        findings += _drawn_findings([p for p in drawn if p.is_file()], checkout)
     dvc = checkout.dvc.finding([checkout.relative(ledger)]) if ledger.is_file() else None
     if dvc:
         findings.append(dvc)
@@ -413,9 +427,10 @@ def _audit_figure(paper: str, figure: Figure, runs: dict[str, RunAudit], checkou
         if escape:
             audit.findings.append(Finding(check, FAIL, f"{escape}: remove the link and rerun snakemake"))
     absent = [checkout.relative(p) for p in outputs if not p.is_file()]
-    if outputs:
-        audit.findings.append(Finding("files", MISSING, f"{', '.join(absent)} not made") if absent else
-                              Finding("files", OK, ", ".join(checkout.relative(p) for p in outputs)))
+    if absent:
+        audit.findings.append(Finding("files", MISSING, f"{', '.join(absent)} not made"))
+    elif outputs:
+        audit.findings += _drawn_findings(outputs, checkout)
     dvc = checkout.dvc.finding([checkout.relative(p) for p in [table, *outputs] if p.is_file()])
     if dvc:
         audit.findings.append(dvc)
@@ -430,6 +445,78 @@ def _table_finding(table: Path, expected: bytes, checkout: Checkout) -> Finding:
                    f"{_sha256(actual)} on disk, {_sha256(expected)} from the runs (changed "
                    f"after aggregate, or the configuration changed since); rerun snakemake or restore the recorded "
                    f"version with `dvc checkout --force {checkout.relative(table)}`")
+
+
+def _drawn_findings(files: list[Path], checkout: Checkout) -> list[Finding]:
+    """A figure's files against the sha256 recorded when they were drawn (layout.figure_record): rendering is not
+    byte-stable across machines, so a figure is compared with its own record, not redrawn."""
+    findings = []
+    for path in files:
+        recorded, actual = recorded_sha256(path), file_sha256(path)
+        where = checkout.relative(path)
+        if recorded is None:
+            findings.append(Finding("files", WARN, f"{where}: {checkout.relative(figure_record(path))} records no "
+                                                   f"sha256 of it (drawn before figures were hashed), so it cannot be "
+                                                   f"verified; delete it and run snakemake to redraw it"))
+        elif actual != recorded:
+            findings.append(Finding("files", FAIL, f"{where}: sha256 {actual}, but it had {recorded} when it was drawn "
+                                                   f"({figure_record(path).name}): another file copied over it, or "
+                                                   f"edited since; redraw it (delete it and run snakemake) or restore "
+                                                   f"the recorded version with `dvc checkout --force {where}`"))
+    if not findings:
+        findings.append(Finding("files", OK, ", ".join(checkout.relative(p) for p in files) + ": as drawn"))
+    return findings
+
+
+LEDGER_KEY = "claim_id"
+
+
+def _ledger_findings(out: Layout, paper: str, checkout: Checkout, rebuild: LedgerBuilder) -> list[Finding]:
+    """The ledger and its record on disk against the ones their builder gives from the (verified) figure tables:
+    each claim whose cells differ is a FAIL naming the claim, its verdict first."""
+    ledger, record = out.ledger(paper), out.ledger(paper, "json")
+    where = checkout.relative(ledger)
+    fix = (f"(edited after rule claims, or the code or configuration changed since); rerun snakemake (`snakemake "
+           f"{paper}`) or restore the recorded version with `dvc checkout --force {where}`")
+    with tempfile.TemporaryDirectory(prefix=f"fedrepro-ledger-{paper}-") as tmp:
+        again, again_record = Path(tmp) / ledger.name, Path(tmp) / record.name
+        try:
+            rebuild(again, again_record)
+        except Exception as exc:  # the tables are verified: a ledger that cannot be rebuilt is itself a finding
+            return [Finding("claims", FAIL, f"{where} cannot be recomputed from its figure tables: {exc}")]
+        findings = []
+        if again.read_bytes() != ledger.read_bytes():
+            findings += _ledger_differences(ledger, again, where, fix)
+        if not record.is_file():
+            findings.append(Finding("claims", MISSING, f"{checkout.relative(record)} does not exist"))
+        elif again_record.read_bytes() != record.read_bytes():
+            findings.append(Finding("claims", FAIL, f"{checkout.relative(record)}: sha256 {file_sha256(record)}, but "
+                                                    f"the record its ledger's builder gives has "
+                                                    f"{file_sha256(again_record)} " + fix))
+    return findings or [Finding("claims", OK, f"{where} and its record are what its figure tables give (recomputed)")]
+
+
+def _ledger_differences(ledger: Path, again: Path, where: str, fix: str) -> list[Finding]:
+    """How a ledger on disk differs from the one recomputed: one FAIL per claim that differs (its verdict named
+    first), or one for the whole file when its columns or claims differ."""
+    disk, given = (pd.read_csv(p, dtype=str, keep_default_na=False) for p in (ledger, again))
+    if list(disk.columns) != list(given.columns) or list(disk[LEDGER_KEY]) != list(given[LEDGER_KEY]):
+        return [Finding("claims", FAIL, f"{where} differs from the ledger its figure tables give in its columns or "
+                                        f"claims: sha256 {file_sha256(ledger)} on disk, {file_sha256(again)} "
+                                        f"recomputed " + fix)]
+    findings = []
+    for (_, a), (_, b) in zip(disk.iterrows(), given.iterrows()):
+        cells = [c for c in disk.columns if a[c] != b[c]]
+        if not cells:
+            continue
+        status = f" reads {a['status']}, but its figure tables give {b['status']}" if "status" in cells else ""
+        others = [c for c in cells if c != "status"]
+        detail = (f"{'; ' if status else ': '}{', '.join(others)} differ from the recomputed ledger's" if others
+                  else "")
+        findings.append(Finding("claims", FAIL, f"{where}: claim {a[LEDGER_KEY]}{status}{detail} " + fix))
+    return findings or [Finding("claims", FAIL, f"{where} differs from the ledger its figure tables give in its "
+                                                f"layout (same cells): sha256 {file_sha256(ledger)} on disk, "
+                                                f"{file_sha256(again)} recomputed " + fix)]
 
 
 def _claims(paper: str, out: Layout, checkout: Checkout) -> tuple[pd.DataFrame | None, Finding]:

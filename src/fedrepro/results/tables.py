@@ -16,9 +16,10 @@ import pandas as pd
 from fedrepro.asynchrony import TIMELINE_KINDS
 from fedrepro.experiments.runtable import Figure, paper_column
 from fedrepro.errors import ResultsError
+from fedrepro.layout import figure_record
 from fedrepro.experiments.store import RunFiles, read_verified_record, run_files
 from fedrepro.utils import atomic
-from fedrepro.utils.digest import file_sha256
+from fedrepro.utils.digest import file_sha256, read_sha256s, write_sha256s
 
 TIMELINE_COLUMNS = ["seed", "kind", "client", "training", "round", "start", "end"]
 
@@ -127,7 +128,7 @@ def table_digest(table: Path) -> Path:
 def write_figure_table(figure: Figure, results_dir: Path, out: Path) -> None:
     """The figure table, then its sha256 (sha256sum's format): what reads it in the pipeline checks it first."""
     atomic.write_text(out, figure_table_csv(figure, results_dir))
-    atomic.write_text(table_digest(out), f"{file_sha256(out)}  {out.name}\n")
+    write_sha256s(table_digest(out), [out])
 
 
 def verify_figure_table(table: Path) -> None:
@@ -137,11 +138,32 @@ def verify_figure_table(table: Path) -> None:
     if not digest.is_file():
         raise ResultsError(f"{digest} does not exist, so {table} cannot be verified (written by an older fedrepro, "
                            f"or not by aggregate); rebuild it: delete {table} and run snakemake again")
-    recorded, actual = digest.read_text().split()[0], file_sha256(table)
+    recorded, actual = next(iter(read_sha256s(digest).values()), ""), file_sha256(table)
     if actual != recorded:
         raise ResultsError(f"{table} was changed after aggregate wrote it: sha256 {actual}, but {digest.name} records "
                            f"{recorded}; rebuild it (delete {table} and run snakemake again) or restore the recorded "
                            f"version with `dvc checkout --force {table}`")
+
+
+def recorded_sha256(path: Path) -> str | None:
+    """The sha256 a figure's file (a drawing, or a table figure's file) had when it was written, from its record
+    (layout.figure_record); None when there is no record of it."""
+    record = figure_record(path)
+    return read_sha256s(record).get(path.name) if record.is_file() else None
+
+
+def verify_figure_file(path: Path) -> None:
+    """Raise ResultsError unless a figure's file has the sha256 recorded when it was drawn (the report's figure page
+    shows it only then)."""
+    recorded, actual = recorded_sha256(path), file_sha256(path)
+    if recorded is None:
+        raise ResultsError(f"{figure_record(path)} records no sha256 of {path.name}, so {path} cannot be verified "
+                           f"(drawn by an older fedrepro, or not by the pipeline); redraw it: delete {path} and run "
+                           f"snakemake again")
+    if actual != recorded:
+        raise ResultsError(f"{path} was changed after it was drawn: sha256 {actual}, but {figure_record(path).name} "
+                           f"records {recorded}; redraw it (delete {path} and run snakemake again) or restore the "
+                           f"recorded version with `dvc checkout --force {path}`")
 
 
 def read_figure_table(path: Path) -> pd.DataFrame:

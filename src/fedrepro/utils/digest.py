@@ -51,3 +51,16 @@ def tree_sha256(path: Path | str, pattern: str = "*") -> str:
     lines = [f"{f.relative_to(path).as_posix()}\0{file_sha256(f)}\n" for f in sorted(path.rglob(pattern))
              if f.is_file()]
     return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+
+
+def write_sha256s(record: Path | str, files: list[Path]) -> None:
+    """The sha256 of each file, in sha256sum's format ("<sha256>  <name>", one line each; the files lie beside the
+    record), written atomically: what a figure table or a figure was when it was written."""
+    from fedrepro.utils import atomic
+
+    atomic.write_text(record, "".join(f"{file_sha256(f)}  {Path(f).name}\n" for f in files))
+
+
+def read_sha256s(record: Path | str) -> dict[str, str]:
+    """A record written by write_sha256s: file name -> sha256."""
+    return {name: digest for digest, _, name in (line.partition("  ") for line in Path(record).read_text().splitlines())}
