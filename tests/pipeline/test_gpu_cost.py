@@ -85,3 +85,16 @@ def test_without_recorded_rates_the_cli_says_how_to_get_them(tmp_path, monkeypat
         main(["cost", "--scale", "paper", "--gpus", "2"])
     assert stop.value.code == 1
     assert "no GPU rates recorded; run benchmarks/gpu_throughput.py --record" in capsys.readouterr().err
+
+
+def test_every_paper_scale_job_asks_for_more_time_than_the_recorded_rates_take():
+    """A cluster kills a job at its runtime (Engine.runtime_minutes): at the rates measured on a GPU
+    (benchmarks/records/), every network run of the paper scale must fit in the time its job asks for."""
+    rates = gpu_cost.load_rates(ROOT / gpu_cost.RECORDS)
+    over = []
+    for rid, spec in _runs("paper").items():
+        if spec["engine"] in ("federated_nn", "async", "vertical"):
+            cost = gpu_cost.run_cost(rid, spec, rates)
+            if cost.workload and cost.seconds / 60 > cost.limit_minutes:
+                over.append(f"{rid} ({spec['paper']}): {cost.seconds / 60:.0f} min > {cost.limit_minutes}")
+    assert not over, over

@@ -185,8 +185,10 @@ class AsyncEngine(Engine):
     x = ("round", "virtual_time", "sim_time")
     watch = "train_loss"
     trains_networks = True
-    ms_per_round = 200  # round-axis runs (Figs 6-7)
-    ms_per_second = 1000  # time-axis runs, per simulated second (the paper's FedBuff on CIFAR-10 trains ~16k
+    # twice the most an H200 took (docs/performance.md, "The paper scale on a GPU": up to 0.25 s a round of 80
+    # updates, 1.5 s a simulated second; 1000 and 200 made 8 paper runs overrun their cluster jobs)
+    ms_per_round = 500  # round-axis runs (Figs 6-7)
+    ms_per_second = 3000  # time-axis runs, per simulated second (the paper's FedBuff on CIFAR-10 trains ~16k
                           # client-steps per simulated second)
 
     def runtime_minutes(self, spec: dict[str, Any]) -> int:

@@ -286,8 +286,13 @@ class VerticalEngine(Engine):
     watch = "train_loss"
     steps_key = "iterations"
     trains_networks = True
-    # per local iteration: the paper scale's ResNet18 silos on a GPU (~0.5-1.4 s, docs/papers/tdcd.md R22)
-    ms_per_round = 1500
+    # per client-step (one client of one silo, one local iteration): twice the slowest measured on a GPU, the paper
+    # scale's CIFAR-10 ResNet-18 halves at 16 ms on an H200 (docs/performance.md, "The paper scale on a GPU")
+    ms_per_client_step = 35
+
+    def runtime_minutes(self, spec: dict[str, Any]) -> int:
+        steps = spec["seeds"] * spec["iterations"] * sum(clients_per_silo(spec))
+        return 10 + int(steps * self.ms_per_client_step / 60_000)
 
     def limits(self, spec: dict[str, Any]) -> list[Limit]:
         limits = []
