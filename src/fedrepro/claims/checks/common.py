@@ -26,6 +26,7 @@ class Result(NamedTuple):
     p_pass: float = math.nan
     p_fail: float = math.nan
     tests: tuple = ()  # the Test of each cell, in order (inference.Test): what the claim's test combined
+    test: Test | None = None  # the claim's combined Test (inference.combine of `tests`; None: nothing tested)
 
 Require = Literal["all", "most", "fraction"]  # how many cells must hold (verdict)
 
@@ -227,11 +228,11 @@ def judged(holds: list[Outcome], margins: list[float], measured: str, require: s
     test = claim_test(holds, require, fraction)
     status, tests = decide(test), tuple(as_test(h) for h in holds)
     if status == INCONCLUSIVE:
-        return Result(status, measured, note, math.nan, test.p_holds, test.p_against, tests)
+        return Result(status, measured, note, math.nan, test.p_holds, test.p_against, tests, test)
     shown = [shown_outcome(h) for h in holds]
     margins = [(math.inf if status == FAIL else -math.inf) if h is None else m for h, m in zip(shown, margins)]
     return Result(status, measured, note, deciding_margin(margins, require, fraction), test.p_holds, test.p_against,
-                  tests)
+                  tests, test)
 
 
 def not_learned(floor: float | None, higher: bool, *values: float) -> bool:

@@ -52,10 +52,22 @@ ALPHA = 0.05  # the error rate each verdict is held to: false PASS and false FAI
 @dataclass(frozen=True)
 class Test:
     """One comparison judged: one-sided p-values that it holds (p_holds) and that it fails (p_against),
-    and how they were obtained ("t(2) = 3.1", "sign 5/5", "" for a certain outcome)."""
+    and how they were obtained ("t(2) = 3.1", "sign 5/5", "" for a certain outcome). What it was made of, for
+    the seeds a verdict would need (claims/causes.py): `kind` "t" (a t-test of `n` per-seed effects of mean
+    `mean` and s.d. `sd`, holding above `hold_above` and failing below `fail_below`), "sign" (a sign test of
+    censored seeds), "equal" (seeds that agree exactly), "certain" (no seeds: a count, a bound, or open for a
+    reason seeds do not change), or "combined" (`required` of its `parts` must hold: combine)."""
     p_holds: float
     p_against: float
     how: str = ""
+    kind: str = "certain"
+    n: int = 0
+    mean: float = math.nan
+    sd: float = math.nan
+    hold_above: float = 0.0
+    fail_below: float = 0.0
+    parts: tuple[Test, ...] = ()
+    required: int = 0
 
     @property
     def outcome(self) -> bool | None:
@@ -88,11 +100,13 @@ def paired_t(effects, hold_above: float = 0.0, fail_below: float = 0.0) -> Test:
     d = np.asarray(effects, dtype=float)
     n = len(d)
     sd = float(d.std(ddof=1)) if n > 1 else math.nan
+    stats_ = dict(kind="t", n=n, mean=float(d.mean()) if n else math.nan, sd=sd, hold_above=hold_above,
+                  fail_below=fail_below)
     if not sd > 0 or not math.isfinite(sd):
-        return OPEN
+        return Test(1.0, 1.0, "", **stats_)  # open: one seed has no spread to test against
     p_holds, p_against, t_hold, t_fail = t_pvalues(d, hold_above, fail_below)
     return Test(float(p_holds), float(p_against), f"t({n - 1}) = {t_hold:.2f}" if hold_above == fail_below
-                else f"t({n - 1}) = {t_hold:.2f} / {t_fail:.2f}")
+                else f"t({n - 1}) = {t_hold:.2f} / {t_fail:.2f}", **stats_)
 
 
 def signs(low, high) -> Test:
@@ -106,7 +120,7 @@ def signs(low, high) -> Test:
     up, down = int(np.sum(low > 0)), int(np.sum(high < 0))
     p_holds = float(stats.binomtest(up, n, 0.5, alternative="greater").pvalue) if up else 1.0
     p_against = float(stats.binomtest(down, n, 0.5, alternative="greater").pvalue) if down else 1.0
-    return Test(p_holds, p_against, f"sign {up}+/{down}-/{n}")
+    return Test(p_holds, p_against, f"sign {up}+/{down}-/{n}", kind="sign", n=n)
 
 
 def effect_test(low, high=None, hold_above: float = 0.0, fail_below: float = 0.0) -> Test:
@@ -118,7 +132,7 @@ def effect_test(low, high=None, hold_above: float = 0.0, fail_below: float = 0.0
     high = low if high is None else np.asarray(high, dtype=float)
     if len(low) > 1 and (low == low[0]).all() and (high == high[0]).all():
         return Test(0.0 if low[0] > hold_above else 1.0, 0.0 if high[0] < fail_below else 1.0,
-                    f"{len(low)} equal seeds")
+                    f"{len(low)} equal seeds", kind="equal", n=len(low))
     if len(low) and np.array_equal(low, high) and np.isfinite(low).all():
         return paired_t(low, hold_above, fail_below)
     return signs(low - hold_above, high - fail_below)
@@ -139,8 +153,10 @@ def combine(tests: list[Test], required: int | None = None) -> Test:
     r = m if required is None else required
     holds = sorted(t.p_holds for t in tests)
     against = sorted(t.p_against for t in tests)
-    how = tests[0].how if m == 1 else f"{r} of {m}"
-    return Test(min(1.0, (m - r + 1) * holds[r - 1]), min(1.0, r * against[m - r]), how)
+    if m == 1 and r == 1:
+        return tests[0]
+    return Test(min(1.0, (m - r + 1) * holds[r - 1]), min(1.0, r * against[m - r]), f"{r} of {m}",
+                kind="combined", parts=tuple(tests), required=r)
 
 
 def holm(p_values: list[float]) -> list[float]:

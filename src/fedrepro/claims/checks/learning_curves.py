@@ -3,6 +3,7 @@ the x column `x` (results.summaries.auc_fin_per_seed)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
@@ -28,7 +29,7 @@ from fedrepro.claims.checks.common import (
     tally,
     values_of,
 )
-from fedrepro.claims.checks.inference import OPEN, Test, combine, effect_test
+from fedrepro.claims.checks.inference import OPEN, combine, effect_test
 from fedrepro.claims.data import ClaimData
 from fedrepro.results.summaries import AucKind, spearman
 
@@ -108,7 +109,7 @@ def faster(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: s
         wins = int(np.sum(g_seeds > 0))
         if len(g_seeds) >= 3:
             if wins < seed_share * len(g_seeds):  # cannot hold; fails only by the tests
-                test = Test(1.0, test.p_against, f"G > 0 in {wins}/{len(g_seeds)} seeds")
+                test = replace(test, p_holds=1.0, how=f"G > 0 in {wins}/{len(g_seeds)} seeds")
             condition_margins.append(wins / len(g_seeds) - seed_share)
         chance = not_learned(floor, higher, fa, fb)
         outcome = OPEN if chance else test
