@@ -194,6 +194,19 @@ def _paper_files(paper: str, config_dir: Path = Path("config")) -> tuple[dict, d
     return read("papers"), read("claims")
 
 
+def claims_heading(claims: list[dict]) -> str:
+    """"claims (17 of the paper's; 4 implementation checks, 5 reported):": the paper's claims counted apart from
+    the other kinds (claims/kinds.py)."""
+    from collections import Counter
+
+    from fedrepro.claims.kinds import IMPLEMENTATION, PAPER, REPORT, kind_of
+
+    kinds = Counter(kind_of(c) for c in claims)
+    others = [f"{kinds[IMPLEMENTATION]} implementation check{'s' * (kinds[IMPLEMENTATION] != 1)}"] * bool(
+        kinds[IMPLEMENTATION]) + [f"{kinds[REPORT]} reported, not judged"] * bool(kinds[REPORT])
+    return f"claims ({kinds[PAPER]} of the paper's" + "".join(f"; {o}" for o in others) + "):"
+
+
 def listing(paper: str | None) -> str:
     """What can be built: the papers with their titles, or one paper's figures, claims and readings."""
     if paper is None:
@@ -201,7 +214,11 @@ def listing(paper: str | None) -> str:
     cfg, claims = _paper_files(paper)
     lines = [cfg["title"], "", "figures:"]
     lines += [f"  {name:14s} {fig.get('title', '')}" for name, fig in cfg["figures"].items()]
-    lines += ["", "claims:"] + [f"  {c['id']:10s} {c['check']:22s} {c.get('quote', '')[:90]}" for c in claims["claims"]]
+    from fedrepro.claims.kinds import PAPER, kind_of
+
+    lines += ["", claims_heading(claims["claims"])]
+    lines += [f"  {c['id']:10s} {c['check']:22s} {'' if kind_of(c) == PAPER else f'[{kind_of(c)}] '}"
+              f"{c.get('quote', '')[:90]}" for c in claims["claims"]]
     readings = cfg.get("readings", {})
     if readings:
         lines += ["", "readings (alternatives: * run with --config readings=all):"]
@@ -325,7 +342,8 @@ def audit_papers(args: argparse.Namespace) -> bool:
     import yaml
 
     from fedrepro.layout import Layout
-    from fedrepro.results.audit import FAIL, Checkout, audit_paper, choose_reruns, ledger_readings, rerun
+    from fedrepro.claims.ledger import ledger_readings
+    from fedrepro.results.audit import FAIL, Checkout, audit_paper, choose_reruns, rerun
     from fedrepro.results.audit_report import summary, write_report
     from fedrepro.validate import load_and_validate, with_defaults
 
@@ -344,7 +362,7 @@ def audit_papers(args: argparse.Namespace) -> bool:
                   if (Layout(s, root).results / p).is_dir()]
         chosen = chosen or [(p, config["scale"], "from config/config.yaml (no results on disk)") for p in papers]
     # the alternatives' tables are audited where the ledger judged them
-    readings = {(p, s): ledger_readings(p, Layout(s, root)) for p, s, _ in chosen}
+    readings = {(p, s): ledger_readings(Layout(s, root).ledger(p)) for p, s, _ in chosen}
     tables = {(s, r): load_and_validate({"scale": s, "readings": r}, root / "config")[1]
               for s, r in {(s, readings[(p, s)]) for p, s, _ in chosen}}
     checkout = Checkout.of(root)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from fedrepro.claims.kinds import PAPER, counts_text
+from fedrepro.claims.robustness import row_text
 from fedrepro.errors import ConfigError
 from fedrepro.schemas import SCALES
 from fedrepro.experiments.runtable import RunTable
@@ -45,12 +47,13 @@ def ledger_part(paper: str, root: Path = Path(".")) -> str | None:
     if not path.is_file():
         return None
     ledger = pd.read_csv(path, dtype=str, keep_default_na=False)
-    counts = ", ".join(f"{n} {s}" for s, n in ledger["status"].value_counts().items())
     lines = [f"### Verdicts at `{LEDGER_SCALE}`", "",
-             f"From `{path.relative_to(root)}` ({counts}); [docs/ledgers.md](../ledgers.md) says how to read them.",
-             "", "| claim | verdict | across readings |", "|---|---|---|"]
+             f"From `{path.relative_to(root)}` ({counts_text(ledger)}); [docs/ledgers.md](../ledgers.md) says how to "
+             f"read them, [docs/claims.md](../claims.md) the kinds and causes.",
+             "", "| claim | kind | verdict | cause | seeds needed | across readings |", "|---|---|---|---|---|---|"]
     for _, row in ledger.iterrows():
-        lines.append(f"| {row['claim_id']} | {row['status']} | {row.get('robustness', '') or '-'} |")
+        lines.append(f"| {row['claim_id']} | {row.get('kind', '') or PAPER} | {row['status']} | "
+                     f"{row.get('cause', '') or '-'} | {row.get('seeds_needed', '') or '-'} | {row_text(row) or '-'} |")
     return "\n".join(lines) + "\n"
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import pandas as pd
 
+from fedrepro.claims.kinds import IMPLEMENTATION, PAPER, verdict_counts
+from fedrepro.claims.robustness import row_text
 from fedrepro.claims.table import STATUS_COLOURS, plain_words
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import Figure
@@ -108,18 +110,23 @@ def overview(root: Path, scale: str) -> str:
         for ledger_path in sorted((out.results / "claims").glob("*.csv")):
             paper = ledger_path.stem
             ledger = pd.read_csv(ledger_path, dtype=str, keep_default_na=False)
-            counts = ledger["status"].value_counts()
-            kinds = Counter(r.split(" ")[0] for r in ledger.get("robustness", pd.Series(dtype=str)) if r)
+            counts = verdict_counts(ledger)  # the paper's claims alone (claims/kinds.py)
+            implementation = verdict_counts(ledger, IMPLEMENTATION)
+            kinds = Counter(r for r in ledger.get("robustness", pd.Series(dtype=str)) if r)
             mine = [r for r in records if (r.get("spec") or {}).get("paper") == paper]
             provenance = Provenance.of_records(mine, len(mine))
             rows.append([f"``{paper}``", f"**{on_disk}**" if on_disk == scale else on_disk,
                          *(str(counts.get(v, 0)) for v in VERDICTS),
+                         ", ".join(f"{n} {v}" for v in VERDICTS if (n := implementation.get(v))) or "-",
                          ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "-",
                          provenance.sources, _counted(provenance.commits, most=1) or "-"])
-    header = ["paper", "scale", "PASS", "FAIL", "INCONCLUSIVE", "across readings", "data", "code (runs per commit)"]
+    header = ["paper", "scale", "PASS", "FAIL", "INCONCLUSIVE", "implementation checks", "across readings", "data",
+              "code (runs per commit)"]
     table = _rst_table(header, rows) if rows else "No claims ledger on disk yet.\n"
-    return (f"{INTRO}\n\nThis report shows the ``{scale}`` scale. Verdicts of every paper and scale on disk "
-            f"(``results/<scale>/claims/<paper>.csv``; *data*: where the runs read it, canonical host, offline "
+    return (f"{INTRO}\n\nThis report shows the ``{scale}`` scale. Verdicts of the paper's claims of every paper and "
+            f"scale on disk (``results/<scale>/claims/<paper>.csv``; *implementation checks*: statements true by "
+            f"construction, counted apart; claims that are only reported are in neither; *data*: where the runs read "
+            f"it, canonical host, offline "
             f"mirror or a synthetic stand-in; *code*: the runs per commit, {COMMIT_NOTE}):\n\n{table}")
 
 
@@ -190,9 +197,12 @@ def figure_page(figure: Figure, drawing: Path, ledger_csv: Path, results: Path, 
     ledger = pd.read_csv(ledger_csv, dtype=str, keep_default_na=False)
     claims = claim_rows(ledger, figure.name)
     claim_table = _html_table(
-        ["claim", "quote", "verdict", "robustness", "measured", "expected"],
-        [[html.escape(r["claim_id"]), html.escape(r.get("quote", "")), html.escape(r["status"]),
-          html.escape(r.get("robustness", "")), _folded(plain_words(r.get("measured", ""), names or {})),
+        ["claim", "quote", "verdict", "why open or failed", "robustness", "measured", "expected"],
+        [[html.escape(r["claim_id"]) + (f" ({html.escape(r['kind'])})" if r.get("kind", PAPER) != PAPER else ""),
+          html.escape(r.get("quote", "")), html.escape(r["status"]),
+          html.escape(" ".join(x for x in (r.get("cause", ""), r.get("seeds_needed", "") and
+                                           f"({r['seeds_needed']} seeds)") if x)),
+          html.escape(row_text(r)), _folded(plain_words(r.get("measured", ""), names or {})),
           html.escape(r.get("expected", ""))]
          for _, r in claims.iterrows()], list(claims["status"])) if len(claims) else "<p>No claim reads this figure.</p>"
     stand_in = (f'<p class="stand-in">Stand-in data, not the paper\'s: {html.escape("; ".join(figure.stand_ins))}</p>'

@@ -8,6 +8,8 @@ import pandas as pd
 import pytest
 
 from browser import CHROMIUM, rendered_dom
+from fedrepro.claims.causes import CAUSES
+from fedrepro.claims.robustness import decode
 from workflow_copy import BIN, MIRROR, copy_checkout, run
 
 TRACKED = ["data/raw", "data/prepared", "results/smoke", "figures/smoke"]  # what `make record SCALE=smoke` records
@@ -47,9 +49,11 @@ def test_smoke_run_report_and_dvc_round_trip(tmp_path):
         assert {"support", "margin", "margin_se"} <= set(claims.columns)
         assert {"claims.pdf", "claims.png"} <= set(made) and (results / "claims" / f"{paper}.json").exists()
     # make test runs the alternative readings at smoke: each is judged, and the ledger says what it did
-    robustness = pd.read_csv(results / "claims" / "defedavg.csv").set_index("claim_id")["robustness"]
-    assert "fedbuff_staleness=none" in robustness["C4a"] and "favano=k_over_q" in robustness["C1b"]
-    assert robustness["C4a"].split(" ")[0] in ("robust", "depends")
+    ledger = pd.read_csv(results / "claims" / "defedavg.csv", dtype=str, keep_default_na=False).set_index("claim_id")
+    judged = {c: {a.name for a in decode(ledger.loc[c, "alternatives"]) if a.verdict} for c in ("C4a", "C1b")}
+    assert "fedbuff_staleness=none" in judged["C4a"] and "favano=k_over_q" in judged["C1b"]
+    assert ledger.loc["C4a", "robustness"] in ("robust", "depends")
+    assert set(ledger["cause"]) <= {"", *CAUSES}
     assert (results / "defedavg" / "readings" / "fedbuff_staleness" / "none" / "table1.csv").exists()
     table1 = pd.read_csv(figures / "defedavg" / "table1.csv", dtype=str, keep_default_na=False)
     assert len(table1) == 64 and (table1["ours"] != "").all() and (table1["paper"] != "").all()  # Table I, every cell

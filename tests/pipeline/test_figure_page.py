@@ -12,6 +12,7 @@ from docutils.core import publish_parts
 from browser import needs_chromium, rendered_dom
 from fedrepro.claims.table import ledger_html
 from fedrepro.layout import Layout
+from fedrepro.claims.robustness import Alternative, encode
 from fedrepro.report_pages import Overview, report_group, write_figure_page
 from fedrepro.validate import load_and_validate
 
@@ -21,14 +22,21 @@ PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001
 
 
 def _ledger(path: Path, scale: str) -> None:
+    """Three claims of the paper (one of each verdict) and a passing implementation check (C0)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame({"claim_id": ["C1", "C2", "C3"], "figure": ["fig3", "fig3 fig4", "fig9"], "scale": [scale] * 3,
-                  "status": ["PASS", "FAIL", "INCONCLUSIVE"],
-                  "robustness": ["robust (r=a: PASS)", "depends (r=a: PASS)", ""], "support": [0.97, 0.95, None],
-                  "margin": [0.1, -0.2, None], "margin_se": [3.0, 2.5, None],
-                  "measured": ["fedavg_svrg 0.001 vs fedavg_prob 0.01", "fedavg_svrg 3 vs fedavg_prob 2", ""],
-                  "expected": ["a < b", "a < b", ""], "note": ["", "", "not tested"],
-                  "quote": ["SVRG is faster", "SVRG has less variance", "three algorithms"]}).to_csv(path, index=False)
+    pd.DataFrame({"claim_id": ["C0", "C1", "C2", "C3"], "kind": ["implementation", "paper", "paper", "paper"],
+                  "figure": ["fig3", "fig3", "fig3 fig4", "fig9"], "scale": [scale] * 4,
+                  "status": ["PASS", "PASS", "FAIL", "INCONCLUSIVE"], "cause": ["", "", "reading", "seeds"],
+                  "seeds_needed": ["", "", "", "7"], "robustness": ["", "robust", "depends", ""],
+                  "alternatives": ["", encode([Alternative("r", "a", "PASS")]),
+                                   encode([Alternative("r", "a", "PASS", True)]), ""],
+                  "support": [None, 0.97, 0.95, None], "margin": [0.0, 0.1, -0.2, None],
+                  "margin_se": [None, 3.0, 2.5, None],
+                  "measured": ["f* 0.0092", "fedavg_svrg 0.001 vs fedavg_prob 0.01", "fedavg_svrg 3 vs fedavg_prob 2",
+                               ""],
+                  "expected": ["0.008 <= f* <= 0.012", "a < b", "a < b", ""], "note": ["", "", "", "not tested"],
+                  "quote": ["the optimal cost", "SVRG is faster", "SVRG has less variance", "three algorithms"]}
+                 ).to_csv(path, index=False)
 
 
 def _runs(out: Layout, run_ids: list[str], paper: str) -> None:
@@ -91,7 +99,8 @@ def test_the_front_page_counts_the_verdicts_of_every_paper_and_scale_on_disk(fed
     rows = _table(page)
     assert list(rows["scale"]) == ["smoke", "quick"] and set(rows["paper"]) == {"fedvr"}
     smoke = rows.iloc[0]
-    assert (smoke["PASS"], smoke["FAIL"], smoke["INCONCLUSIVE"]) == ("1", "1", "1")
+    assert (smoke["PASS"], smoke["FAIL"], smoke["INCONCLUSIVE"]) == ("1", "1", "1")  # the paper's claims only
+    assert smoke["implementation checks"] == "1 PASS"
     assert smoke["across readings"] == "1 depends, 1 robust" and smoke["data"] == "mirror"
     assert smoke["code (runs per commit)"].startswith("0123456")  # runs of the quick scale: none on disk
     assert rows.iloc[1]["data"] == "none recorded"
@@ -106,6 +115,7 @@ def test_a_figure_page_gives_what_its_runs_ran_on_and_only_its_claims(fedvr_on_d
     assert "data:image/png;base64," in text and "0123456*" in text and "505c1cbc2e63" in text
     assert "torch 2.13.0+cpu" in text and "SVRG is faster" in text and "SVRG has less variance" in text
     assert "three algorithms" not in text  # C3 reads fig9 only
+    assert "C0 (implementation)" in text and "depends (r=a: PASS)" in text  # rendered from the fields
     assert "FedAvg-SVRG (ours) 0.001 vs FedAvg of [15] 0.01" in text  # method keys in plain words
     assert report_group(figure) == "Monte Carlo statistics"
 
@@ -117,7 +127,7 @@ def test_a_figure_page_renders_its_provenance_and_claims_in_a_browser(fedvr_on_d
     write_figure_page(figure, out.figure("fedvr", "fig3", "png"), out.ledger("fedvr"), out.results, page)
     dom = rendered_dom(page)
     assert "<h3>Provenance</h3>" in dom and "<h3>Claims that read this figure</h3>" in dom
-    assert dom.count('class="PASS"') == 1 and dom.count('class="FAIL"') == 1
+    assert dom.count('class="PASS"') == 2 and dom.count('class="FAIL"') == 1  # C0 (implementation), C1; C2
 
 
 def test_the_claims_table_leads_with_the_quote_and_verdict_in_plain_words(tmp_path):
@@ -125,6 +135,10 @@ def test_the_claims_table_leads_with_the_quote_and_verdict_in_plain_words(tmp_pa
     page = ledger_html(pd.read_csv(tmp_path / "fedvr.csv"), "t", names={"fedavg_svrg": "FedAvg-SVRG",
                                                                           "fedavg_prob": "FedAvg of [15]"})
     headers = _table(page).columns.tolist()
-    assert headers[:3] == ["claim (the paper's words)", "verdict", "across readings"]
+    assert headers[:5] == ["claim (the paper's words)", "verdict", "why open or failed", "seeds needed",
+                           "across readings"]
+    rows = _table(page).set_index("id")
+    assert rows.loc["C3", "why open or failed"] == "seeds" and rows.loc["C3", "seeds needed"] == "7"
+    assert rows.loc["C2", "across readings"] == "depends (r=a: PASS)"  # rendered from the fields
     assert "FedAvg-SVRG 0.001 vs FedAvg of [15] 0.01" in page and "fedavg_svrg" not in page
     assert "-0.2 (2.5 sd)" in page and "max-width: 1380px" in page

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from fedrepro.claims.ledger import evaluate_claims
+from fedrepro.claims.robustness import Alternative, decode, row_text
 from fedrepro.experiments.runtable import build_run_table, load_paper_config, resolve_alternatives, resolve_paper
 from fedrepro.utils.patch import patched
 from test_claims import LABELS, READINGS, _curve, _table
@@ -25,6 +26,11 @@ def test_a_patch_merges_mappings_and_replaces_everything_else():
     out = patched(cfg, {"methods": {"a": {"lr": 3}}, "scales": {"quick": {"per_run": [9]}}})
     assert out == {"methods": {"a": {"lr": 3, "k": 2}}, "scales": {"quick": {"per_run": [9], "defaults": {"x": 1}}}}
     assert cfg["methods"]["a"]["lr"] == 1 and cfg["scales"]["quick"]["per_run"] == [1, 2]  # the original stays
+
+
+def text_of(ledger, claim):
+    """The robustness a reader sees, rendered from the row's fields (claims/robustness.py)."""
+    return row_text(ledger.loc[claim])
 
 
 def _ledger(alternatives, claims_yaml):
@@ -51,20 +57,23 @@ def test_a_verdict_that_flips_under_an_alternative_depends_on_it_and_names_it():
                     "interrupt": {"longer": ({"f": same}, {"f": LABELS})}}
     ledger = _ledger(alternatives, CLAIMS)
     assert ledger.loc["X1", "status"] == "PASS"  # the verdict under the primary readings stays
-    assert ledger.loc["X1", "robustness"] == "depends (steps=grid: FAIL; untested: steps=words (not run))"
+    assert text_of(ledger, "X1") == "depends (steps=grid: FAIL; untested: steps=words (not run))"
+    assert ledger.loc["X1", "robustness"] == "depends"  # the fields the text is rendered from
+    assert decode(ledger.loc["X1", "alternatives"]) == [Alternative("steps", "grid", "FAIL", True),
+                                                        Alternative("steps", "words", untested="not_run")]
     # an assumed reading: INCONCLUSIVE as before, and the check's verdict is the same under its alternative
     assert ledger.loc["X2", "status"] == "INCONCLUSIVE"
-    assert ledger.loc["X2", "robustness"] == "robust (interrupt=longer: PASS)"
-    assert ledger.loc["X3", "robustness"] == ""  # rests on no reading
+    assert text_of(ledger, "X2") == "robust (interrupt=longer: PASS)"
+    assert text_of(ledger, "X3") == ""  # rests on no reading
 
 
 def test_an_alternative_that_changes_no_run_or_is_not_evaluated_leaves_the_verdict_untested():
     nothing = {"steps": {"grid": ({}, {})}, "interrupt": {"longer": ({}, {})}}
     ledger = _ledger(nothing, CLAIMS)
-    assert ledger.loc["X1", "robustness"] == ("untested (steps=grid (changes none of its runs), "
+    assert text_of(ledger, "X1") == ("untested (steps=grid (changes none of its runs), "
                                               "steps=words (not run))")
     ledger = _ledger(None, CLAIMS)  # readings: primary
-    assert ledger.loc["X1", "robustness"] == ("untested (steps=grid (not evaluated: config readings: primary), "
+    assert text_of(ledger, "X1") == ("untested (steps=grid (not evaluated: config readings: primary), "
                                               "steps=words (not run))")
 
 
@@ -77,12 +86,12 @@ def test_under_primary_readings_a_check_alternative_is_judged_but_robust_waits_f
     ledger = evaluate_claims(yaml.safe_load(CLAIMS), {"f": primary}, "quick", {"f": LABELS}, readings,
                              None).set_index("claim_id")
     assert ledger.loc["X1", "status"] == "PASS"
-    assert ledger.loc["X1", "robustness"] == ("untested (steps=grid (not evaluated: config readings: primary), "
+    assert text_of(ledger, "X1") == ("untested (steps=grid (not evaluated: config readings: primary), "
                                               "steps=words (not run); the same under steps=wide: PASS)")
     alternatives = {"steps": {"grid": ({"f": primary}, {"f": LABELS})}, "interrupt": {"longer": ({}, {})}}
     ledger = evaluate_claims(yaml.safe_load(CLAIMS), {"f": primary}, "quick", {"f": LABELS}, readings,
                              alternatives).set_index("claim_id")  # readings: all
-    assert ledger.loc["X1", "robustness"] == "robust (steps=grid, steps=wide: PASS; untested: steps=words (not run))"
+    assert text_of(ledger, "X1") == "robust (steps=grid, steps=wide: PASS; untested: steps=words (not run))"
 
 
 def test_an_alternative_adds_exactly_the_runs_its_patch_changes():
@@ -162,9 +171,13 @@ def test_the_claims_table_counts_and_the_claims_figure_marks_what_depends_on_a_r
     from fedrepro.claims.table import ledger_html
     from fedrepro.plots.claims import claims_figure
 
+    from fedrepro.claims.robustness import encode
+
     ledger = pd.DataFrame({"claim_id": ["X1", "X2", "X3"], "figure": ["f"] * 3, "scale": ["quick"] * 3,
                            "status": ["PASS", "FAIL", "PASS"], "support": [1.0, 0.0, 1.0], "note": [""] * 3,
-                           "robustness": ["depends (steps=grid: FAIL)", "robust (steps=grid: FAIL)", None]})
+                           "robustness": ["depends", "robust", None],
+                           "alternatives": [encode([Alternative("steps", "grid", "FAIL", True)]),
+                                            encode([Alternative("steps", "grid", "FAIL")]), ""]})
     assert "across readings: 1 depends, 1 robust" in ledger_html(ledger, "t")
     ticks = [t.get_text() for t in claims_figure(ledger, "p", "quick", 0.9).axes[0].get_yticklabels()]
     assert ticks == ["X1 [PASS] depends", "X2 [FAIL]", "X3 [PASS]"]
@@ -189,12 +202,12 @@ def test_an_alternative_reading_of_the_check_judges_the_same_tables_with_its_par
     """)
     ledger = evaluate_claims(claims, {"f": table}, "quick", {"f": LABELS}, readings, {}).set_index("claim_id")
     assert ledger.loc["T1", "status"] == "FAIL"
-    assert ledger.loc["T1", "robustness"] == "depends (ttt=seed_times: PASS)"
-    assert ledger.loc["T2", "robustness"] == "untested (ttt=seed_times (changes nothing in its check))"
+    assert text_of(ledger, "T1") == "depends (ttt=seed_times: PASS)"
+    assert text_of(ledger, "T2") == "untested (ttt=seed_times (changes nothing in its check))"
     # it needs no run, so readings: primary judges it too, beside an alternative whose runs it did not train
     readings["ttt"]["alternatives"]["grid"] = {"choice": "a grid", "set": {"defaults": {"lr": 1}}}
     ledger = evaluate_claims(claims, {"f": table}, "quick", {"f": LABELS}, readings, None).set_index("claim_id")
-    assert ledger.loc["T1", "robustness"] == ("depends (ttt=seed_times: PASS; untested: ttt=grid (not evaluated: "
+    assert text_of(ledger, "T1") == ("depends (ttt=seed_times: PASS; untested: ttt=grid (not evaluated: "
                                               "config readings: primary))")
 
 

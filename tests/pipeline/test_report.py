@@ -26,11 +26,13 @@ def test_the_ledger_becomes_an_html_table_with_escaped_text(tmp_path):
         "claim_id": ["C1", "C2"], "figure": ["fig2a", "fig3"], "scale": ["smoke", "smoke"],
         "status": ["PASS", "INCONCLUSIVE"], "support": [0.955, math.nan], "margin": [0.123456, -1.0],
         "margin_se": [2.0, math.nan], "measured": ["3 < 4", ""], "expected": ["a & b", ""],
-        "note": ["", "not decided by 2 seeds"], "quote": ['"<b>much</b> faster"', "x"]})
+        "note": ["", "not decided by 2 seeds"], "quote": ['"<b>much</b> faster"', "x"],
+        "kind": ["paper", "implementation"], "cause": ["", "seeds"]})
     ledger.to_csv(tmp_path / "fedpage.csv", index=False)
     write_ledger_html(tmp_path / "fedpage.csv", tmp_path / "fedpage.html", "fedpage", "Deviations: n < 10 & more")
     page = (tmp_path / "fedpage.html").read_text()
-    assert "Claims ledger of fedpage (scale smoke)" in page and "1 PASS, 1 INCONCLUSIVE" in page
+    assert "Claims ledger of fedpage (scale smoke)" in page
+    assert "1 PASS, 0 FAIL, 0 INCONCLUSIVE of 1 paper claim; implementation checks: 1 INCONCLUSIVE" in page
     assert "<p>Deviations: n &lt; 10 &amp; more</p>" in page
     assert page.count("<tr>") == 3 and "<th" in page  # header + one row per claim
     assert "&lt;b&gt;much&lt;/b&gt;" in page and "<b>much" not in page and "a &amp; b" in page

@@ -19,11 +19,16 @@ def stand_ins_of(table: pd.DataFrame) -> list[str]:
     return [label for label in dict.fromkeys(table["data_source"].dropna()) if label in STAND_IN_LABELS]
 
 
+def stand_ins(figures: list[str], tables: dict[str, pd.DataFrame]) -> list[str]:
+    """The stand-in labels of the figures a claim reads (those among `tables`), in order."""
+    return list(dict.fromkeys(label for f in figures if f in tables for label in stand_ins_of(tables[f])))
+
+
 def with_data_notes(ledger: pd.DataFrame, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The ledger with "Data: <stand-in labels>." appended to the note of every claim on such figures."""
     ledger = ledger.copy()
     for i, figures in ledger["figure"].fillna("").items():
-        labels = list(dict.fromkeys(label for f in str(figures).split() if f in tables for label in stand_ins_of(tables[f])))
+        labels = stand_ins(str(figures).split(), tables)
         if labels:
             note = "" if pd.isna(ledger.at[i, "note"]) else str(ledger.at[i, "note"]).strip()
             if note and not note.endswith("."):

@@ -6,31 +6,37 @@ import inspect
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
+from fedrepro.claims import causes
 from fedrepro.claims import support as bootstrap_rule
-from fedrepro.claims.checks import CHECKS, INCONCLUSIVE, TESTED, UNITS, Result
+from fedrepro.claims.checks import CHECKS, FAIL, INCONCLUSIVE, TESTED, UNITS, Result
 from fedrepro.claims.checks.inference import ALPHA
 from fedrepro.claims.data import ClaimData
-from fedrepro.claims.data_notes import with_data_notes
+from fedrepro.claims.data_notes import stand_ins, with_data_notes
+from fedrepro.claims.kinds import IMPLEMENTATION, REPORT, counts_text, kind_of, verdict_counts
+from fedrepro.claims.kinds import PAPER as PAPER_KIND
+from fedrepro.claims.robustness import DEPENDS, NOT_EVALUATED, Alternative, category, decode, encode
 from fedrepro.claims.validation import CLAIM_FIELDS, FigureLabels, validate_claims
-from fedrepro.errors import ConfigError
+from fedrepro.errors import ConfigError, ResultsError
 from fedrepro.results.tables import in_paper_terms, merged_labels, read_figure_table
 from fedrepro.utils.atomic import atomic_path
 from fedrepro.utils.yaml_file import read_yaml
 
+# kind: paper, implementation or report (claims/kinds.py); cause, seeds_needed: why a FAIL or INCONCLUSIVE row is so,
+# and for cause seeds how many would decide it (claims/causes.py); robustness, alternatives: the verdict under the
+# alternative readings it rests on, a category and each alternative as JSON (claims/robustness.py);
 # p_pass, p_fail: the p-values of the claim's test (a check that tests its seeds, checks.TESTED): PASS when
 # p_pass <= alpha, FAIL when p_fail <= alpha (checks/inference.py); error_rate: what the verdict's rule states
 # (claims/support.py ERROR_RATES); support: share of bootstrap resamples in which the claim holds, for the other
 # checks (empty: NA, the reason in note); margin: the check's distance from its threshold in its own units
 # (> 0: holds); margin_se: margin / its bootstrap s.d.
-COLUMNS = ["claim_id", "figure", "scale", "status", "robustness", "p_pass", "p_fail", "error_rate", "support",
-           "margin", "margin_se", "measured", "expected", "note", "quote"]
-# what the robustness column says of an alternative that changes runs when they were not trained (results/audit.py
-# ledger_readings reads it back)
-NOT_EVALUATED = "not evaluated: config readings: primary"
+COLUMNS = ["claim_id", "kind", "figure", "scale", "status", "cause", "seeds_needed", "robustness", "alternatives",
+           "p_pass", "p_fail", "error_rate", "support", "margin", "margin_se", "measured", "expected", "note", "quote"]
+# the structured fields of each row that the ledger's JSON record repeats (write_ledger)
+RECORDED = ["claim_id", "kind", "status", "cause", "seeds_needed", "robustness"]
 # reading -> alternative -> (figure tables, their label columns) of the figures the alternative changes, as run
 Alternatives = dict[str, dict[str, tuple[dict[str, pd.DataFrame], dict[str, list[str]]]]]
 
@@ -44,6 +50,7 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
     `alternatives`: reading -> alternative -> (tables, labels) of the figures it changes, as run; each claim
     that rests on the reading is judged again under it (column `robustness`; None: not evaluated)."""
     tables, labels = _in_paper_terms(tables, labels)
+    readings = readings or {}
     judge = Judge(tables, labels, scale)
     under: dict[tuple[str, str], Judge] = {}
     for reading, alts in (alternatives or {}).items():
@@ -53,14 +60,24 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
                 under[(reading, name)] = Judge({**tables, **alt_tables}, {**labels, **alt_labels}, scale)
     rows = []
     for claim in claims_cfg["claims"]:
-        status, ruling, result, support, figures = judge(claim)
-        robust = robustness(claim, status, readings or {}, alternatives, under, judge)
-        status, ruling = rests_on_readings(claim, readings or {}, status, ruling)
+        status, ruling, result, support, figures, rule = judge(claim)
+        alts = robustness(claim, status, readings, alternatives, under, judge)
+        robust = category(alts, bool(_rests(claim, readings)))
+        status, ruling = rests_on_readings(claim, readings, status, ruling)
         na = f"support n/a: {support.reason}" if support.kind in ("none", "invariant") else ""
         tested = support.kind == "test"
+        kind = kind_of(claim)
+        why = "" if kind == REPORT else causes.cause(
+            status, reading=bool(assumed(claim, readings)) or robust == DEPENDS,
+            scale=rule == causes.SCALE or bool(stand_ins(figures, tables)),
+            rule="" if rule == causes.SCALE else rule, test=result.test)
         rows.append({
-            "claim_id": claim["id"], "figure": " ".join(figures or claim.get("figures", [])), "scale": scale,
-            "status": status, "robustness": robust,
+            "claim_id": claim["id"], "kind": kind, "figure": " ".join(figures or claim.get("figures", [])),
+            "scale": scale, "status": status, "cause": why,
+            "seeds_needed": causes.seeds_text(causes.seeds_estimate(result.test), support.units,
+                                              max(bootstrap_rule.MIN_UNITS, claim.get("min_seeds", 1)))
+            if why == causes.SEEDS else "",
+            "robustness": robust, "alternatives": encode(alts),
             "p_pass": _rounded(result.p_pass, 3) if tested else math.nan,
             "p_fail": _rounded(result.p_fail, 3) if tested else math.nan,
             "error_rate": support.error_rate(), "support": _rounded(support.share, 3),
@@ -71,6 +88,14 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
             "quote": claim.get("quote", ""),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def implementation_failures(ledger: pd.DataFrame) -> list[str]:
+    """The implementation checks (kind implementation) that FAIL, each with what it measured: a FAIL there is a
+    fault of our implementation, not a finding about the paper, and stops the ledger (write_ledger)."""
+    failed = ledger[(ledger["kind"] == IMPLEMENTATION) & (ledger["status"] == FAIL)]
+    return [f"{row.claim_id}" + (f" ({row.quote})" if row.quote else "") + f": {row.measured}"
+            for row in failed.itertuples()]
 
 
 def _in_paper_terms(tables: dict[str, pd.DataFrame], labels: dict[str, list[str]],
@@ -99,65 +124,81 @@ class Judge:
             self.merged[key] = ClaimData(table, merged_labels(*(self.labels[f] for f in figures)))
         return self.merged[key]
 
-    def __call__(self, claim: dict[str, Any]) -> tuple[str, str, Result, bootstrap_rule.Support, list[str]]:
+    def __call__(self, claim: dict[str, Any]) -> Judged:
         figures = [f for f in claim.get("figures", []) if f in self.tables]
         params = {k: v for k, v in claim.items() if k not in CLAIM_FIELDS}
-        if claim.get("figures") and not figures:
+        missing = bool(claim.get("figures")) and not figures
+        if missing:
             result = Result(INCONCLUSIVE, "", f"figures {claim['figures']} not produced at scale {self.scale}")
             support = bootstrap_rule.Support(0, UNITS[claim["check"]], reason="no data", kind="none")
         else:
             data = self.data(figures)
             result = CHECKS[claim["check"]](data, **params)
             support = bootstrap_rule.bootstrap(claim["check"], data, params, result, *figures)
-        status, ruling = bootstrap_rule.decide(result.status, support, claim.get("min_seeds", 1))
+        status, ruling, rule = bootstrap_rule.decide(result.status, support, claim.get("min_seeds", 1))
+        if missing:
+            rule = causes.SCALE
         if self.scale in claim.get("undecided_at", {}):  # measured and shown, but this scale cannot decide it
             ruling = (f"not decided at the {self.scale} scale (the check alone says {status}): "
                       f"{claim['undecided_at'][self.scale]}")
-            status = INCONCLUSIVE
-        return status, ruling, result, support, figures
+            status, rule = INCONCLUSIVE, causes.SCALE
+        return Judged(status, ruling, result, support, figures, rule)
+
+
+class Judged(NamedTuple):
+    """A claim's verdict before the readings it rests on are weighed: its status and the rule's note on it
+    (ruling), the check's Result, its Support, the figures read, and `rule`, the cause the judge itself gave
+    an open verdict (causes.SCALE: undecided at this scale or no figure here; SEEDS or CHECK from the rule,
+    support.decide; "" otherwise)."""
+    status: str
+    ruling: str
+    result: Result
+    support: bootstrap_rule.Support
+    figures: list[str]
+    rule: str
 
 
 def robustness(claim: dict[str, Any], status: str, readings: dict[str, dict[str, Any]],
-               alternatives: Alternatives | None, under: dict[tuple[str, str], Judge], judge: Judge) -> str:
-    """Whether the claim's verdict (`status`, before an assumed reading makes it INCONCLUSIVE) is the same
-    under every alternative of the readings it rests on, each laid over the primary readings alone:
-    "robust (...)", "depends (<reading>=<alternative>: <verdict>, ...)", or "untested (...)" where no
-    alternative was run, or one that can run was not; "" for a claim that rests on no reading. An alternative
-    that declares `check` (a reading of the check, not of the runs) judges the primary tables again with those
-    parameters laid over the claim's, where its check takes them: it needs no run, so it is judged under
-    `readings: primary` too (`alternatives` None), where the alternatives that change runs are NOT_EVALUATED."""
-    rests = [r for r in claim.get("rests_on", []) if r in readings]
-    if not rests:
-        return ""
-    verdicts, unrun = [], []
-    for reading in rests:
+               alternatives: Alternatives | None, under: dict[tuple[str, str], Judge], judge: Judge
+               ) -> list[Alternative]:
+    """The claim's verdict (`status`, before an assumed reading makes it INCONCLUSIVE) under each alternative of
+    the readings it rests on, each laid over the primary readings alone (claims/robustness.py: the category and
+    the text follow from these): judged, or why not. An alternative that declares `check` (a reading of the
+    check, not of the runs) judges the primary tables again with those parameters laid over the claim's, where
+    its check takes them: it needs no run, so it is judged under `readings: primary` too (`alternatives` None),
+    where the alternatives that change runs are not evaluated."""
+    found: list[Alternative] = []
+    for reading in _rests(claim, readings):
         for name, declared in (readings[reading].get("alternatives") or {}).items():
             if "check" in declared:
                 taken = {k: v for k, v in declared["check"].items() if k in check_parameters(claim["check"])}
                 if taken and any(claim.get(k) != v for k, v in taken.items()):
-                    verdicts.append((f"{reading}={name}", judge({**claim, **taken})[0]))
+                    verdict = judge({**claim, **taken}).status
+                    found.append(Alternative(reading, name, verdict, verdict != status))
                 else:
-                    unrun.append(f"{reading}={name} (changes nothing in its check)")
+                    found.append(Alternative(reading, name, untested="no_check_change"))
                 continue
             if "set" not in declared or alternatives is None:
-                unrun.append(f"{reading}={name} ({'not run' if 'set' not in declared else NOT_EVALUATED})")
+                found.append(Alternative(reading, name, untested="not_run" if "set" not in declared else NOT_EVALUATED))
                 continue
             alt_tables = alternatives.get(reading, {}).get(name, ({}, {}))[0]
             if (reading, name) in under and set(alt_tables) & set(claim.get("figures", [])):
-                verdicts.append((f"{reading}={name}", under[(reading, name)](claim)[0]))
+                verdict = under[(reading, name)](claim).status
+                found.append(Alternative(reading, name, verdict, verdict != status))
             else:
-                why = "changes none of its runs" if name in alternatives.get(reading, {}) else "not run"
-                unrun.append(f"{reading}={name} ({why})")
-    untested = f"; untested: {', '.join(unrun)}" if unrun else ""
-    if not verdicts:
-        return f"untested ({', '.join(unrun) or 'no alternative declared'})"
-    flips = [f"{name}: {verdict}" for name, verdict in verdicts if verdict != status]
-    if flips:
-        return f"depends ({', '.join(flips)}{untested})"
-    same = f"{', '.join(name for name, _ in verdicts)}: {status}"
-    if any(NOT_EVALUATED in item for item in unrun):  # robust only once every alternative that can run was judged
-        return f"untested ({', '.join(unrun)}; the same under {same})"
-    return f"robust ({same}{untested})"
+                found.append(Alternative(reading, name, untested="no_run_changed" if name in alternatives.get(reading, {})
+                                         else "not_run"))
+    return found
+
+
+def _rests(claim: dict[str, Any], readings: dict[str, dict[str, Any]]) -> list[str]:
+    """The readings a claim rests on that the paper declares."""
+    return [r for r in claim.get("rests_on", []) if r in readings]
+
+
+def assumed(claim: dict[str, Any], readings: dict[str, dict[str, Any]]) -> list[str]:
+    """The readings a claim rests on whose source is our assumption: a verdict on them tests our definition."""
+    return [name for name in _rests(claim, readings) if readings[name]["source"] == "assumption"]
 
 
 def check_parameters(check: str) -> set[str]:
@@ -174,13 +215,13 @@ def rests_on_readings(claim: dict[str, Any], readings: dict[str, dict[str, Any]]
     if unknown:
         raise ConfigError(f"claim {claim['id']}: rests on readings {unknown} that the paper does not declare "
                           f"(declared: {', '.join(sorted(readings)) or 'none'})")
-    rests = [(name, readings[name]) for name in claim.get("rests_on", [])]
-    assumed = [f"{r['what']} (reading {name})" for name, r in rests if r["source"] == "assumption"]
-    if assumed and status != INCONCLUSIVE:
-        ruling = " ".join(x for x in (ruling, f"rests on an assumed definition of {'; '.join(assumed)}: "
+    ours = [f"{readings[name]['what']} (reading {name})" for name in assumed(claim, readings)]
+    if ours and status != INCONCLUSIVE:
+        ruling = " ".join(x for x in (ruling, f"rests on an assumed definition of {'; '.join(ours)}: "
                                                f"the check alone says {status}.") if x)
         status = INCONCLUSIVE
-    named = [f"{name} ({r['source']})" for name, r in rests if r["source"] != "assumption"]
+    named = [f"{name} ({readings[name]['source']})" for name in claim.get("rests_on", [])
+             if readings[name]["source"] != "assumption"]
     if named:
         ruling = " ".join(x for x in (ruling, f"Rests on readings: {', '.join(named)}.") if x)
     return status, ruling
@@ -189,6 +230,17 @@ def rests_on_readings(claim: dict[str, Any], readings: dict[str, dict[str, Any]]
 def _rounded(value: float, digits: int) -> float:
     """`digits` significant digits: a ledger a reviewer reads, and the same text on every platform."""
     return float(f"{value:.{digits}g}") if math.isfinite(value) else value
+
+
+def ledger_readings(ledger: Path) -> str:
+    """The config `readings` a claims ledger was computed with (the audit recomputes it so): "primary" where an
+    alternative in its `alternatives` field was not evaluated for want of its runs (robustness.NOT_EVALUATED), or
+    where there is no ledger with that field, else "all"."""
+    try:
+        column = pd.read_csv(ledger, usecols=["alternatives"], dtype=str, keep_default_na=False)["alternatives"]
+    except (OSError, ValueError):  # no ledger, or one from before the field
+        return "primary"
+    return "primary" if any(a.untested == NOT_EVALUATED for cell in column for a in decode(cell)) else "all"
 
 
 def bootstrap_record(paper: str, scale: str) -> dict[str, Any]:
@@ -237,10 +289,24 @@ def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, 
                   for name, figs in alts.items()}
         for reading, alts in alternatives.items()}
     ledger = with_data_notes(evaluate_claims(claims_cfg, tables, scale, labels, readings, alt), tables)
+    failed = implementation_failures(ledger)
+    if failed:
+        raise ResultsError(f"{claims_path}: {len(failed)} implementation check(s) FAIL at scale {scale}, so the "
+                           f"implementation breaks what it states by construction; the ledger is not written until "
+                           f"it is fixed:\n" + "\n".join(f"  - {f}" for f in failed))
     with atomic_path(out, suffix=".csv") as tmp:
         ledger.to_csv(tmp, index=False)
     if record is not None:
         with atomic_path(record, suffix=".json") as tmp:
             body = bootstrap_record(claims_cfg.get("paper", out.stem), scale) | {"scale_note": scale_note}
-            tmp.write_text(json.dumps(body, indent=2) + "\n")
+            tmp.write_text(json.dumps(body | ledger_summary(ledger), indent=2) + "\n")
     return ledger
+
+
+def ledger_summary(ledger: pd.DataFrame) -> dict[str, Any]:
+    """What the ledger's JSON record says of its rows: the verdict counts by kind (the paper's claims alone make
+    the paper's count) and each claim's structured fields, the alternatives as lists."""
+    counts = {kind: dict(sorted(verdict_counts(ledger, kind).items())) for kind in (PAPER_KIND, IMPLEMENTATION)}
+    claims = [{key: ("" if pd.isna(row[key]) else row[key]) for key in RECORDED}
+              | {"alternatives": [a.__dict__ for a in decode(row["alternatives"])]} for _, row in ledger.iterrows()]
+    return {"counts": counts | {"text": counts_text(ledger)}, "claims": claims}

@@ -98,22 +98,24 @@ def bootstrap(check: str, data: ClaimData, params: dict, result: Result, *seed_p
     return Support(units, unit, float(weights @ (statuses == PASS)), float(weights @ (statuses == FAIL)), spread)
 
 
-def decide(status: str, support: Support, min_units: int = 1) -> tuple[str, str]:
-    """The ledger's verdict and a note on it, from the check's verdict on the full data, its support
-    and the claim's own minimum of units (`min_seeds`)."""
+def decide(status: str, support: Support, min_units: int = 1) -> tuple[str, str, str]:
+    """The ledger's verdict, a note on it and, where this rule makes it open, why (claims/causes.py: "seeds",
+    too few units for the rule or the claim; "check", a bootstrap whose resamples do not agree enough, its error
+    rate not calibrated; "" otherwise), from the check's verdict on the full data, its support and the claim's
+    own minimum of units (`min_seeds`)."""
     if support.kind == "none" or (support.kind == "test" and status == INCONCLUSIVE):
-        return status, ""  # nothing to qualify: not resampled, or undecided on the full data
+        return status, "", ""  # nothing to qualify: not resampled, or undecided on the full data
     needed = min_units if support.kind == "invariant" else max(MIN_UNITS, min_units)
     if support.units < needed:
         shown = "" if math.isnan(support.share) else f"support {support.share:.0%}, "
         why = (f"the rule needs >= {MIN_UNITS}" if support.units < MIN_UNITS
                else f"the claim needs >= {min_units}")
         return INCONCLUSIVE, (f"not decided by {support.units_text()}: {why} ({shown}{status} on the full data, "
-                              f"shown for information)")
+                              f"shown for information)"), "seeds"
     if support.kind in ("invariant", "test"):
-        return status, ""
+        return status, "", ""
     agree = support.share if status == PASS else support.against
     if agree >= DECIDE:
-        return status, ""
+        return status, "", ""
     return INCONCLUSIVE, (f"not decided by {support.units_text()} (support {support.share:.0%}; {status} on the "
-                          f"full data, by {agree:.0%} of the resamples)")
+                          f"full data, by {agree:.0%} of the resamples)"), "check"

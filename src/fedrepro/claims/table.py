@@ -11,21 +11,25 @@ from pathlib import Path
 
 import pandas as pd
 
+from fedrepro.claims.kinds import counts_text
+from fedrepro.claims.robustness import row_text
 from fedrepro.utils.atomic import write_text
 
 STATUS_COLOURS = {"PASS": "#c8e6c9", "FAIL": "#ffcdd2", "INCONCLUSIVE": "#e0e0e0"}
 # The columns a reader reads first lead: the paper's words, our verdict and whether it rests on a reading; the
 # numbers and names follow. Plain headers for the ledger's columns.
-COLUMNS = {"quote": "claim (the paper's words)", "status": "verdict", "robustness": "across readings",
-           "measured": "measured", "expected": "expected", "p_pass": "p pass", "p_fail": "p fail",
-           "error_rate": "error rate", "support": "support", "margin": "margin",
-           "note": "note", "claim_id": "id", "figure": "figures"}
+COLUMNS = {"quote": "claim (the paper's words)", "status": "verdict", "cause": "why open or failed",
+           "seeds_needed": "seeds needed", "robustness": "across readings", "measured": "measured",
+           "expected": "expected", "p_pass": "p pass", "p_fail": "p fail", "error_rate": "error rate",
+           "support": "support", "margin": "margin", "note": "note", "claim_id": "id", "kind": "kind",
+           "figure": "figures"}
 STYLE = """
 body { font-family: sans-serif; font-size: 13px; margin: 8px; }
 table { border-collapse: collapse; table-layout: fixed; width: 100%; max-width: 1380px; }
 th, td { border: 1px solid #bbb; padding: 3px 6px; vertical-align: top; text-align: left; overflow-wrap: anywhere; }
 th { background: #f0f0f0; position: sticky; top: 0; }
-col.quote { width: 17%; } col.status { width: 7.5em; } col.robustness { width: 10%; } col.measured { width: 24%; }
+col.quote { width: 15%; } col.status { width: 7.5em; } col.cause { width: 5em; } col.seeds_needed { width: 4.5em; }
+col.robustness { width: 10%; } col.measured { width: 22%; } col.kind { width: 6em; }
 col.expected { width: 11%; } col.p_pass, col.p_fail { width: 4.5em; } col.error_rate { width: 7em; }
 col.support { width: 4.5em; } col.margin { width: 6.5em; } col.note { width: 14%; }
 col.claim_id { width: 3.5em; } col.figure { width: 5em; }
@@ -43,6 +47,11 @@ def ledger_html(ledger: pd.DataFrame, title: str, note: str = "", names: dict[st
     shown = ledger.copy()
     if "measured" in shown:
         shown["measured"] = shown["measured"].astype("string").fillna("").map(lambda t: plain_words(t, names or {}))
+    if "seeds_needed" in shown:  # a count, or text ("not within reach"): as written, never "7.000000"
+        shown["seeds_needed"] = [v if isinstance(v, str) else "" if pd.isna(v) else f"{v:.0f}"
+                                 for v in shown["seeds_needed"]]
+    if "robustness" in shown:  # the text, rendered from the fields (category and alternatives)
+        shown["robustness"] = [row_text(row) for _, row in shown.iterrows()]
     if {"margin", "margin_se"} <= set(shown):  # one cell: the margin and its bootstrap standard deviations
         shown["margin"] = [("" if pd.isna(m) else f"{m:.3g}") + ("" if pd.isna(se) else f" ({se:.3g} sd)")
                            for m, se in zip(shown["margin"], shown["margin_se"])]
@@ -55,9 +64,9 @@ def ledger_html(ledger: pd.DataFrame, title: str, note: str = "", names: dict[st
               .relabel_index([COLUMNS[c] for c in columns], axis="columns"))
     colgroup = "<colgroup>" + "".join(f'<col class="{c}">' for c in columns) + "</colgroup>"
     table = styled.to_html().replace(">\n  <thead>", f">{colgroup}\n  <thead>", 1)
-    counts = ", ".join(f"{n} {status}" for status, n in ledger["status"].value_counts().items())
+    counts = counts_text(ledger)
     if "robustness" in ledger:  # robust / depends / untested across the alternative readings
-        kinds = ledger["robustness"].astype("string").fillna("").str.split(" ").str[0].loc[lambda k: k != ""]
+        kinds = ledger["robustness"].astype("string").fillna("").loc[lambda k: k != ""]
         if len(kinds):
             counts += "; across readings: " + ", ".join(f"{n} {k}" for k, n in kinds.value_counts().items())
     return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
@@ -68,6 +77,6 @@ def ledger_html(ledger: pd.DataFrame, title: str, note: str = "", names: dict[st
 
 def write_ledger_html(ledger_csv: Path, out: Path, paper: str, note: str = "", names: dict[str, str] | None = None
                       ) -> None:
-    ledger = pd.read_csv(ledger_csv, dtype={"claim_id": str})
+    ledger = pd.read_csv(ledger_csv, dtype={"claim_id": str, "seeds_needed": str})
     scale = ", ".join(map(str, ledger["scale"].unique())) if "scale" in ledger else "?"
     write_text(out, ledger_html(ledger, f"Claims ledger of {paper} (scale {scale})", note, names))

@@ -13,11 +13,13 @@ from typing import Annotated, Any, Collection, Literal, Mapping, Union
 
 from fedrepro.claims.checks import CHECKS, check_hints, check_parameters
 from fedrepro.claims.checks.common import Above, Names, OneOf
+from fedrepro.claims.kinds import kind_problems
 from fedrepro.errors import ConfigError, config_error
 from fedrepro.schemas import SCALES
 
 # keys of a claim entry that are not parameters of its check
-CLAIM_FIELDS = {"id", "quote", "figures", "check", "expected", "note", "min_seeds", "undecided_at", "rests_on"}
+CLAIM_FIELDS = {"id", "kind", "quote", "figures", "check", "expected", "note", "min_seeds", "undecided_at",
+                "rests_on"}
 # top-level keys of a claims file (each check names its own metric, x column and window)
 LEDGER_FIELDS = {"paper", "claims"}
 # Per figure of a paper, each label column of its table and the values it takes at the paper scale, in the
@@ -62,7 +64,8 @@ def _claim_problems(claim: dict[str, Any], figures: FigureLabels | None) -> list
         return [f"check: unknown check {check!r}; allowed checks: {', '.join(sorted(CHECKS))}"]
     required, optional = check_parameters(check)
     given = set(claim) - CLAIM_FIELDS
-    problems = [f"{key!r} is not a parameter of check {check!r}; allowed: "
+    problems = kind_problems(claim)
+    problems += [f"{key!r} is not a parameter of check {check!r}; allowed: "
                 f"{', '.join(sorted(required | optional | CLAIM_FIELDS))}" for key in sorted(given - required - optional)]
     problems += [f"check {check!r} needs {key!r}" for key in sorted(required - given)]
     if figures is not None:

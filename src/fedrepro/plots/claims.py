@@ -1,7 +1,8 @@
 """The claims figure of a paper (figures/<paper>/claims.{pdf,png}): one row per claim, how firmly the data
 show it holds as a bar (1 - p_pass for a tested check, the bootstrap support for the others), the PASS
-threshold of claims/support.py marked, the verdict as colour, the claims grouped by the figures they are
-judged on."""
+threshold of claims/support.py marked, the verdict as colour with the cause of an open or failed one, the
+claims grouped by the figures they are judged on. It reads the ledger's fields (kind, cause, robustness),
+not its text."""
 
 from __future__ import annotations
 
@@ -10,9 +11,27 @@ from pathlib import Path
 
 import pandas as pd
 
+from fedrepro.claims.causes import SEEDS
+from fedrepro.claims.kinds import IMPLEMENTATION, REPORT
+from fedrepro.claims.robustness import DEPENDS
 from fedrepro.plots.common import plt, save_pdf_png, theme
 
 COLOURS = {"PASS": "#2a9d55", "FAIL": "#c0392b", "INCONCLUSIVE": "#9a9a9a"}
+
+
+KIND_MARKS = {IMPLEMENTATION: " impl.", REPORT: " report"}
+
+
+def field(row: pd.Series, name: str) -> str:
+    """A text field of a ledger row ("" where the ledger lacks it or leaves it empty)."""
+    value = row.get(name, "")
+    return value if isinstance(value, str) else ""
+
+
+def tick_label(row: pd.Series) -> str:
+    """"C5a [INCONCLUSIVE: seeds]", "C10 [PASS] impl.": the verdict, its cause, and a kind other than the paper's."""
+    cause = field(row, "cause")
+    return f"{row['claim_id']} [{row['status']}{': ' + cause if cause else ''}]" + KIND_MARKS.get(field(row, "kind"), "")
 
 
 def claims_figure(ledger: pd.DataFrame, paper: str, scale: str, decide: float) -> plt.Figure:
@@ -32,7 +51,7 @@ def claims_figure(ledger: pd.DataFrame, paper: str, scale: str, decide: float) -
             ax.barh(i, firm[i], color=colour, height=0.7)
             ax.text(min(firm[i], 0.86) + 0.01, i, f"{firm[i]:.0%}", va="center", fontsize=6)
         else:
-            why = "too few seeds" if str(row["note"]).startswith("not decided by") else "n/a"
+            why = "too few seeds" if field(row, "cause") == SEEDS else "n/a"
             ax.text(0.01, i, f"{why} ({row['status']})", va="center", fontsize=6, color=colour, style="italic")
     ax.axvline(decide, color="black", linestyle="--", linewidth=0.8)
     starts = rows.groupby("rank").head(1).index
@@ -40,17 +59,17 @@ def claims_figure(ledger: pd.DataFrame, paper: str, scale: str, decide: float) -
         ax.axhline(start - 0.5, color="0.6", linewidth=0.6)
     for start, group in zip(starts, order):
         ax.text(1.02, start, group, va="center", fontsize=6, transform=ax.get_yaxis_transform())
-    robustness = rows.get("robustness", pd.Series("", index=rows.index)).astype("string").fillna("")
-    depends = robustness.str.startswith("depends")  # the verdict flips under an alternative reading
-    ax.set_yticks(range(len(rows)), [f"{c} [{s}]" + (" depends" if d else "")
-                                     for c, s, d in zip(rows["claim_id"], rows["status"], depends)], fontsize=6)
+    depends = [field(row, "robustness") == DEPENDS for _, row in rows.iterrows()]  # flips under an alternative
+    ax.set_yticks(range(len(rows)), [tick_label(row) + (" depends" if d else "")
+                                     for (_, row), d in zip(rows.iterrows(), depends)], fontsize=6)
     for tick, status in zip(ax.get_yticklabels(), rows["status"]):
         tick.set_color(COLOURS.get(status, "black"))
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(0, 1)
     ax.set_xlabel(f"1 - p_pass (tested checks) or share of bootstrap resamples in which the claim holds; PASS needs "
                   f">= {decide:.0%}" + ("; depends: the verdict flips under an alternative reading"
-                                        if depends.any() else ""), fontsize=7)
+                                        if any(depends) else "") + "; [verdict: cause]; impl.: implementation check, "
+                  "report: shown, not judged (neither in the paper's count)", fontsize=7)
     ax.set_title(f"{paper}: claims and how solid their verdicts are [scale: {scale}]", fontsize=9)
     fig.tight_layout()
     return fig

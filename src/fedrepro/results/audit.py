@@ -19,6 +19,7 @@ Each finding has a status:
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
 import subprocess
@@ -519,32 +520,32 @@ def _ledger_differences(ledger: Path, again: Path, where: str, fix: str) -> list
                                                 f"{file_sha256(again)} recomputed " + fix)]
 
 
+def _counts(record: Path, ledger: pd.DataFrame) -> str:
+    """The verdict counts the ledger's JSON record states (the paper's claims apart from the implementation checks,
+    claims/kinds.py); the plain count of every row where the record does not say."""
+    try:
+        return json.loads(record.read_text())["counts"]["text"]
+    except (OSError, ValueError, KeyError, TypeError):
+        counts = ledger["status"].value_counts()
+        return ", ".join(f"{counts.get(s, 0)} {s}" for s in ("PASS", "FAIL", "INCONCLUSIVE")) + " (all rows)"
+
+
 def _claims(paper: str, out: Layout, checkout: Checkout) -> tuple[pd.DataFrame | None, Finding]:
     path = out.ledger(paper)
     if not path.is_file():
         return None, Finding("claims", MISSING, f"{checkout.relative(path)} does not exist")
     ledger = pd.read_csv(path, dtype=str, keep_default_na=False)
-    lacking = sorted({"claim_id", "figure", "scale", "status", "support", "note"} - set(ledger.columns))
+    lacking = sorted({"claim_id", "kind", "figure", "scale", "status", "cause", "alternatives", "support", "note"}
+                     - set(ledger.columns))
     if lacking:
         return None, Finding("claims", FAIL, f"{checkout.relative(path)} is not a claims ledger: no column "
                                              f"{', '.join(lacking)}; rerun snakemake (rule claims)")
-    counts = ledger["status"].value_counts()
-    summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("PASS", "FAIL", "INCONCLUSIVE"))
+    summary = _counts(out.ledger(paper, "json"), ledger)
     scales = set(ledger["scale"])
     if scales != {out.scale}:
         return ledger, Finding("claims", WARN, f"{checkout.relative(path)} was computed at scale "
                                                f"{', '.join(sorted(scales))}, not {out.scale}: {summary}")
     return ledger, Finding("claims", OK, f"{checkout.relative(path)}: {summary}")
-
-
-def ledger_readings(paper: str, out: Layout) -> str:
-    """The config `readings` a paper's claims ledger was computed with: "all" when its robustness column says
-    the alternative readings were judged (claims/ledger.py robustness), else "primary"."""
-    try:
-        column = pd.read_csv(out.ledger(paper), usecols=["robustness"], dtype=str, keep_default_na=False)["robustness"]
-    except (OSError, ValueError):  # no ledger, or one from before the column
-        return "primary"
-    return "primary" if column.str.contains("not evaluated").any() else "all"
 
 
 # --- rerun --------------------------------------------------------------------------------------------------

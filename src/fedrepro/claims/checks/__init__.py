@@ -44,7 +44,11 @@ NOT_RESAMPLED: dict[str, str] = {
     "not_tested": "not tested",
 }
 
-__all__ = ["CHECKS", "UNITS", "TESTED", "NOT_RESAMPLED", "PASS", "FAIL", "INCONCLUSIVE", "Result", "check_parameters",
+# checks that show a measurement without judging it (always INCONCLUSIVE): a claim of kind `report` takes one of them
+# (claims/kinds.py), and only such a claim
+REPORTING: frozenset[str] = frozenset({"diverged_runs", "not_tested"})
+
+__all__ = ["CHECKS", "UNITS", "TESTED", "NOT_RESAMPLED", "REPORTING", "PASS", "FAIL", "INCONCLUSIVE", "Result", "check_parameters",
            "check_hints"]
 
 

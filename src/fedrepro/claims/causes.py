@@ -1,0 +1,134 @@
+"""Why a claim is open or failed, as data (the ledger's `cause`), and how many seeds would decide it
+(`seeds_needed`): docs/claims.md, "Why a claim is open or failed".
+
+`cause` of a FAIL or INCONCLUSIVE row (a PASS, and a report, has none), the first that applies:
+
+- reading: the verdict rests on a definition of ours (a reading whose source is `assumption`), or it flips
+  under an alternative reading that was judged (robustness `depends`);
+- scale: this scale cannot show it: declared `undecided_at` this scale, a figure not produced here, or
+  judged on a synthetic stand-in for the paper's data;
+- paper: a FAIL under every reading judged, at a scale that can show it;
+- seeds: the rule's test of the seeds is open and more seeds of the same effect would decide it (too few
+  seeds for the rule at all, or t-tests whose effects the spread hides);
+- check: the check cannot decide on these data whatever the number of seeds: a time censored at the run's
+  end (a sign test, or a bound that does not settle), a metric below its floor, a check the decision rule
+  does not calibrate (its bootstrap did not agree), no data to compare.
+
+`seeds_needed` (for cause `seeds`): the smallest number of seeds at which the claim's own test, with each
+comparison's observed mean effect and seed s.d. held fixed, would decide it at the rule's alpha. A one-sample
+t-test of n effects of mean d and s.d. s shows d > 0 at level a when t_{n-1, 1-a} s / sqrt(n) < d. A claim
+combines its m comparisons, r of them required, as inference.combine does (the partial-conjunction test):
+PASS needs r comparisons each shown to hold at alpha / (m - r + 1), so its n is the r-th smallest of theirs
+(for `all`, the largest: every cell must hold, at alpha with no correction); FAIL needs m - r + 1 shown to
+fail at alpha / r, so its n is the (m - r + 1)-th smallest (for `all`: the one cell most clearly against,
+at alpha / m, Holm). A cell made of steps or conditions recurses the same way. The estimate is that of the
+verdict the data point to (the smaller n of PASS and FAIL); beyond REACH seeds it is "not within reach".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy import stats
+
+from fedrepro.claims.checks import FAIL, INCONCLUSIVE, PASS
+from fedrepro.claims.checks.inference import ALPHA, Test
+
+PAPER, READING, SCALE, SEEDS, CHECK = "paper", "reading", "scale", "seeds", "check"
+CAUSES = {
+    PAPER: "fails under every reading judged, at a scale that can show it",
+    READING: "depends on a reading: an assumed definition, or an alternative that flips it",
+    SCALE: "this scale cannot show it: undecided_at, a figure not made here, or stand-in data",
+    SEEDS: "more seeds would decide it (seeds_needed: how many)",
+    CHECK: "the check cannot decide it on these data: censored, below a floor, uncalibrated, no data",
+}
+REACH = 50  # more seeds than this: "not within reach"
+NOT_WITHIN_REACH = "not within reach"
+UNKNOWN = "unknown"  # no estimate: a single seed has no spread, or the check does not test its seeds
+
+
+@dataclass(frozen=True, order=True)
+class Need:
+    """The seeds at which a comparison (a Test) would be shown one way. `blocked`: seeds cannot show it
+    (a censored seed's sign, a floor, a check without seeds); `unknown`: no spread to estimate from (one seed);
+    else `n` seeds (0: already shown with certainty; REACH + 1: more than REACH; inf: never, its mean lying on
+    the other side)."""
+    blocked: bool
+    unknown: bool
+    n: float
+
+
+SHOWN, NEVER, BLOCKED, NO_SPREAD = Need(False, False, 0), Need(False, False, math.inf), Need(True, False, math.inf), \
+    Need(False, True, math.inf)
+
+
+def t_seeds(effect: float, sd: float, level: float, limit: int = REACH) -> float:
+    """The smallest n <= limit with t_{n-1, 1-level} x sd / sqrt(n) < effect; limit + 1 where none is (more
+    seeds than that), inf where the effect is not > 0 (no number of seeds would)."""
+    if not effect > 0:
+        return math.inf
+    if sd == 0:
+        return 2
+    for n in range(2, limit + 1):
+        if stats.t.ppf(1 - level, n - 1) * sd / math.sqrt(n) < effect:
+            return n
+    return limit + 1
+
+
+def need(test: Test, level: float, holds: bool) -> Need:
+    """The seeds at which `test` would be shown to hold (`holds`) or to fail at `level` (module docstring)."""
+    if test.kind == "combined":
+        m, r = len(test.parts), test.required
+        if holds:
+            return sorted(need(p, level / (m - r + 1), True) for p in test.parts)[r - 1]
+        return sorted(need(p, level / r, False) for p in test.parts)[m - r]
+    if test.kind == "t":
+        if not math.isfinite(test.sd):
+            return NO_SPREAD
+        effect = test.mean - test.hold_above if holds else test.fail_below - test.mean
+        return Need(False, False, t_seeds(effect, test.sd, level))
+    # a sign test of censored seeds, seeds that agree exactly, or an outcome known without seeds
+    return SHOWN if (test.p_holds if holds else test.p_against) <= level else BLOCKED
+
+
+def seeds_estimate(test: Test | None) -> Need:
+    """The seeds that would decide the claim whose combined Test is `test` at the rule's ALPHA, towards the
+    verdict its data point to: the smaller of PASS's and FAIL's numbers; where neither has one, NO_SPREAD when
+    a spread is missing, BLOCKED when seeds cannot show one of them, else NEVER (BLOCKED without a test)."""
+    if test is None:
+        return BLOCKED
+    both = (need(test, ALPHA, True), need(test, ALPHA, False))
+    counted = [x for x in both if not x.blocked and not x.unknown and math.isfinite(x.n)]
+    if counted:
+        return min(counted)
+    return NO_SPREAD if any(x.unknown for x in both) else BLOCKED if any(x.blocked for x in both) else NEVER
+
+
+def seeds_text(estimate: Need, have: int, at_least: int) -> str:
+    """seeds_needed as the ledger writes it: a number (at least `at_least` and more than the `have` seeds the
+    claim has), NOT_WITHIN_REACH beyond REACH, UNKNOWN where there is no estimate."""
+    if estimate.blocked or estimate.unknown:
+        return UNKNOWN
+    if estimate.n > REACH:
+        return NOT_WITHIN_REACH
+    return str(int(max(estimate.n, have + 1, at_least)))
+
+
+def cause(status: str, *, reading: bool, scale: bool, rule: str, test: Test | None) -> str:
+    """The cause of a FAIL or INCONCLUSIVE verdict ("" for a PASS). `reading`: it rests on an assumed definition
+    or depends on an alternative reading; `scale`: this scale cannot show it; `rule`: what the decision rule
+    said when it left a verdict open (SEEDS: too few seeds for it; CHECK: a bootstrap that did not agree; "");
+    `test`: the claim's combined Test, whose open comparisons say whether seeds could decide it."""
+    if status == PASS:
+        return ""
+    if reading:
+        return READING
+    if scale:
+        return SCALE
+    if status == FAIL:
+        return PAPER
+    assert status == INCONCLUSIVE, status
+    if rule:
+        return rule
+    return CHECK if seeds_estimate(test).blocked else SEEDS
