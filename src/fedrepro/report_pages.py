@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from fedrepro.claims.causes import not_found_at_paper_scale
 from fedrepro.claims.kinds import IMPLEMENTATION, PAPER, verdict_counts
 from fedrepro.claims.robustness import row_text
 from fedrepro.claims.table import STATUS_COLOURS, plain_words
@@ -123,11 +124,31 @@ def overview(root: Path, scale: str) -> str:
     header = ["paper", "scale", "PASS", "FAIL", "INCONCLUSIVE", "implementation checks", "across readings", "data",
               "code (runs per commit)"]
     table = _rst_table(header, rows) if rows else "No claims ledger on disk yet.\n"
+    unfound = [f"``{paper}`` at {scale_}: {', '.join(claims)}" for paper, scale_, claims in passes_not_at_paper(root)]
+    if unfound:
+        table += ("\nPASS at a reduced scale but not at the paper scale (the reduced scale shows what the paper's "
+                  "settings do not find): " + "; ".join(unfound) + ".\n")
     return (f"{INTRO}\n\nThis report shows the ``{scale}`` scale. Verdicts of the paper's claims of every paper and "
             f"scale on disk (``results/<scale>/claims/<paper>.csv``; *implementation checks*: statements true by "
             f"construction, counted apart; claims that are only reported are in neither; *data*: where the runs read "
             f"it, canonical host, offline "
             f"mirror or a synthetic stand-in; *code*: the runs per commit, {COMMIT_NOTE}):\n\n{table}")
+
+
+def passes_not_at_paper(root: Path) -> list[tuple[str, str, list[str]]]:
+    """(paper, reduced scale, claims) for each paper whose ledgers at a reduced scale and at the paper scale are
+    both on disk: the claims the reduced scale PASSes and the paper scale does not (causes.not_found_at_paper_scale)."""
+    found = []
+    paper_scale = Layout("paper", root)
+    for scale in [s for s in scales_on_disk(root) if s != "paper"]:
+        for ledger_path in sorted((Layout(scale, root).results / "claims").glob("*.csv")):
+            at_paper = paper_scale.ledger(ledger_path.stem)
+            if at_paper.is_file():
+                claims = not_found_at_paper_scale(*(pd.read_csv(p, dtype=str, keep_default_na=False)
+                                                    for p in (ledger_path, at_paper)))
+                if claims:
+                    found.append((ledger_path.stem, scale, claims))
+    return found
 
 
 @dataclass(frozen=True)

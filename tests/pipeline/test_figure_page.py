@@ -106,6 +106,18 @@ def test_the_front_page_counts_the_verdicts_of_every_paper_and_scale_on_disk(fed
     assert rows.iloc[1]["data"] == "none recorded"
 
 
+def test_the_front_page_names_a_pass_at_a_reduced_scale_that_the_paper_scale_does_not_find(tmp_path):
+    _ledger(Layout("quick", tmp_path).ledger("fedvr"), "quick")  # C1 PASS
+    _ledger(Layout("paper", tmp_path).ledger("fedvr"), "paper")
+    page = publish_parts(str(Overview(tmp_path, "quick")), writer="html")["html_body"]
+    assert "not at the paper scale" not in page  # the same verdicts at both
+    at_paper = pd.read_csv(Layout("paper", tmp_path).ledger("fedvr"))
+    at_paper.assign(status=["PASS", "INCONCLUSIVE", "FAIL", "INCONCLUSIVE"]).to_csv(
+        Layout("paper", tmp_path).ledger("fedvr"), index=False)
+    page = publish_parts(str(Overview(tmp_path, "quick")), writer="html")["html_body"]
+    assert "not at the paper scale" in page and "fedvr</tt> at quick: C1." in page
+
+
 def test_a_figure_page_gives_what_its_runs_ran_on_and_only_its_claims(fedvr_on_disk, tmp_path):
     root, out, figure, table = fedvr_on_disk
     page = tmp_path / "fig3.html"

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import pandas as pd
 from scipy import stats
 
 from fedrepro.claims.checks import FAIL, INCONCLUSIVE, PASS
@@ -113,6 +114,14 @@ def seeds_text(estimate: Need, have: int, at_least: int) -> str:
     if estimate.n > REACH:
         return NOT_WITHIN_REACH
     return str(int(max(estimate.n, have + 1, at_least)))
+
+
+def not_found_at_paper_scale(reduced: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
+    """The claims a reduced scale's ledger PASSes that the paper scale's ledger does not: a PASS the reduced scale
+    shows but the paper's settings do not find (cause `scale` in spirit: a row's own cause reads only its own
+    scale's data, so the report compares the two ledgers on disk)."""
+    at_paper = dict(zip(paper["claim_id"], paper["status"]))
+    return [c for c, s in zip(reduced["claim_id"], reduced["status"]) if s == PASS and at_paper.get(c, PASS) != PASS]
 
 
 def cause(status: str, *, reading: bool, scale: bool, rule: str, test: Test | None) -> str:
