@@ -51,7 +51,8 @@ def claims_figure(ledger: pd.DataFrame, paper: str, scale: str, decide: float) -
             ax.barh(i, firm[i], color=colour, height=0.7)
             ax.text(min(firm[i], 0.86) + 0.01, i, f"{firm[i]:.0%}", va="center", fontsize=6)
         else:
-            why = "too few seeds" if field(row, "cause") == SEEDS else "n/a"
+            why = ("too few seeds" if field(row, "cause") == SEEDS else "shown, not judged" if field(row, "kind") == REPORT
+                   else "n/a")
             ax.text(0.01, i, f"{why} ({row['status']})", va="center", fontsize=6, color=colour, style="italic")
     ax.axvline(decide, color="black", linestyle="--", linewidth=0.8)
     starts = rows.groupby("rank").head(1).index
@@ -68,7 +69,7 @@ def claims_figure(ledger: pd.DataFrame, paper: str, scale: str, decide: float) -
     ax.set_xlim(0, 1)
     ax.set_xlabel(f"1 - p_pass (tested checks) or share of bootstrap resamples in which the claim holds; PASS needs "
                   f">= {decide:.0%}" + ("; depends: the verdict flips under an alternative reading"
-                                        if any(depends) else "") + "; [verdict: cause]; impl.: implementation check, "
+                                        if any(depends) else "") + "\n[verdict: cause]; impl.: implementation check, "
                   "report: shown, not judged (neither in the paper's count)", fontsize=7)
     ax.set_title(f"{paper}: claims and how solid their verdicts are [scale: {scale}]", fontsize=9)
     fig.tight_layout()
