@@ -1,9 +1,17 @@
-"""Random sampling shared by the finite-sum algorithms and the client layer."""
+"""Random sampling shared by the algorithms, the client layer and the simulated clock: which clients a round draws
+(every family calls `sample_clients`, or on the simulated clock's numpy streams `sample_clients_np`) and the
+partial sort behind every minibatch draw. Light to import (torch is loaded by the functions that draw with it),
+so that the simulated clock, which the figure jobs read, stays free of torch."""
 
 from __future__ import annotations
 
-import torch
-from torch import Tensor
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import torch
+    from torch import Tensor
 
 
 # Rows shorter than this are fully sorted: on short rows argsort costs less than topk plus the check.
@@ -30,3 +38,16 @@ def smallest_indices(r: Tensor, k: int) -> Tensor:
         rows = tied.reshape(-1).nonzero().squeeze(-1)
         idx.view(-1, k)[rows] = r.reshape(-1, M).index_select(0, rows).argsort(dim=-1)[:, :k]
     return idx
+
+
+def sample_clients(gen: torch.Generator, n: int, s: int) -> Tensor:
+    """s distinct clients of n, uniformly without replacement: (s,) long on the generator's device."""
+    import torch
+
+    return torch.randperm(n, generator=gen, device=gen.device)[:s]
+
+
+def sample_clients_np(rng: np.random.Generator, n: int, s: int, replace: bool) -> np.ndarray:
+    """s of n clients uniformly from a numpy stream: with replacement (a client may be drawn twice), or s distinct
+    ones in the order drawn."""
+    return rng.integers(0, n, size=s) if replace else rng.choice(n, size=s, replace=False)

@@ -10,7 +10,8 @@ import torch
 from algorithms_testdata import M, N_CLIENTS, Stepped, streams
 from fedrepro.algorithms import algorithm
 from fedrepro.algorithms.method import restore
-from fedrepro.algorithms.common import minibatches, sample_clients
+from fedrepro.algorithms.kernels import minibatches
+from fedrepro.sampling import sample_clients
 
 HP = {
     "fedpage": {"S": 5, "K": 4, "eta_g": 0.3, "eta_l": 0.01, "b1": M, "b2": M, "b3": 1, "p": 0.3},

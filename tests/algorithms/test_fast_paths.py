@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fedrepro.algorithms.common import ShardRows, minibatches
+from fedrepro.algorithms.kernels import ShardRows, minibatches
 from fedrepro.sampling import smallest_indices
 
 
@@ -37,9 +37,9 @@ def test_shard_rows_match_gathered_minibatches(problem, size):
 def test_minibatch_steps_are_the_gathered_minibatches(problem, monkeypatch, per_step):
     """Step by step (rows gathered when asked for, into one reused buffer) or all at once: the same
     draws and the same rows, layout and 64-byte alignment as `minibatches`."""
-    from fedrepro.algorithms import common
+    from fedrepro.algorithms import kernels
 
-    monkeypatch.setattr(common, "STEP_GATHER_BYTES", 0 if per_step else 1 << 40)
+    monkeypatch.setattr(kernels, "STEP_GATHER_BYTES", 0 if per_step else 1 << 40)
     size = min(3, problem.samples_per_client - 1)
     rows = ShardRows(problem)
     for seed in range(3):
@@ -83,8 +83,7 @@ def test_evaluate_matches_full_grad_and_value(problem):
 @pytest.mark.parametrize("batch", [1, 3])
 def test_numpy_local_steps_give_the_torch_loops_floats(problem, batch):
     """The CPU runs the numpy versions; other devices the torch loops. Both must agree bit for bit."""
-    from fedrepro.algorithms.common import sgd_steps_numpy, sgd_steps_torch
-    from fedrepro.algorithms.fedpage import page_steps_numpy, page_steps_torch
+    from fedrepro.algorithms.kernels import page_steps_numpy, page_steps_torch, sgd_steps_numpy, sgd_steps_torch
 
     gen = torch.Generator().manual_seed(3)
     clients = torch.randperm(problem.n_clients, generator=gen)[:4]

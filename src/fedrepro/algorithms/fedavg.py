@@ -6,8 +6,10 @@ import math
 
 from torch import Tensor
 
-from fedrepro.algorithms.common import Algorithm, ShardRows, Streams, batch_size, local_sgd, sample_clients, split_step
+from fedrepro.algorithms.common import Algorithm, Streams, batch_size, split_step
+from fedrepro.algorithms.kernels import ShardRows, local_sgd
 from fedrepro.objectives import FiniteSumProblem
+from fedrepro.sampling import sample_clients
 
 
 # How eta_tilde = K eta_g eta_l splits (run setting `step_split`; the paper fixes only the product, reading

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from fedrepro.nn import DeviceData, LocalOptimizer, LocalTrainer, Streams
+from fedrepro.sampling import sample_clients
 
 CLUSTER_ORDERS = ("reshuffle", "fixed")
 
@@ -93,8 +94,7 @@ class FedCluster:
         for m in self._order(rnd).tolist():
             gen = self.streams("activate", rnd, m)
             members = self.clusters[m]
-            pick = torch.randperm(len(members), generator=gen, device=gen.device)[: self.active_per_cycle]
-            active = members[pick.cpu()]
+            active = members[sample_clients(gen, len(members), self.active_per_cycle).cpu()]
             W = self.trainer.run(W, self.trainer.draw(self.streams, rnd, active)).mean(0)
         clients = self.M * self.active_per_cycle
         return W, {"updates": self.M, "clients": clients, "samples": clients * self.trainer.steps * self.trainer.batch}

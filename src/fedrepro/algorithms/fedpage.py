@@ -7,14 +7,13 @@ grad f_i(x^r) - grad f_i(x^{r-1}) + g^{r-1}.
 
 from __future__ import annotations
 
-import functools
-
-import numpy as np
 import torch
 from torch import Tensor
 
-from fedrepro.algorithms.common import Algorithm, ShardRows, Streams, batch_size, minibatches, sample_clients, split_step
+from fedrepro.algorithms.common import Algorithm, Streams, batch_size, split_step
+from fedrepro.algorithms.kernels import ShardRows, local_page_steps, minibatches
 from fedrepro.objectives import FiniteSumProblem
+from fedrepro.sampling import sample_clients
 
 
 class FedPAGE(Algorithm):
@@ -81,71 +80,3 @@ class FedPAGE(Algorithm):
         g = g_sum.mean(dim=0) / K
         n_grads = self.S * (2 * self.b2 + 2 * self.b3 * (K - 1))
         return g, {"clients": self.S, "sample_grads": n_grads, "full": False}
-
-
-def local_page_steps(
-    prob: FiniteSumProblem, x: Tensor, g_loc: Tensor, A: Tensor, b: Tensor, eta_l: float
-) -> Tensor:
-    """Lines 18-23 from the first local estimators g_loc (S,d) at x: K-1 = len(A) recursive steps on
-    the minibatch rows A (K-1,S,B,d), b (K-1,S,B); returns the sum of the K local estimators (S,d).
-
-    Per step and client: y_prev, y <- y, y - eta_l g_loc; g_loc <- grad_B f_i(y) - grad_B f_i(y_prev) + g_loc.
-    On the CPU the numpy version runs (numpy needs host memory); both give the same floats.
-    """
-    steps = page_steps_numpy if x.device.type == "cpu" else page_steps_torch
-    return steps(prob, x, g_loc, A, b, eta_l)
-
-
-def page_steps_torch(prob: FiniteSumProblem, x: Tensor, g_loc: Tensor, A: Tensor, b: Tensor, eta_l: float) -> Tensor:
-    """local_page_steps in torch."""
-    b = b.unsqueeze(-1)
-    g_sum = g_loc
-    y_prev, y = x.expand_as(g_loc), x - eta_l * g_loc
-    r_prev = prob.reg_grad(x)
-    for k in range(len(A)):
-        diff, r_prev = prob.batched_rows_grad_diff(y, y_prev, A[k], b[k], r_prev)
-        g_loc = diff + g_loc
-        g_sum = g_sum + g_loc
-        y_prev, y = y, y - eta_l * g_loc
-    return g_sum
-
-
-def page_steps_numpy(prob: FiniteSumProblem, x: Tensor, g_loc: Tensor, A: Tensor, b: Tensor, eta_l: float) -> Tensor:
-    """local_page_steps with the arithmetic on these small arrays in numpy (the same IEEE operations in the
-    same order as `rows_grad_diff`; see FiniteSumProblem.dloss_np) and the two matmuls per step in torch,
-    on 64-byte aligned buffers of the layout `rows_grad_diff` gives them ((S,d,2) stacked points): the
-    same floats as page_steps_torch at a fraction of its per-call overhead. CPU tensors only."""
-    S, d = g_loc.shape
-    B = b.shape[-1]
-    new = functools.partial(torch.empty, dtype=g_loc.dtype)
-    points = (new(S, d, 2), new(S, d, 2))  # (y, y_prev) stacked, as torch.stack((y, y_prev), -1)
-    u, coef, grad = new(S, B, 2), new(S, 1, B), new(S, 1, d)
-    coef_np, grad_np = coef.numpy().reshape(S, B), grad.numpy().reshape(S, d)
-    b_np = b.numpy()
-    x_np = x.numpy()
-    g_sum_t = g_loc.clone()
-    g_sum, g = g_sum_t.numpy(), g_loc.numpy()
-    points_np = tuple(p.numpy() for p in points)
-    u_np, b_np = u.numpy(), b_np[..., None]
-    y = points_np[0]
-    np.subtract(x_np, eta_l * g, out=y[..., 0])  # line 18
-    y[..., 1] = x_np
-    r_prev = prob.reg_grad_np(x_np)
-    steps = len(A)
-    for k in range(steps):
-        A_k = A[k]
-        torch.bmm(A_k, points[k % 2], out=u)
-        c = prob.dloss_np(u_np, b_np[k])
-        np.multiply(c[..., 0] - c[..., 1], 1.0 / B, out=coef_np)
-        torch.bmm(coef, A_k, out=grad)
-        y_k = y[..., 0]
-        r = prob.reg_grad_np(y_k)
-        diff = grad_np if r is None else grad_np + (r - r_prev)
-        g = diff + g
-        np.add(g_sum, g, out=g_sum)
-        if k + 1 < steps:
-            y = points_np[(k + 1) % 2]
-            np.subtract(y_k, eta_l * g, out=y[..., 0])
-            y[..., 1] = y_k
-            r_prev = r
-    return g_sum_t

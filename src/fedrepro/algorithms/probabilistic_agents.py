@@ -25,6 +25,7 @@ from typing import Callable, Literal, Mapping, Sequence
 import torch
 
 from fedrepro.objectives.least_squares import LeastSquaresProblem
+from fedrepro.sampling import sample_clients
 from fedrepro.seeding import Streams
 
 RoundStep = Callable[[torch.Tensor, int], torch.Tensor]
@@ -170,7 +171,7 @@ def fedavg_uniform_step(
     runs = torch.arange(n_mc, device=problem.Q.device).unsqueeze(-1)
 
     def draw_chosen(gen: torch.Generator) -> torch.Tensor:
-        return torch.randperm(n, generator=gen, device=problem.Q.device)[:agents_per_round]
+        return sample_clients(gen, n, agents_per_round)
 
     def draw_samples(gen: torch.Generator) -> torch.Tensor:
         return sample_indices(problem, gen, local_steps, batch_size, sampling)

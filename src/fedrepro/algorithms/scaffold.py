@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import torch
 
-from fedrepro.algorithms.common import local_sgd, sample_clients
 from fedrepro.algorithms.fedavg import FedAvg, server_average
+from fedrepro.algorithms.kernels import local_sgd
+from fedrepro.sampling import sample_clients
 
 
 class Scaffold(FedAvg):

@@ -18,6 +18,7 @@ import numpy as np
 from fedrepro.asynchrony.context import SimContext
 from fedrepro.asynchrony.trace import TIMELINE_KINDS
 from fedrepro.errors import ConfigError
+from fedrepro.sampling import sample_clients_np
 
 TRAIN, UPLOAD, DOWNLOAD = (TIMELINE_KINDS.index(k) for k in ("train", "upload", "download"))
 REWEIGHTS = ("none", "k_over_q")
@@ -41,7 +42,7 @@ def simulate_favano(ctx: SimContext, *, favano_period_wait_s: float = 0.0, favan
         s = down + r * period
         if s + up > ctx.horizon_time:
             break
-        picked = np.sort(ctx.sampling_rng.choice(N, size=n, replace=False))
+        picked = np.sort(sample_clients_np(ctx.sampling_rng, N, n, replace=False))
         steps = np.minimum(K, np.floor((s - started[picked]) / it[picked] + _FLOOR_SLACK)).astype(np.int64)
         steps = np.maximum(steps, 0)
         if favano_reweight == "k_over_q":

@@ -13,6 +13,7 @@ import numpy as np
 
 from fedrepro.asynchrony.context import SimContext
 from fedrepro.asynchrony.trace import TIMELINE_KINDS
+from fedrepro.sampling import sample_clients_np
 
 TRAIN, UPLOAD, DOWNLOAD = (TIMELINE_KINDS.index(k) for k in ("train", "upload", "download"))
 DUPLICATES = ("merge", "independent")  # fedavg_duplicates: a client drawn twice trains once, or once per draw
@@ -26,7 +27,7 @@ def simulate_fedavg(ctx: SimContext, *, fedavg_duplicates: str = "merge") -> np.
     trainings = np.zeros(ctx.n_clients, dtype=np.int64)
     start = 0.0
     while not ctx.finished():
-        draws = ctx.sampling_rng.integers(0, ctx.n_clients, size=n)
+        draws = sample_clients_np(ctx.sampling_rng, ctx.n_clients, n, replace=True)
         if fedavg_duplicates == "merge":
             clients, mult = np.unique(draws, return_counts=True)
         else:

@@ -25,6 +25,7 @@ import numpy as np
 from fedrepro.asynchrony.context import SimContext
 from fedrepro.asynchrony.events import ROUND_START, TRAIN_DONE, UPLOAD_ARRIVAL, EventQueue, VersionClock
 from fedrepro.asynchrony.trace import TIMELINE_KINDS
+from fedrepro.sampling import sample_clients_np
 
 TRAIN, UPLOAD = TIMELINE_KINDS.index("train"), TIMELINE_KINDS.index("upload")
 SEND_BUFFER_MODES = ("continuous", "energy_limited")
@@ -94,7 +95,7 @@ def simulate_send_buffers(
                 else:
                     begin(i, time)
         else:  # ROUND_START
-            draws = ctx.sampling_rng.integers(0, N, size=n)
+            draws = sample_clients_np(ctx.sampling_rng, N, n, replace=True)
             clients, mult = np.unique(draws, return_counts=True)
             for i, m in zip(clients.tolist(), mult.tolist()):
                 pending += 1
