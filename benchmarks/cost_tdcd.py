@@ -61,7 +61,7 @@ def silo_rates(spec: dict, device: str, repeats: int) -> dict[str, float]:
     setup = VerticalSetup(run, arrays, ctx)
     trainer = setup.start([0])
     tdcd, layout = trainer.tdcd, trainer.layouts[0]
-    silo, hub, x_test = tdcd.silos[0], tdcd.hubs[0], setup.env.test[0]
+    silo, hub, x_test = tdcd.silos[0], tdcd.hubs0[0], setup.env.test[0]
     batch = tdcd.batch_of(0)
     out: dict[str, float] = {"start": np.inf, "step": np.inf, "eval": np.inf}
     for _ in range(repeats):  # the first pass warms up; keep the fastest

@@ -15,12 +15,11 @@ from typing import Any, get_args
 import pytest
 import yaml
 
-from fedrepro.algorithms import ALGORITHMS as FINITE_SUM_ALGORITHMS
-from fedrepro.algorithms.asynchronous import ALGORITHMS as ASYNC_ALGORITHMS
+from fedrepro.algorithms import METHODS
 from fedrepro.algorithms.fedavg import STEP_SPLITS
 from fedrepro.algorithms.probabilistic_agents import ACTIVATION_KINDS, Sampling
-from fedrepro.algorithms.fedcluster import ALGORITHMS as NETWORK_ALGORITHMS, CLUSTER_ORDERS, FC_LR_RULES
-from fedrepro.algorithms.fedvr import ETA_SCHEDULES, METHODS as MONTE_CARLO_ALGORITHMS
+from fedrepro.algorithms.fedcluster import CLUSTER_ORDERS, FC_LR_RULES
+from fedrepro.algorithms.fedvr import ETA_SCHEDULES
 from fedrepro.asynchrony import PROTOCOLS, SPEED_MODELS
 from fedrepro.data.formats.insurance import HEADER as INSURANCE_COLUMNS
 from fedrepro.data.multiview import CHANNEL_MODES
@@ -81,13 +80,13 @@ REGISTRY_ENUMS: list[tuple[str, str, str, Any]] = [
     ("paper", "$defs/table_plot/properties/value/properties/summary", SAME, SUMMARIES),  # plots/table.py
     ("paper", "$defs/table_plot/properties/value/then/properties/seeds", SAME, SEED_AGGREGATES),  # results/summaries.py
     # -- finite_sum_run.schema.yaml (engines/finite_sum.py)
-    ("finite_sum_run", "properties/algorithm", SAME, FINITE_SUM_ALGORITHMS),  # algorithms/__init__.py
+    ("finite_sum_run", "properties/algorithm", SAME, METHODS["finite_sum"]),  # algorithms/__init__.py
     ("finite_sum_run", "properties/step_split", SAME, STEP_SPLITS),  # algorithms/fedavg.py
     ("finite_sum_run", "properties/dataset", WITHIN, DATASETS),  # data/registry.py
     ("finite_sum_run", "properties/objective", SAME, OBJECTIVES),  # objectives/finite_sum.py
     ("finite_sum_run", "properties/partition", SAME, FINITE_SUM_PARTITIONS),  # objectives/finite_sum.py
     # -- monte_carlo_run.schema.yaml (engines/monte_carlo.py)
-    ("monte_carlo_run", "properties/algorithm", SAME, MONTE_CARLO_ALGORITHMS),  # algorithms/fedvr.py METHODS
+    ("monte_carlo_run", "properties/algorithm", SAME, METHODS["monte_carlo"]),
     ("monte_carlo_run", "properties/dataset", WITHIN, DATASETS),
     # the columns of insurance.csv (data/formats/insurance.py): the paper's target and the features it regresses on
     ("monte_carlo_run", "properties/features/items", WITHIN, INSURANCE_COLUMNS),
@@ -99,7 +98,7 @@ REGISTRY_ENUMS: list[tuple[str, str, str, Any]] = [
     ("monte_carlo_run", "properties/eta_schedule", SAME, ETA_SCHEDULES),  # algorithms/fedvr.py
     ("monte_carlo_run", "properties/sampling", SAME, get_args(Sampling)),  # algorithms/probabilistic_agents.py
     # -- federated_nn_run.schema.yaml (engines/federated_nn.py)
-    ("federated_nn_run", "properties/algorithm", SAME, NETWORK_ALGORITHMS),  # algorithms/fedcluster.py
+    ("federated_nn_run", "properties/algorithm", SAME, METHODS["federated_nn"]),
     ("federated_nn_run", "properties/dataset", WITHIN, DATASETS),
     ("federated_nn_run", "properties/view", WITHIN, VIEWS),  # data/views.py
     ("federated_nn_run", "properties/model", WITHIN, MODELS),  # models/__init__.py
@@ -110,7 +109,7 @@ REGISTRY_ENUMS: list[tuple[str, str, str, Any]] = [
     ("federated_nn_run", "properties/fc_lr_rule", SAME, FC_LR_RULES),  # algorithms/fedcluster.py
     ("federated_nn_run", "properties/backend", SAME, CLIENT_BACKENDS),
     # -- async_run.schema.yaml (engines/asynchronous.py)
-    ("async_run", "properties/algorithm", SAME, ASYNC_ALGORITHMS),  # algorithms/asynchronous.py
+    ("async_run", "properties/algorithm", SAME, METHODS["async"]),
     ("async_run", "properties/dataset", WITHIN, DATASETS),
     ("async_run", "properties/view", WITHIN, VIEWS),
     ("async_run", "properties/model", WITHIN, MODELS),

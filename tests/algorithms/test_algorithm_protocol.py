@@ -1,110 +1,114 @@
-"""The protocol shared by all methods: resume, determinism, counters, hyperparameter plumbing, sampling."""
+"""The protocol shared by the finite-sum methods: resume, determinism, counters, hyperparameter plumbing, sampling.
+Every method of the registry (algorithms/__init__.py METHODS["finite_sum"]) is built from one run's settings,
+SPEC, as the engine builds it: a new method is picked up by every test here (and stops them with a KeyError
+naming a setting SPEC lacks)."""
 
 from __future__ import annotations
 
+import functools
 import io
 
 import pytest
 import torch
 
 from algorithms_testdata import M, N_CLIENTS, Stepped, streams
-from fedrepro.algorithms import algorithm
+from fedrepro.algorithms import METHODS, method
 from fedrepro.algorithms.method import restore
 from fedrepro.algorithms.kernels import minibatches
 from fedrepro.sampling import sample_clients
 
-HP = {
-    "fedpage": {"S": 5, "K": 4, "eta_g": 0.3, "eta_l": 0.01, "b1": M, "b2": M, "b3": 1, "p": 0.3},
-    "scaffold": {"S": 6, "K": 4, "eta_g": 1.0, "eta_l": 0.05, "b": 3},
-    "fedavg": {"S": 6, "K": 4, "eta_g": 1.0, "eta_l": 0.05, "b": 3},
-}
-METHODS = sorted(HP)
+# One run's settings for every method: each reads its own (eta_tilde split its way, its minibatch sizes)
+SPEC = {"eta_tilde": 0.2, "K": 4, "c_l": 1.0, "S": 5, "b": 3, "b1": "full", "b2": "full", "b3": 1, "p": 0.3}
+NAMES = sorted(METHODS["finite_sum"])
 
 
-def build(method, problem, hp, method_streams):
-    """A finite-sum method as the engine builds it: its algorithm by name, over the problem."""
-    return algorithm(method)(problem, hp, method_streams)
+def build(name, problem, seed=0, spec=SPEC):
+    """A finite-sum method as the engine builds it: the registry's entry, from the run's settings."""
+    return Stepped(method("finite_sum", name).build(spec, problem, streams(name, seed)))
 
 
-def run(method, problem, seed, rounds: range, alg=None):
-    alg = alg or Stepped(build(method, problem, HP[method], streams(method, seed)))
+def construct(name, problem, hp, method_streams):
+    """A finite-sum method from its hyperparameters as given (the constructor the registry's build calls)."""
+    return method("finite_sum", name)(problem, hp, method_streams)
+
+
+def run(name, problem, seed, rounds: range, alg=None):
+    alg = alg or build(name, problem, seed)
     for r in rounds:
         alg.round(r)
     return alg
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_resume_from_a_saved_state_is_bit_exact(method, problem):
-    straight = run(method, problem, 0, range(10))
-    first = run(method, problem, 0, range(5))
+@pytest.mark.parametrize("name", NAMES)
+def test_resume_from_a_saved_state_is_bit_exact(name, problem):
+    straight = run(name, problem, 0, range(10))
+    first = run(name, problem, 0, range(5))
     buffer = io.BytesIO()
     torch.save(first.state, buffer)  # through a checkpoint file, as the runner does
     buffer.seek(0)
-    resumed = Stepped(build(method, problem, HP[method], streams(method, 0)))
+    resumed = build(name, problem)
     resumed.state = restore(torch.load(buffer, weights_only=True), resumed.state)
-    run(method, problem, 0, range(5, 10), alg=resumed)
+    run(name, problem, 0, range(5, 10), alg=resumed)
     assert torch.equal(straight.x, resumed.x)
     for key, value in straight.state.items():
         assert torch.equal(value, resumed.state[key]), key
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_a_round_leaves_the_state_it_is_given_alone(method, problem):
-    alg = run(method, problem, 0, range(3))
+@pytest.mark.parametrize("name", NAMES)
+def test_a_round_leaves_the_state_it_is_given_alone(name, problem):
+    alg = run(name, problem, 0, range(3))
     saved = alg.state
     copies = {k: v.clone() for k, v in saved.items()}
-    run(method, problem, 0, range(3, 6), alg=alg)
+    run(name, problem, 0, range(3, 6), alg=alg)
     assert all(torch.equal(saved[k], copies[k]) for k in copies) and not torch.equal(alg.x, copies["x"])
 
 
 def test_a_saved_state_of_another_method_is_refused(problem):
-    fedavg = Stepped(build("fedavg", problem, HP["fedavg"], streams("fedavg", 0)))
-    scaffold = Stepped(build("scaffold", problem, HP["scaffold"], streams("scaffold", 0)))
     with pytest.raises(ValueError, match="keys"):
-        restore(fedavg.state, scaffold.state)
+        restore(build("fedavg", problem).state, build("scaffold", problem).state)
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_same_streams_same_run_different_seed_different_run(method, problem):
-    a, b, c = (run(method, problem, seed, range(15)) for seed in (0, 0, 1))
+@pytest.mark.parametrize("name", NAMES)
+def test_same_streams_same_run_different_seed_different_run(name, problem):
+    a, b, c = (run(name, problem, seed, range(15)) for seed in (0, 0, 1))
     assert torch.equal(a.x, b.x)
     assert not torch.allclose(a.x, c.x)
 
 
-@pytest.mark.parametrize("method", ["scaffold", "fedavg"])
-def test_baseline_counters(method, problem):
+@pytest.mark.parametrize("name", ["scaffold", "fedavg"])
+def test_baseline_counters(name, problem):
     """b*K sample gradients per participating client: 40 for b = 4, K = 10 (paper §6.2; claim C11)."""
-    hp = HP[method] | {"S": 20, "K": 10, "b": 4}
-    alg = Stepped(build(method, problem, hp, streams(method)))
+    alg = build(name, problem, spec=SPEC | {"S": 20, "K": 10, "b": 4})
     assert alg.round(0) == {"clients": 20, "sample_grads": 20 * 40, "full": False}
 
 
 def test_effective_step_size_convention():
+    algorithm = functools.partial(method, "finite_sum")
     page = algorithm("fedpage").hyperparameters(
         {"eta_tilde": 0.1, "K": 10, "c_l": 0.1, "S": 10, "b1": "full", "b2": M, "b3": 1, "p": "auto"}, 3250, M)
     expected = {"K": 10, "eta_g": 0.1, "eta_l": pytest.approx(0.001), "S": 10, "b1": M, "b2": M, "b3": 1, "p": 10 / 3250}
     assert page == expected
-    for method in ("scaffold", "fedavg"):
-        hp = algorithm(method).hyperparameters({"eta_tilde": 0.03, "K": 10, "c_l": 0.1, "S": 20, "b": 4}, 3250, M)
+    for name in ("scaffold", "fedavg"):
+        hp = algorithm(name).hyperparameters({"eta_tilde": 0.03, "K": 10, "c_l": 0.1, "S": 20, "b": 4}, 3250, M)
         assert hp == {"K": 10, "eta_g": 1.0, "eta_l": pytest.approx(0.003), "S": 20, "b": 4}
         assert hp["K"] * hp["eta_g"] * hp["eta_l"] == pytest.approx(0.03)
     with pytest.raises(ValueError, match="derived"):
         algorithm("fedavg").hyperparameters({"eta_tilde": 0.1, "K": 10, "S": 2, "b": 4, "eta_l": 0.5}, 3250, M)
 
 
-@pytest.mark.parametrize("method", ["scaffold", "fedavg"])
-def test_the_global_step_split_keeps_the_effective_step_and_moves_the_server_by_sqrt_S(method, problem):
+@pytest.mark.parametrize("name", ["scaffold", "fedavg"])
+def test_the_global_step_split_keeps_the_effective_step_and_moves_the_server_by_sqrt_S(name, problem):
     """step_split global_sqrt_S (reading step_split): eta_g = sqrt(S), eta_l = eta_tilde / (K sqrt(S)), the same
     eta_tilde; with one local step from x on the same minibatches, the server's move is sqrt(S) times the local
     split's over S times smaller local steps: the same to rounding, for a step linear in eta_l (one SGD step)."""
     spec = {"eta_tilde": 0.03, "K": 10, "S": 16, "b": 4}
-    hp = algorithm(method).hyperparameters({**spec, "step_split": "global_sqrt_S"}, 3250, M)
+    hp = method("finite_sum", name).hyperparameters({**spec, "step_split": "global_sqrt_S"}, 3250, M)
     assert hp["eta_g"] == 4.0 and hp["eta_l"] == pytest.approx(0.03 / 40)
     assert hp["K"] * hp["eta_g"] * hp["eta_l"] == pytest.approx(0.03)
     moves = []
     for split in ("local", "global_sqrt_S"):
-        one = algorithm(method).hyperparameters({**spec, "K": 1, "step_split": split}, 3250, M)
-        alg = Stepped(build(method, problem, one, streams("split")))
+        one = method("finite_sum", name).hyperparameters({**spec, "K": 1, "step_split": split}, 3250, M)
+        alg = Stepped(construct(name, problem, one, streams("split")))
         before = alg.x.clone()
         alg.round(0)
         moves.append(alg.x - before)
@@ -113,13 +117,14 @@ def test_the_global_step_split_keeps_the_effective_step_and_moves_the_server_by_
 
 def test_an_algorithm_validates_its_name_and_hyperparameters(problem):
     with pytest.raises(ValueError, match="unknown method"):
-        build("fedprox", problem, {}, streams())
+        build("fedprox", problem)
+    page = method("finite_sum", "fedpage").hyperparameters(SPEC, N_CLIENTS, M)
     with pytest.raises(ValueError, match=r"missing hyperparameters \['p'\], unknown \['q'\]"):
-        build("fedpage", problem, {k: v for k, v in HP["fedpage"].items() if k != "p"} | {"q": 1}, streams())
+        construct("fedpage", problem, {k: v for k, v in page.items() if k != "p"} | {"q": 1}, streams())
     with pytest.raises(ValueError, match="b=11"):
-        build("fedavg", problem, HP["fedavg"] | {"b": M + 1}, streams())
+        build("fedavg", problem, spec=SPEC | {"b": M + 1})
     with pytest.raises(ValueError, match="S=41"):
-        build("scaffold", problem, HP["scaffold"] | {"S": N_CLIENTS + 1}, streams())
+        build("scaffold", problem, spec=SPEC | {"S": N_CLIENTS + 1})
 
 
 def test_sampling_is_uniform_without_replacement():

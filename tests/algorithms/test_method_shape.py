@@ -1,22 +1,43 @@
-"""Every family's methods have the one shape of algorithms/method.py: init() and round(state, r), with the
-state held by the engine (no method keeps its own state_dict)."""
+"""Every method of the registry (algorithms/__init__.py METHODS), of every engine, has the one shape of
+algorithms/method.py: built by its entry's build(spec, env, streams) on a tiny run of its engine (method_envs.py),
+it runs two rounds as pure functions of (state, round) over a state the engine holds."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
-from fedrepro.algorithms import ALGORITHMS as FINITE_SUM
-from fedrepro.algorithms.asynchronous import AsyncRounds
-from fedrepro.algorithms.fedcluster import ALGORITHMS as NETWORK
+from fedrepro.algorithms import METHODS, method
 from fedrepro.algorithms.method import Method, Rounds
-from fedrepro.algorithms.tdcd import TDCD
+from method_envs import ENVS, env_for, same
+
+REGISTERED = [(engine, name) for engine, methods in METHODS.items() for name in methods]
 
 
-@pytest.mark.parametrize("family", [*FINITE_SUM.values(), *NETWORK.values(), AsyncRounds, TDCD],
-                         ids=lambda c: c.__name__)
-def test_every_family_has_the_method_shape(family):
-    assert issubclass(family, Method)
-    assert not any(hasattr(family, name) for name in ("state_dict", "load_state_dict", "iterate", "advance"))
+def test_every_engine_of_the_registry_has_a_tiny_run():
+    assert set(ENVS) == set(METHODS)
+
+
+@pytest.mark.parametrize(("engine", "name"), REGISTERED, ids=[f"{e}-{n}" for e, n in REGISTERED])
+def test_every_registered_method_builds_and_runs_two_rounds_as_pure_functions(engine, name):
+    spec, env, streams = env_for(engine, name)
+    built = method(engine, name).build(spec, env, streams)
+    assert isinstance(built, Method)
+    assert not any(hasattr(built, attr) for attr in ("state_dict", "load_state_dict", "iterate", "advance"))
+    state0 = built.init()
+    saved0 = copy.deepcopy(state0)
+    state1, info = built.round(state0, 0)
+    assert isinstance(info, dict) and same(state0, saved0)  # a round leaves the state it is given alone
+    saved1 = copy.deepcopy(state1)
+    state2, _ = built.round(state1, 1)
+    assert same(state1, saved1) and not same(state2, state0)
+
+    # the same settings and streams give the same rounds, also from a copy of a saved state (as after a resume)
+    spec, env, streams = env_for(engine, name)
+    again = method(engine, name).build(spec, env, streams)
+    assert same(again.init(), saved0)
+    assert same(again.round(copy.deepcopy(saved1), 1)[0], state2)
 
 
 def test_a_method_made_of_two_functions_has_it_too():

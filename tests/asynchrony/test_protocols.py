@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from asynchrony_helpers import idle, of_client, records_of_round, round_durations, system_from_config
-from fedrepro.algorithms.asynchronous import async_algorithm
+from fedrepro.algorithms import method
 from fedrepro.asynchrony import PROTOCOLS, SystemModel, simulate, timing_rng_parts
 from fedrepro.errors import ConfigError
 
@@ -265,6 +265,6 @@ def test_bad_input_is_a_config_error(kwargs, match):
 
 def test_an_unknown_algorithm_is_a_config_error_naming_the_known_ones():
     """A run names its protocol through its algorithm, whose record holds it."""
-    with pytest.raises(ConfigError, match=r"unknown asynchronous algorithm 'fedsgd'; expected one of .*'fedbuff'"):
-        async_algorithm("fedsgd")
-    assert all(async_algorithm(name).protocol is PROTOCOLS[name] for name in PROTOCOLS)
+    with pytest.raises(ConfigError, match=r"unknown method 'fedsgd' of engine async; expected one of .*fedbuff"):
+        method("async", "fedsgd")
+    assert all(method("async", name).protocol is PROTOCOLS[name] for name in PROTOCOLS)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import yaml
 
+from fedrepro.algorithms import METHODS, method
 from fedrepro.engines import ENGINES
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
@@ -23,3 +24,13 @@ def test_every_engine_has_a_run_schema_that_pins_its_name():
 def test_engine_names_are_listed_in_one_place():
     paper = yaml.safe_load((SCHEMAS / "paper.schema.yaml").read_text())
     assert "enum" not in paper["properties"]["engine"]
+
+
+def test_every_engine_has_its_methods_in_the_one_registry_of_methods():
+    """algorithms/__init__.py METHODS is keyed by engine: every engine builds its methods from it, and an engine whose
+    runs name no `algorithm` (vertical) has exactly one."""
+    assert set(METHODS) == set(ENGINES)
+    for name in ENGINES:
+        schema = yaml.safe_load((SCHEMAS / ENGINES[name].schema).read_text())
+        if "algorithm" not in schema["properties"]:
+            assert len(METHODS[name]) == 1 and method(name) is next(iter(METHODS[name].values()))

@@ -13,7 +13,8 @@ from fedrepro.algorithms.probabilistic_agents import (
     local_sgd,
     sample_indices,
 )
-from fedrepro.algorithms.fedvr import fedvr_method, resolve_hp, step_sizes, svrg_direction, svrg_local
+from fedrepro.algorithms import method as registered
+from fedrepro.algorithms.fedvr import DEFAULT_HP, Runs, resolve_hp, step_sizes, svrg_direction, svrg_local
 from fedrepro.objectives.least_squares import LeastSquaresProblem
 
 ALL_ACTIVE = {"kind": "explicit", "p": [1.0] * 4}
@@ -21,9 +22,10 @@ ALL_ACTIVE = {"kind": "explicit", "p": [1.0] * 4}
 
 def run_fedvr_method(method: str, problem: LeastSquaresProblem, hp, *, n_mc: int, rounds: int,
                      streams) -> dict[str, np.ndarray]:
-    """Run `method` for n_mc Monte Carlo runs of `rounds` rounds (fedvr_method, simulated at once).
-    Returns {"theta": (n_mc, rounds+1, d), "cost": (n_mc, rounds+1)}, float64, round 0 = θ^0."""
-    fedvr = fedvr_method(method, problem, hp, n_mc=n_mc, rounds=rounds, streams=streams)
+    """Run `method` for n_mc Monte Carlo runs of `rounds` rounds (built as the engine builds it, simulated at once)
+    with the settings `hp`. Returns {"theta": (n_mc, rounds+1, d), "cost": (n_mc, rounds+1)}, float64, round 0 = θ^0."""
+    assert set(hp) <= set(DEFAULT_HP), f"not a hyperparameter: {set(hp) - set(DEFAULT_HP)}"
+    fedvr = registered("monte_carlo", method).build({**hp, "rounds": rounds}, Runs(problem, n_mc), streams)
     theta = fedvr.init()
     trajectory = [theta]
     for k in range(rounds):

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from fedrepro.data.views import make_view, view_images
-from fedrepro.algorithms.fedcluster import ALGORITHMS, CentralizedSGD
+from fedrepro.algorithms import method
+from fedrepro.algorithms.fedcluster import CentralizedSGD
 from fedrepro.validate import load_and_validate
 from fedrepro.plots.loss_accuracy import loss_accuracy
 
@@ -30,7 +31,7 @@ def test_the_paper_scale_is_the_papers_setup(tables):
         devices = (run["n_devices"], run["samples_per_device"], run["E"], run["B"], run["frac"])
         assert devices == (1000, 500, 20, 30, 0.1)
         assert run["model"] == "alexnet" and run["view"] == "crop28"
-    lrs = {(r["dataset"], r["algorithm"], r.get("M"), r["local_opt"]): ALGORITHMS[r["algorithm"]].rate(r) for r in runs}
+    lrs = {(r["dataset"], r["algorithm"], r.get("M"), r["local_opt"]): method("federated_nn", r["algorithm"]).rate(r) for r in runs}
     assert lrs[("cifar10", "fedavg", None, "sgd")] == 0.1 and lrs[("mnist", "fedavg", None, "sgd")] == 0.05
     assert lrs[("cifar10", "fedcluster", 10, "sgd")] == pytest.approx(0.01)
     assert lrs[("mnist", "fedcluster", 10, "sgd")] == pytest.approx(0.005)

@@ -1,20 +1,61 @@
-"""Federated algorithms on finite-sum objectives: FedPAGE, SCAFFOLD (Option II), FedAvg."""
+"""Every method of every engine, in one registry: METHODS[engine][name] is the entry that builds a run's method
+(its `algorithm` setting) in one way, `build(spec, env, streams) -> Method` (algorithms/method.py). The `env` each
+engine gives its methods:
+
+    finite_sum     FiniteSumProblem (objectives/)     FedPAGE, SCAFFOLD, FedAvg (the FedPAGE paper)
+    monte_carlo    fedvr.Runs                         FedAvg-SVRG and its two FedAvg baselines (the fedvr paper)
+    federated_nn   fedcluster.Devices                 FedCluster, FedAvg, centralized SGD (the FedCluster paper)
+    async          asynchronous.Fleet                 the DeFedAvg paper's six methods on the simulated clock
+    vertical       tdcd.Tiers                         TDCD
+
+Adding a method is its class or record and one line here (docs/development.md, "Adding a method"); the run
+schema's `algorithm` enum is tied to this registry by tests/test_schema_registries.py, and every test that
+builds methods (the shape test, the finite-sum protocol tests) reads it.
+"""
 
 from __future__ import annotations
 
-from fedrepro.algorithms.common import Algorithm, Streams
+from fedrepro.algorithms import fedcluster, fedvr
+from fedrepro.algorithms.asynchronous import AsyncAlgorithm
 from fedrepro.algorithms.fedavg import FedAvg
 from fedrepro.algorithms.fedpage import FedPAGE
+from fedrepro.algorithms.method import Builder
 from fedrepro.algorithms.scaffold import Scaffold
+from fedrepro.algorithms.tdcd import TDCD
+from fedrepro.asynchrony import PROTOCOLS
+from fedrepro.errors import ConfigError
 
-ALGORITHMS: dict[str, type[Algorithm]] = {"fedpage": FedPAGE, "scaffold": Scaffold, "fedavg": FedAvg}
+METHODS: dict[str, dict[str, Builder]] = {
+    "finite_sum": {"fedpage": FedPAGE, "scaffold": Scaffold, "fedavg": FedAvg},
+    "monte_carlo": {
+        "fedavg_svrg": fedvr.AgentsMethod(fedvr.fedavg_svrg),
+        "fedavg_prob": fedvr.AgentsMethod(fedvr.fedavg_prob),
+        "fedavg_uniform": fedvr.AgentsMethod(fedvr.fedavg_uniform),
+    },
+    "federated_nn": {"fedavg": fedcluster.FedAvg, "fedcluster": fedcluster.FedCluster,
+                     "csgd": fedcluster.CentralizedSGD},
+    "async": {a.name: a for a in (
+        AsyncAlgorithm(PROTOCOLS["fedavg"], "FedAvg"),
+        AsyncAlgorithm(PROTOCOLS["defedavg_niid"], "DeFedAvg-nIID"),
+        AsyncAlgorithm(PROTOCOLS["defedavg_iid"], "DeFedAvg-IID"),
+        AsyncAlgorithm(PROTOCOLS["fedbuff"], "FedBuff"),
+        AsyncAlgorithm(PROTOCOLS["favano"], "FAVANO", global_lr=False),
+        AsyncAlgorithm(PROTOCOLS["asysg"], "AsySG", sends_gradient=True),
+    )},
+    "vertical": {"tdcd": TDCD},  # its runs name no `algorithm`: the engine's one method
+}
 
 
-def algorithm(method: str) -> type[Algorithm]:
-    """The algorithm of a run's `algorithm` setting: its hyperparameters (Algorithm.hyperparameters) and rounds."""
-    if method not in ALGORITHMS:
-        raise ValueError(f"unknown method {method!r}; expected one of {sorted(ALGORITHMS)}")
-    return ALGORITHMS[method]
+def method(engine: str, name: str | None = None) -> Builder:
+    """The entry of `engine`'s method `name` (a run's `algorithm`); without a name, the engine's only method."""
+    methods = METHODS.get(engine)
+    if methods is None:
+        raise ConfigError(f"unknown engine {engine!r}; expected one of {', '.join(METHODS)}")
+    if name is None and len(methods) == 1:
+        return next(iter(methods.values()))
+    if name not in methods:
+        raise ConfigError(f"unknown method {name!r} of engine {engine}; expected one of {', '.join(sorted(methods))}")
+    return methods[name]
 
 
-__all__ = ["ALGORITHMS", "Algorithm", "FedAvg", "FedPAGE", "Scaffold", "Streams", "algorithm"]
+__all__ = ["METHODS", "method"]

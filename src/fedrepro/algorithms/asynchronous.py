@@ -12,12 +12,13 @@ and differs in its protocol, its weights (multiplicity/n, FedBuff's s(tau)/n, 1/
 - favano averages (eta = 1: Table II gives it no global rate);
 - asysg sends one minibatch gradient (K = 1 step at local rate 1, so Delta is the gradient) and
   the server steps by eta times their mean (docs/papers/defedavg.md R18).
-A new asynchronous method is one more protocol in asynchrony/simulate.py and one entry here (with its
-own `server_step` if its server does something else, e.g. momentum or a mixing weight). The record holds
-its Protocol, and its name is the protocol's.
+A new asynchronous method is one more protocol in asynchrony/simulate.py and one record in the registry
+(algorithms/__init__.py METHODS; with its own `server_step` if its server does something else, e.g. momentum
+or a mixing weight). The record holds its Protocol, and its name is the protocol's.
 
-For one seed the method is `AsyncRounds` (a Method, algorithms/method.py): the replay of the seed's timing
-trace, round t consuming the Deltas the trace assigns it.
+For one seed the method is `AsyncRounds` (a Method, algorithms/method.py), which the record builds
+(`build(spec, fleet, streams)`, the registry's one signature): the replay of the seed's timing trace, round t
+consuming the Deltas the trace assigns it.
 """
 
 from __future__ import annotations
@@ -29,8 +30,20 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from fedrepro.asynchrony import PROTOCOLS, Protocol
+from fedrepro.asynchrony import Protocol, Trace
 from fedrepro.errors import ConfigError
+from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, Streams
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """What an asynchronous method trains on for one seed (the async engine's env): the model (its parameters are
+    W0), the clients' data on the compute device, the client backend and the seed's timing trace."""
+
+    module: torch.nn.Module
+    data: DeviceData
+    backend: str
+    trace: Trace
 
 
 @dataclass(frozen=True)
@@ -39,6 +52,10 @@ class AsyncAlgorithm:
     label: str
     global_lr: bool = True  # False: plain averaging, eta = 1
     sends_gradient: bool = False  # True: one step at local rate 1 (Delta = the minibatch gradient)
+
+    @property
+    def name(self) -> str:
+        return self.protocol.name
 
     def rates(self, lr_global: float, lr_local: float, K: int) -> tuple[float, float]:
         """(eta, eta_bar) after the algorithm's own rules; the config must not pretend otherwise."""
@@ -52,21 +69,12 @@ class AsyncAlgorithm:
         """w - eta * sum_m weights[m] deltas[m], deltas (D, P) in the trace's record order."""
         return w - eta * (weights.to(deltas.dtype) @ deltas)
 
-
-ALGORITHMS: dict[str, AsyncAlgorithm] = {a.protocol.name: a for a in (
-    AsyncAlgorithm(PROTOCOLS["fedavg"], "FedAvg"),
-    AsyncAlgorithm(PROTOCOLS["defedavg_niid"], "DeFedAvg-nIID"),
-    AsyncAlgorithm(PROTOCOLS["defedavg_iid"], "DeFedAvg-IID"),
-    AsyncAlgorithm(PROTOCOLS["fedbuff"], "FedBuff"),
-    AsyncAlgorithm(PROTOCOLS["favano"], "FAVANO", global_lr=False),
-    AsyncAlgorithm(PROTOCOLS["asysg"], "AsySG", sends_gradient=True),
-)}
-
-
-def async_algorithm(name: str) -> AsyncAlgorithm:
-    if name not in ALGORITHMS:
-        raise ConfigError(f"unknown asynchronous algorithm {name!r}; expected one of {sorted(ALGORITHMS)}")
-    return ALGORITHMS[name]
+    def build(self, spec: dict[str, Any], fleet: Fleet, streams: Streams) -> AsyncRounds:
+        """The seed's replay: K local SGD steps of B samples at the local rate, the server step at eta."""
+        eta, lr_local = self.rates(spec["lr_global"], spec["lr_local"], spec["K"])
+        trainer = LocalTrainer(fleet.module, fleet.data, LocalOptimizer("sgd", lr_local), spec["K"], spec["B"],
+                               fleet.backend)
+        return AsyncRounds(self, eta, fleet.trace, trainer, streams, FlatModel(fleet.module).flatten())
 
 
 class AsyncRounds:
@@ -144,4 +152,4 @@ class AsyncRounds:
                 versions.pop(int(v), None)
 
 
-__all__ = ["ALGORITHMS", "AsyncAlgorithm", "AsyncRounds", "async_algorithm"]
+__all__ = ["AsyncAlgorithm", "AsyncRounds", "Fleet"]

@@ -38,6 +38,12 @@ class Algorithm:
         _require(self.eta_l > 0, f"eta_l={self.eta_l} must be > 0")
 
     @classmethod
+    def build(cls, spec: dict, problem: FiniteSumProblem, streams: Streams) -> Algorithm:
+        """The method of a run on `problem` (the finite_sum engine's env), with its hyperparameters from the run's
+        settings."""
+        return cls(problem, cls.hyperparameters(spec, problem.n_clients, problem.samples_per_client), streams)
+
+    @classmethod
     def hyperparameters(cls, spec: dict, n_clients: int, samples_per_client: int) -> dict:
         """The algorithm's HP from a run's settings: the paper's effective step size eta_tilde split into
         eta_g and eta_l as this algorithm does (paper §6; docs/papers/fedpage.md R6, R9), and the symbolic

@@ -4,9 +4,9 @@
 Each method is a Method (algorithms/method.py) over the server state, the flat parameter vector W (P,):
 init() is the model's W0 and `round(W, rnd) -> (W', info)` a pure function of (W, rnd): all randomness
 comes from named streams, so a run resumes exactly from any round. Local training and its backend live in
-`LocalTrainer`; these classes only decide who trains, from where, and how results are merged. Each
-declares what it reads of a run's settings (`rate`, `from_spec`) and whether its seeds draw clusters, so the
-engine looks a method up once (ALGORITHMS) and never branches on its name.
+`LocalTrainer`; these classes only decide who trains, from where, and how results are merged. Each is built by
+`build(spec, devices, streams)` (the registry's one signature, algorithms/__init__.py) and declares what it
+reads of a run's settings (`rate`); FedCluster asks the seed's `Devices` for its clusters, the others never do.
 
 Stream keys: ("cluster_order", rnd), ("activate", rnd, cluster), ("batches", rnd, device) inside the
 trainer, and ("csgd", rnd) for centralized SGD.
@@ -14,7 +14,8 @@ trainer, and ("csgd", rnd) for centralized SGD.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import torch
 from torch import Tensor
@@ -37,12 +38,23 @@ def fedcluster_lr(lr_fedavg: float, M: int, rule: str = "div_M") -> float:
     return FC_LR_RULES[rule](lr_fedavg, M)
 
 
-def local_trainer(spec: dict[str, Any], module: torch.nn.Module, data: DeviceData, lr: float,
-                  backend: str) -> LocalTrainer:
+@dataclass(frozen=True)
+class Devices:
+    """What a network method trains on for one seed (the federated_nn engine's env): the model (its parameters are
+    W0), the devices' data on the compute device, the client backend, and the seed's clusters, drawn when a method
+    asks for them (FedCluster; docs/papers/fedcluster.md R4)."""
+
+    module: torch.nn.Module
+    data: DeviceData
+    backend: str
+    clusters: Callable[[], Tensor]
+
+
+def local_trainer(spec: dict[str, Any], devices: Devices, lr: float) -> LocalTrainer:
     """The federated methods' local training: the run's optimizer at rate `lr`, E steps of B samples."""
     opt = LocalOptimizer(spec["local_opt"], lr, momentum=spec["momentum"], betas=tuple(spec["betas"]),
                          eps=spec["eps"], mu=spec["mu"])
-    return LocalTrainer(module, data, opt, spec["E"], spec["B"], backend)
+    return LocalTrainer(devices.module, devices.data, opt, spec["E"], spec["B"], devices.backend)
 
 
 class FedCluster:
@@ -52,18 +64,15 @@ class FedCluster:
     mean: with equal data sizes that is Algorithm 1's aggregation normalised over the active devices
     (docs/papers/fedcluster.md R7). So each device is active at most once per round and W is updated M times."""
 
-    clustered = True  # its seeds draw clusters (engines/federated_nn.py Environment.for_seed)
-
     @staticmethod
     def rate(spec: dict[str, Any]) -> float:
         """lr_fedavg by `fc_lr_rule` (FC_LR_RULES: / M by default, docs/papers/fedcluster.md R14)."""
         return fedcluster_lr(float(spec["lr_fedavg"]), int(spec["M"]), spec["fc_lr_rule"])
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any], module: torch.nn.Module, data: DeviceData, clusters: Tensor | None,
-                  streams: Streams, backend: str):
-        trainer = local_trainer(spec, module, data, cls.rate(spec), backend)
-        return cls(trainer, clusters, streams, spec["frac"], spec["cluster_order"])
+    def build(cls, spec: dict[str, Any], devices: Devices, streams: Streams) -> FedCluster:
+        trainer = local_trainer(spec, devices, cls.rate(spec))
+        return cls(trainer, devices.clusters(), streams, spec["frac"], spec["cluster_order"])
 
     def __init__(
         self,
@@ -110,15 +119,13 @@ class FedAvg(FedCluster):
     """Traditional FL: round(frac * n) of all devices per round, i.e. FedCluster with one cluster
     (Section II, "Generality"), so both share every line of code and every stream key."""
 
-    clustered = False
-
     @staticmethod
     def rate(spec: dict[str, Any]) -> float:
         return float(spec["lr_fedavg"])
 
     @classmethod
-    def from_spec(cls, spec, module, data, clusters, streams, backend):
-        return cls(local_trainer(spec, module, data, cls.rate(spec), backend), streams, spec["frac"])
+    def build(cls, spec: dict[str, Any], devices: Devices, streams: Streams) -> FedAvg:
+        return cls(local_trainer(spec, devices, cls.rate(spec)), streams, spec["frac"])
 
     def __init__(self, trainer: LocalTrainer, streams: Streams, frac: float = 0.1) -> None:
         super().__init__(trainer, torch.arange(trainer.data.n_devices).unsqueeze(0), streams, frac, "fixed")
@@ -129,8 +136,6 @@ class CentralizedSGD:
     §IV-A: 1000 x 60 = the federated methods' samples per round; docs/papers/fedcluster.md R15). It is local
     training of a single client that holds the whole pool. Slots come from a random permutation of the pool, a fresh one
     whenever a permutation is used up, so a minibatch never repeats a slot."""
-
-    clustered = False
 
     @staticmethod
     def rate(spec: dict[str, Any]) -> float:
@@ -146,8 +151,9 @@ class CentralizedSGD:
         return samples // spec["csgd_batch"]
 
     @classmethod
-    def from_spec(cls, spec, module, data, clusters, streams, backend):
-        trainer = LocalTrainer(module, data, LocalOptimizer("sgd", cls.rate(spec)), 1, spec["csgd_batch"], backend)
+    def build(cls, spec: dict[str, Any], devices: Devices, streams: Streams) -> CentralizedSGD:
+        trainer = LocalTrainer(devices.module, devices.data, LocalOptimizer("sgd", cls.rate(spec)), 1,
+                               spec["csgd_batch"], devices.backend)
         return cls(trainer, streams, cls.steps_per_round(spec), spec["csgd_batch"])
 
     def __init__(self, trainer: LocalTrainer, streams: Streams, steps: int, batch: int) -> None:
@@ -173,6 +179,3 @@ class CentralizedSGD:
         W = self.trainer.run(W, idx)[0].clone()  # a view of the trainer's buffer, which the next round overwrites
         return W, {"updates": self.steps, "clients": 0, "samples": self.steps * self.batch}
 
-
-# a run's `algorithm` -> its method (the federated_nn engine's)
-ALGORITHMS = {"fedavg": FedAvg, "fedcluster": FedCluster, "csgd": CentralizedSGD}

@@ -1,5 +1,6 @@
-"""FedAvg-SVRG with probabilistically activated agents (Rostami & Kia, Algorithm 1),
-and `fedvr_method`, the entry point for it and its two baselines (each a Method, algorithms/method.py).
+"""FedAvg-SVRG with probabilistically activated agents (Rostami & Kia, Algorithm 1), and `AgentsMethod`, the
+record by which the registry (algorithms/__init__.py METHODS) builds it and its two baselines as Methods
+(algorithms/method.py) over every Monte Carlo run's θ.
 
 Per round k: agent n is active with probability p_n^k; each active agent starts from θ^k
 and runs S SVRG snapshots, each one full local gradient μ̃ at the snapshot w̃ followed by
@@ -11,6 +12,7 @@ The server then applies the unbiased update θ + (1/N) Σ_n (1_n/p_n)(w_n − θ
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import torch
@@ -120,33 +122,47 @@ def step_sizes(hp: Mapping[str, Any], rounds: int) -> list[float]:
     raise ValueError(f"unknown eta_schedule {schedule!r}; expected one of {ETA_SCHEDULES}")
 
 
-def fedvr_method(
-    method: str,
-    problem: LeastSquaresProblem,
-    hp: Mapping[str, Any],
-    *,
-    n_mc: int,
-    rounds: int,
-    streams: Streams,
-) -> Rounds:
-    """`method` for n_mc Monte Carlo runs at once: its state is their θ (n_mc, d), θ^0 at init().
-
-    streams(purpose, mc, round) must return a fresh torch.Generator on the problem's
-    device. Purposes used: "activation", "samples", "selection", "activation_probs"; the
-    SVRG and [15] runs share "activation" draws, so with the same streams they are paired.
-    `rounds` is the horizon of the activation probabilities and step-size schedules.
-    """
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; expected one of {tuple(METHODS)}")
-    hp = resolve_hp(hp)
-    p = activation_probabilities(hp["activation"], problem.n_agents, rounds, streams)
-    theta0 = torch.as_tensor(hp["theta0"], dtype=torch.float64).expand(problem.dim).to(problem.Q).expand(n_mc, -1)
-    step = METHODS[method](problem, hp, p, rounds, {"n_mc": n_mc, "streams": streams})
-    return Rounds(lambda: theta0, lambda theta, k: (step(theta, k), {}))
+def hyperparameters(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's values of the numerics' hyperparameters (the rest keep DEFAULT_HP)."""
+    return {k: spec[k] for k in DEFAULT_HP if k in spec}
 
 
-def _fedavg_svrg(problem: LeastSquaresProblem, hp: dict[str, Any], p: torch.Tensor, rounds: int,
-                 common: dict[str, Any]) -> RoundStep:
+@dataclass(frozen=True)
+class Runs:
+    """What a Monte Carlo method trains on (the monte_carlo engine's env): the least-squares problem and how many
+    Monte Carlo runs advance at once."""
+
+    problem: LeastSquaresProblem
+    n_mc: int
+
+
+@dataclass(frozen=True)
+class AgentsMethod:
+    """A Monte Carlo method: its round step, built from the resolved hp, the activation probabilities p and the
+    horizon."""
+
+    step: Callable[[LeastSquaresProblem, dict[str, Any], torch.Tensor, int, dict[str, Any]], RoundStep]
+
+    def build(self, spec: Mapping[str, Any], runs: Runs, streams: Streams) -> Rounds:
+        """The method for runs.n_mc Monte Carlo runs at once: its state is their θ (n_mc, d), θ^0 at init().
+
+        streams(purpose, mc, round) must return a fresh torch.Generator on the problem's device. Purposes used:
+        "activation", "samples", "selection", "activation_probs"; the SVRG and [15] runs share "activation"
+        draws, so with the same streams they are paired. The run's `rounds` is the horizon of the activation
+        probabilities and step-size schedules.
+        """
+        hp, problem, rounds = resolve_hp(hyperparameters(spec)), runs.problem, spec["rounds"]
+        p = activation_probabilities(hp["activation"], problem.n_agents, rounds, streams)
+        theta0 = torch.as_tensor(hp["theta0"], dtype=torch.float64).expand(problem.dim).to(problem.Q)
+        theta0 = theta0.expand(runs.n_mc, -1)
+        step = self.step(problem, hp, p, rounds, {"n_mc": runs.n_mc, "streams": streams})
+        return Rounds(lambda: theta0, lambda theta, k: (step(theta, k), {}))
+
+
+# The round steps of the three methods (the registry's AgentsMethod records), from the resolved hp, p and horizon
+
+def fedavg_svrg(problem: LeastSquaresProblem, hp: dict[str, Any], p: torch.Tensor, rounds: int,
+                common: dict[str, Any]) -> RoundStep:
     return fedavg_svrg_step(problem, p=p, S=hp["S"], M=hp["M"], delta=hp["delta"], **common)
 
 
@@ -160,20 +176,15 @@ def _baseline_local(hp: dict[str, Any], rounds: int) -> dict[str, Any]:
     }
 
 
-def _fedavg_prob(problem: LeastSquaresProblem, hp: dict[str, Any], p: torch.Tensor, rounds: int,
-                 common: dict[str, Any]) -> RoundStep:
+def fedavg_prob(problem: LeastSquaresProblem, hp: dict[str, Any], p: torch.Tensor, rounds: int,
+                common: dict[str, Any]) -> RoundStep:
     return fedavg_prob_step(problem, p=p, **_baseline_local(hp, rounds), **common)
 
 
-def _fedavg_uniform(problem: LeastSquaresProblem, hp: dict[str, Any], p: torch.Tensor, rounds: int,
-                    common: dict[str, Any]) -> RoundStep:
+def fedavg_uniform(problem: LeastSquaresProblem, hp: dict[str, Any], p: torch.Tensor, rounds: int,
+                   common: dict[str, Any]) -> RoundStep:
     m = hp["agents_per_round"]
     if m == "expected":
         m = round(float(p.sum(dim=-1).mean()))
     return fedavg_uniform_step(problem, agents_per_round=m, **_baseline_local(hp, rounds), **common)
 
-
-# The methods a Monte Carlo run may name (its `algorithm`), each built from the resolved hp, p and horizon
-METHODS: dict[str, Callable[..., RoundStep]] = {
-    "fedavg_svrg": _fedavg_svrg, "fedavg_prob": _fedavg_prob, "fedavg_uniform": _fedavg_uniform,
-}

@@ -7,8 +7,16 @@ server state that the engine holds:
 
 `round` never changes the state it is given, and all its randomness comes from named streams keyed by the
 round, so round(state, r) depends only on its arguments: the engine saves a state as it is and a run resumes
-bit-exactly from it. A method's hyperparameters are declared with it (each family's `hyperparameters` or
-`from_spec`), so no engine branches on a method's name.
+bit-exactly from it.
+
+Every method is built the same way, by the entry the registry (algorithms/__init__.py METHODS) holds for it
+under its engine and name:
+
+    build(spec, env, streams) -> Method  from the run's settings (the method reads its own hyperparameters from
+                                         them), what its engine gives it to train on (`env`, one type per
+                                         engine) and the seed's random streams
+
+so no engine branches on a method's name or reaches past init() and round().
 """
 
 from __future__ import annotations
@@ -26,6 +34,12 @@ class Method(Protocol):
     def init(self) -> State: ...
 
     def round(self, state: State, r: int) -> tuple[State, Info]: ...
+
+
+class Builder(Protocol):
+    """A registry entry: a method's class, or a record of it (an asynchronous protocol, a Monte Carlo round step)."""
+
+    def build(self, spec: dict[str, Any], env: Any, streams: Any) -> Method: ...
 
 
 @dataclass(frozen=True)

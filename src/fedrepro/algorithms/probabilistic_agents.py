@@ -1,7 +1,7 @@
 """Probabilistically activated agents, the setting of the `fedvr` paper (Rostami & Kia): activation draws,
 inverse-probability aggregation and local SGD, shared by FedAvg-SVRG (fedvr.py), and the paper's two FedAvg
 baselines built from them.
-Each method's round is a step `step(theta (R, d), k) -> theta'`, which fedvr.py fedvr_method makes a Method
+Each method's round is a step `step(theta (R, d), k) -> theta'`, which fedvr.py AgentsMethod makes a Method
 (algorithms/method.py), so a run can be advanced, saved and resumed round by round (engines/monte_carlo.py).
 
 - `fedavg_prob_step`: FedAvg of the paper's ref. [15] (Perazzone et al., INFOCOM 2022).

@@ -16,11 +16,28 @@ iteration axis, and ends a run anywhere (T need not be a multiple of Q).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
+import torch
 from torch import Tensor
 
-from fedrepro.nn.silos import Silo
+from fedrepro.nn.silos import Silo, StateLayout, make_silo
+
+
+@dataclass(frozen=True)
+class Tiers:
+    """What TDCD trains on for one seed (the vertical engine's env): per silo its block's model (its state is the
+    hub's initial one), its block of the training inputs, the client of each ID and its number of clients; the
+    labels; the silo backend."""
+
+    layouts: list[StateLayout]
+    inputs: list[Tensor]
+    labels: Tensor
+    owners: list[Tensor]
+    clients: list[int]
+    backend: str
 
 
 def other_sums(phis: list[Tensor]) -> list[Tensor]:
@@ -50,6 +67,21 @@ class TDCD:
             raise ValueError(f"{len(silos)} silos but {len(hubs)} hub states")
         self.silos, self.hubs0, self.Q, self.batch_of = silos, list(hubs), Q, batch_of
         self._held: dict[str, Any] | None = None  # the state the silos hold
+
+    @classmethod
+    def build(cls, spec: dict[str, Any], tiers: Tiers, streams: Callable[[str, int], np.random.Generator]) -> TDCD:
+        """Every silo's clients step at rate `lr`, Q local iterations a round; round r's minibatch is B IDs drawn
+        without replacement from streams("batches", r), the hubs' shared generator (a numpy one: the draw does not
+        depend on the device)."""
+        silos = [make_silo(tiers.backend, layout, x, tiers.labels, owner, k, float(spec["lr"]))
+                 for layout, x, owner, k in zip(tiers.layouts, tiers.inputs, tiers.owners, tiers.clients)]
+        n_ids = len(tiers.labels)
+
+        def batch_of(r: int) -> Tensor:
+            ids = streams("batches", r).choice(n_ids, spec["B"], replace=False)
+            return torch.from_numpy(ids).to(tiers.labels.device)
+
+        return cls(silos, [layout.flatten() for layout in tiers.layouts], spec["Q"], batch_of)
 
     def init(self) -> dict[str, Any]:
         return {"hubs": list(self.hubs0), "in_round": False, "batch": None, "clients": None, "others": None}

@@ -3,7 +3,7 @@
 A seed runs in two phases (docs/engines.md):
 1. timing (asynchrony/): a discrete-event simulation of who trains from which server version, when each
    update arrives and which round consumes it with what weight. Timing never depends on model values.
-2. learning (algorithms/asynchronous.py AsyncRounds, run here): the trace is replayed; round t sets
+2. learning (algorithms/asynchronous.py AsyncRounds, built by the run's method from the trace, run here): the trace is replayed; round t sets
    w^{t+1} = server_step(w^t, round t's Deltas).
    Only consumed trainings are computed (overwritten ones never are). Trainings are computed several
    rounds ahead, as soon as their start version exists, so that one call of the client layer trains many
@@ -24,14 +24,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from fedrepro.algorithms.asynchronous import AsyncRounds, async_algorithm
+from fedrepro.algorithms import method
+from fedrepro.algorithms.asynchronous import Fleet
 from fedrepro.algorithms.method import restore
 from fedrepro.asynchrony import SystemModel, simulate, timing_rng_parts
 from fedrepro.data.partitions import class_group_partition, iid_partition
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, rows_limit, setting_limit
 from fedrepro.models import seeded_model
-from fedrepro.nn import DeviceData, FlatModel, LocalOptimizer, LocalTrainer, evaluate, pooled_train_set
+from fedrepro.nn import DeviceData, FlatModel, evaluate, pooled_train_set
 from fedrepro.nn.clients import client_backend
 from fedrepro.nn.images import ImageData
 from fedrepro.utils.digest import array_digest
@@ -54,14 +55,14 @@ def system_model(spec: dict[str, Any]) -> SystemModel:
     (docs/papers/defedavg.md R28)."""
     values = {k: spec[k] for k in SYSTEM_KEYS}
     values["speed_range"] = tuple(values["speed_range"])
-    if async_algorithm(spec["algorithm"]).sends_gradient:
+    if method("async", spec["algorithm"]).sends_gradient:
         values["compute_time_scale"] = 1.0
     return SystemModel(**values, uplink_bps=spec["link_bps"], downlink_bps=spec["link_bps"])
 
 
 def trace_of(spec: dict[str, Any], seed: int, record_timeline: bool = False):
     """The timing trace of one seed: a pure function of the fleet, the protocol and the seed."""
-    protocol = async_algorithm(spec["algorithm"]).protocol
+    protocol = method("async", spec["algorithm"]).protocol
     options = {k: spec[k] for k in protocol.options if k in spec}
     slowdowns = None if spec.get("slowdowns") is None else np.asarray(spec["slowdowns"], dtype=np.float64)
     return simulate(
@@ -77,18 +78,16 @@ class AsyncTrainer(Trainer):
     def __init__(self, setup: AsyncSetup, seed: int) -> None:
         super().__init__([seed])
         spec, env = setup.spec, setup.env
-        self.setup, algorithm = setup, async_algorithm(spec["algorithm"])
-        eta, lr_local = algorithm.rates(spec["lr_global"], spec["lr_local"], spec["K"])
+        self.setup = setup
         table = env.partition(seed)
         module = seeded_model(spec["model"], tuple(env.images.shape[1:]), spec["n_classes"],
                               "W0", spec["dataset"], spec["view"], spec["model"], seed).to(env.device)
-        self.flat = FlatModel(module)
+        self.flat = FlatModel(module)  # the server model's forward, for evaluation
         W0 = self.flat.flatten()
         table_t = torch.from_numpy(table).to(env.device)
         self.trace = trace_of(spec, seed, record_timeline=bool(spec.get("record_timeline")))
-        local = LocalTrainer(module, DeviceData(env.images, env.labels, table_t), LocalOptimizer("sgd", lr_local),
-                             spec["K"], spec["B"], setup.backend)
-        self.method = AsyncRounds(algorithm, eta, self.trace, local, setup.ctx.streams(seed, ENVIRONMENT_KEYS), W0)
+        fleet = Fleet(module, DeviceData(env.images, env.labels, table_t), setup.backend, self.trace)
+        self.method = setup.method.build(spec, fleet, setup.ctx.streams(seed, ENVIRONMENT_KEYS))
         self.state = self.method.init()
         gen = torch_generator("train_eval", env.key, seed, device=env.device)
         self.train_index, self.train_weights = pooled_train_set(table_t, spec["train_eval_subsample"], gen)
@@ -169,7 +168,9 @@ class AsyncSetup(Setup):
         self.backend = client_backend(spec["backend"], spec["model"], ctx.device)
         x = ["round", "virtual_time"] if "time_horizon" in spec else ["round"]
         self.columns = ["seed", *x, "sim_time", *METRICS]
-        self.summary = {"backend": self.backend, "algorithm": async_algorithm(spec["algorithm"]).label}
+        self.method = method("async", spec["algorithm"])
+        self.method.rates(spec["lr_global"], spec["lr_local"], spec["K"])  # rates it does not have stop the run here
+        self.summary = {"backend": self.backend, "algorithm": self.method.label}
         ctx.log.info("backend %s, %d training images of shape %s", self.backend, len(self.env.labels),
                      tuple(self.env.images.shape[1:]))
 

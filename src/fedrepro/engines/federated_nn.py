@@ -26,12 +26,13 @@ slots, `train_eval_subsample`) and test loss/accuracy on the full test set (docs
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
 
-from fedrepro.algorithms.fedcluster import ALGORITHMS
+from fedrepro.algorithms import method
+from fedrepro.algorithms.fedcluster import Devices
 from fedrepro.algorithms.method import restore
 from fedrepro.data.partitions import device_partition, random_clusters, rho_cluster_clusters
 from fedrepro.data.registry import get_dataset
@@ -57,14 +58,20 @@ CLUSTERINGS = ("random", "rho_cluster")
 
 @dataclasses.dataclass
 class SeedSetup:
-    """What one seed trains on: devices, clusters (FedCluster), W0 and the fixed train-loss slots."""
+    """What one seed trains on: devices, the clusters a method asks for (FedCluster), the fixed train-loss slots
+    and what run.json records of them."""
 
     data: DeviceData
-    clusters: torch.Tensor | None
-    W0: torch.Tensor
+    draw_clusters: Callable[[], np.ndarray]
     eval_index: torch.Tensor
     eval_weights: torch.Tensor
     record: dict[str, Any]
+
+    def clusters(self) -> torch.Tensor:
+        """The seed's clusters, drawn when a method asks for them (its hash then goes into run.json)."""
+        clusters = self.draw_clusters()
+        self.record["clusters_sha256"] = array_digest(clusters)
+        return torch.from_numpy(clusters)
 
 
 class Environment(ImageData):
@@ -73,13 +80,12 @@ class Environment(ImageData):
     def __init__(self, spec: dict[str, Any], arrays: dict[str, np.ndarray], device: str) -> None:
         super().__init__(spec, arrays, device, ENVIRONMENT_KEYS)
 
-    def model(self, seed: int) -> tuple[torch.nn.Module, torch.Tensor]:
-        """The model on the device and W0, the same for every run of (dataset, view, model, seed).
+    def model(self, seed: int) -> torch.nn.Module:
+        """The model on the device, its parameters W0, the same for every run of (dataset, view, model, seed).
         Initialised on the CPU, so W0 does not depend on the device either."""
         spec = self.spec
-        module = seeded_model(spec["model"], tuple(self.images.shape[1:]), spec["n_classes"],
-                              "W0", spec["dataset"], spec["view"], spec["model"], seed).to(self.device)
-        return module, FlatModel(module).flatten()
+        return seeded_model(spec["model"], tuple(self.images.shape[1:]), spec["n_classes"],
+                            "W0", spec["dataset"], spec["view"], spec["model"], seed).to(self.device)
 
     def for_seed(self, seed: int, W0: torch.Tensor) -> SeedSetup:
         spec = self.spec
@@ -88,19 +94,17 @@ class Environment(ImageData):
             rho_device=spec["rho_device"], n_classes=spec["n_classes"], remainder=spec["remainder"],
             rng=numpy_rng("partition", self.key, seed), return_majors=True,
         )
-        clusters = None
-        if ALGORITHMS[spec["algorithm"]].clustered:
+
+        def draw_clusters() -> np.ndarray:
             rng = numpy_rng("clusters", self.key, spec["clustering"], spec["M"], spec.get("rho_cluster"), seed)
-            clusters = (random_clusters(spec["n_devices"], spec["M"], rng) if spec["clustering"] == "random"
-                        else rho_cluster_clusters(majors, spec["M"], spec["rho_cluster"], rng))
+            return (random_clusters(spec["n_devices"], spec["M"], rng) if spec["clustering"] == "random"
+                    else rho_cluster_clusters(majors, spec["M"], spec["rho_cluster"], rng))
+
         table_t = torch.from_numpy(table).to(self.device)
         gen = torch_generator("train_eval", self.key, seed, device=self.device)
         index, weights = pooled_train_set(table_t, spec["train_eval_subsample"], gen)
         record = {"partition_sha256": array_digest(table), "W0_sha256": array_digest(W0.cpu().numpy())}
-        if clusters is not None:
-            record["clusters_sha256"] = array_digest(clusters)
-        return SeedSetup(DeviceData(self.images, self.labels, table_t),
-                      None if clusters is None else torch.from_numpy(clusters), W0, index, weights, record)
+        return SeedSetup(DeviceData(self.images, self.labels, table_t), draw_clusters, index, weights, record)
 
 
 class NetworkTrainer(Trainer):
@@ -109,12 +113,13 @@ class NetworkTrainer(Trainer):
     def __init__(self, setup: NetworkSetup, seed: int) -> None:
         super().__init__([seed])
         spec, env = setup.spec, setup.env
-        module, W0 = env.model(seed)
-        self.env, self.seed_setup = env, env.for_seed(seed, W0)
+        module = env.model(seed)
+        self.flat = FlatModel(module)  # the server model's forward, for evaluation
+        self.env, self.seed_setup = env, env.for_seed(seed, self.flat.flatten())
         streams = setup.ctx.streams(seed, ENVIRONMENT_KEYS)
-        data, clusters = self.seed_setup.data, self.seed_setup.clusters
-        self.algo = setup.algorithm.from_spec(spec, module, data, clusters, streams, setup.backend)
-        setup.summary["n_params"] = self.algo.trainer.flat.n_params
+        devices = Devices(module, self.seed_setup.data, setup.backend, self.seed_setup.clusters)
+        self.algo = setup.method.build(spec, devices, streams)
+        setup.summary["n_params"] = self.flat.n_params
         self.W = self.algo.init()
         self.counters = {"samples": 0, "updates": 0, "clients": 0}
         self.info[seed].update(self.seed_setup.record)
@@ -125,7 +130,7 @@ class NetworkTrainer(Trainer):
             self.counters[key] += int(info[key])
 
     def evaluate(self, r: int) -> list[Row]:
-        flat, env, seed_setup = self.algo.trainer.flat, self.env, self.seed_setup
+        flat, env, seed_setup = self.flat, self.env, self.seed_setup
         train = evaluate(flat, self.W, env.images, env.labels, seed_setup.eval_index, seed_setup.eval_weights)
         test = evaluate(flat, self.W, env.test_images, env.test_labels)
         return [{"seed": self.seeds[0], "round": r, "train_loss": train["loss"], "train_accuracy": train["accuracy"],
@@ -145,8 +150,8 @@ class NetworkSetup(Setup):
         self.spec, self.ctx = spec, ctx
         self.env = Environment(spec, arrays, ctx.device)
         self.backend = client_backend(spec["backend"], spec["model"], ctx.device)
-        self.algorithm = ALGORITHMS[spec["algorithm"]]
-        self.summary = {"backend": self.backend, "lr": self.algorithm.rate(spec)}
+        self.method = method("federated_nn", spec["algorithm"])
+        self.summary = {"backend": self.backend, "lr": self.method.rate(spec)}
         ctx.log.info("backend %s, lr %g, %d training images of shape %s", self.backend, self.summary["lr"],
                      len(self.env.labels), tuple(self.env.images.shape[1:]))
 

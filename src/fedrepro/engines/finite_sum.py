@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from fedrepro.algorithms import algorithm
+from fedrepro.algorithms import method
 from fedrepro.algorithms.method import restore
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, rows_limit, setting_limit
@@ -27,7 +27,7 @@ class FiniteSumTrainer(Trainer):
         self.problem = setup.problem
         # runs that differ only in their step sizes draw the same clients, minibatches and coins (numerics.UNKEYED)
         keys = tuple(k for k in setup.spec if k not in UNKEYED["finite_sum"])
-        self.algo = setup.algorithm(setup.problem, setup.hp, setup.ctx.streams(seed, keys))
+        self.algo = setup.method.build(setup.spec, setup.problem, setup.ctx.streams(seed, keys))
         self.state = self.algo.init()
         self.counters = {"clients": 0, "sample_grads": 0, "full_rounds": 0}
         self.info[seed]["full_round_indices"] = []
@@ -62,9 +62,9 @@ class FiniteSumSetup(Setup):
             n_clients=spec["n_clients"], samples_per_client=spec["samples_per_client"],
             partition=spec["partition"], alpha=spec.get("alpha", 0.0), device=ctx.device,
         )
-        self.algorithm = algorithm(spec["algorithm"])
-        self.hp = self.algorithm.hyperparameters(spec, self.problem.n_clients, self.problem.samples_per_client)
-        self.summary = {"hyperparameters": self.hp}
+        self.method = method("finite_sum", spec["algorithm"])
+        hp = self.method.hyperparameters(spec, self.problem.n_clients, self.problem.samples_per_client)
+        self.summary = {"hyperparameters": hp}
 
     def start(self, seeds: list[int]) -> Trainer:
         (seed,) = seeds

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from fedrepro.algorithms.fedvr import DEFAULT_HP, fedvr_method
+from fedrepro.algorithms import method
+from fedrepro.algorithms.fedvr import Runs, hyperparameters
 from fedrepro.algorithms.method import restore
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, rows_limit, setting_limit
@@ -37,11 +38,6 @@ def environment_keys(spec: dict[str, Any]) -> tuple[str, ...]:
     return tuple(k for k in spec if k not in ALGORITHM_KEYS)
 
 
-def hyperparameters(spec: dict[str, Any]) -> dict[str, Any]:
-    """The spec's values of the numerics' hyperparameters (the rest keep DEFAULT_HP)."""
-    return {k: spec[k] for k in DEFAULT_HP if k in spec}
-
-
 class MonteCarloTrainer(Trainer):
     def __init__(self, setup: MonteCarloSetup, seeds: list[int]) -> None:
         super().__init__(seeds)
@@ -53,9 +49,7 @@ class MonteCarloTrainer(Trainer):
             # (seed = Monte Carlo run, purpose, round) stream: independent of job order and batching.
             return streams_of(seeds[mc], setup.stream_keys)(purpose, k)
 
-        spec = setup.spec
-        self.method = fedvr_method(spec["algorithm"], setup.problem, setup.hp, n_mc=len(seeds),
-                                   rounds=spec["rounds"], streams=streams)
+        self.method = setup.method.build(setup.spec, Runs(setup.problem, len(seeds)), streams)
         self.theta = self.method.init()
 
     def advance(self, r: int) -> None:
@@ -87,13 +81,13 @@ class MonteCarloSetup(Setup):
         problem = self.problem
         ctx.log.info("problem: N=%d, L=%d, d=%d, f* = %.7g, theta* = %s", problem.n_agents,
                      problem.samples_per_agent, problem.dim, problem.f_star, problem.theta_star.tolist())
-        self.hp = hyperparameters(spec)
+        self.method = method("monte_carlo", spec["algorithm"])
         self.stream_keys = environment_keys(spec)
         theta_star = problem.theta_star.cpu().numpy()
         self.theta_star_columns = {f"theta_star_{j}": float(theta_star[j]) for j in range(problem.dim)}
         self.columns = (["seed", "round", "cost", "cost_error"] + [f"theta_{j}" for j in range(problem.dim)]
                         + list(self.theta_star_columns))
-        self.summary = {"hyperparameters": self.hp, "f_star": problem.f_star, "theta_star": theta_star.tolist(),
+        self.summary = {"hyperparameters": hyperparameters(spec), "f_star": problem.f_star, "theta_star": theta_star.tolist(),
                         "features": list(problem.feature_names)}
 
     def seed_groups(self, seeds: list[int]) -> list[list[int]]:

@@ -32,8 +32,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from fedrepro.algorithms import method
 from fedrepro.algorithms.method import restore
-from fedrepro.algorithms.tdcd import TDCD
+from fedrepro.algorithms.tdcd import Tiers
 from fedrepro.data.vertical import split_features, split_sizes
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer
@@ -41,7 +42,7 @@ from fedrepro.engines.vertical_inputs import model_inputs
 from fedrepro.vertical_time import time_at, time_column
 from fedrepro.errors import ConfigError
 from fedrepro.models import build_model, seeded_model
-from fedrepro.nn.silos import StateLayout, make_silo, sample_losses, silo_backend
+from fedrepro.nn.silos import StateLayout, sample_losses, silo_backend
 from fedrepro.seeding import numpy_rng, stream_key
 from fedrepro.utils.digest import array_digest
 
@@ -187,17 +188,11 @@ class VerticalTrainer(Trainer):
         self.layouts = env.blocks(seed)
         mode = spec.get("client_assignment", "shared")
         owners = assignment(env.n_train, env.K, mode, env.key("K", "client_assignment"), seed)
-        silos = [make_silo(setup.backend, layout, x, env.y_train, torch.from_numpy(owner).to(env.device), k,
-                           float(spec["lr"]))
-                 for layout, x, owner, k in zip(self.layouts, env.train, owners, env.K)]
         hubs = [layout.flatten() for layout in self.layouts]
         batch_key = env.key("B")
-
-        def batch_of(r: int) -> Tensor:
-            ids = numpy_rng("batches", batch_key, seed, r).choice(env.n_train, spec["B"], replace=False)
-            return torch.from_numpy(ids).to(env.device)
-
-        self.tdcd = TDCD(silos, hubs, spec["Q"], batch_of)
+        tiers = Tiers(self.layouts, env.train, env.y_train, [torch.from_numpy(o).to(env.device) for o in owners],
+                      env.K, setup.backend)
+        self.tdcd = setup.method.build(spec, tiers, lambda purpose, r: numpy_rng(purpose, batch_key, seed, r))
         self.state = self.tdcd.init()
         self.train_index = env.train_eval_index(seed)
         setup.summary["n_params"] = [layout.n_params for layout in self.layouts]
@@ -248,6 +243,7 @@ class VerticalTrainer(Trainer):
 class VerticalSetup(Setup):
     def __init__(self, spec: dict[str, Any], arrays: dict[str, np.ndarray], ctx: RunContext) -> None:
         self.spec, self.ctx = spec, ctx
+        self.method = method("vertical", spec.get("algorithm"))
         check_metric(spec)
         self.env = Environment(spec, arrays, ctx)
         probe = build_model(spec["model"], self.env.shapes[0], spec["out_dim"], **self.env.model_options())
