@@ -7,7 +7,8 @@ those parts, so a draw does not depend on job order, batching or parallelism.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 
@@ -48,3 +49,35 @@ def stream_key(spec: dict[str, Any]) -> str:
     """The part of a run's identity that keys its random streams (the same hash as its run_id when it
     has none of NOT_IN_STREAM_KEY)."""
     return config_digest({k: v for k, v in spec.items() if k not in NOT_IN_STREAM_KEY})
+
+
+@dataclass(frozen=True)
+class Keying:
+    """Which settings of a run key its random streams, besides the seed, the purpose and the round: `only` these,
+    or (`only` None) every setting but `ignored` (and NOT_IN_STREAM_KEY). Runs that differ only in settings that
+    key no stream draw the same clients, minibatches and coins, so comparing them is paired. `draws` names the
+    draws keyed by settings of their own (TDCD's minibatches by the data and B alone), each with its list. A
+    setting a run lacks keys as None. Each engine declares one (numerics.py KEYING)."""
+
+    only: tuple[str, ...] | None = None
+    ignored: tuple[str, ...] = ()
+    draws: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def settings(self, spec: Mapping[str, Any], draw: str | None = None) -> dict[str, Any]:
+        """The settings that key the run's streams, or the draw `draw`'s."""
+        if draw is not None:
+            return {k: spec.get(k) for k in self.draws[draw]}
+        if self.only is not None:
+            return {k: spec.get(k) for k in self.only}
+        return {k: v for k, v in spec.items() if k not in self.ignored}
+
+    def key(self, spec: Mapping[str, Any], draw: str | None = None) -> str:
+        """The key of the run's streams (or of the draw `draw`): stream_key of their settings."""
+        return stream_key(self.settings(spec, draw))
+
+    def keys(self, setting: str) -> bool:
+        """Whether `setting` keys any stream or draw: runs that differ in it alone are not paired (the operational
+        settings of NOT_IN_STREAM_KEY aside, which no stream reads)."""
+        if any(setting in names for names in self.draws.values()):
+            return True
+        return setting not in self.ignored if self.only is None else setting in self.only

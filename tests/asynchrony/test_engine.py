@@ -120,7 +120,7 @@ def test_defedavg_iid_with_equal_speeds_and_free_communication_is_synchronous_fe
     w = flat.flatten()
     local = LocalTrainer(module, DeviceData(setup_env.images, setup_env.labels, table), LocalOptimizer("sgd", 0.05),
                          3, 4, "loop")
-    streams = context.RunContext("x", spec, "cpu", tmp_path / "c.pt", None).streams(0, asynchronous.ENVIRONMENT_KEYS)
+    streams = context.RunContext("x", spec, "cpu", tmp_path / "c.pt", None).streams(0)
     everyone = torch.arange(10)
     for t in range(6):
         finals = local.run(w, local.draw(streams, t, everyone))  # client i's t-th training

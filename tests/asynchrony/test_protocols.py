@@ -10,7 +10,8 @@ from scipy.stats import spearmanr
 
 from asynchrony_helpers import idle, of_client, records_of_round, round_durations, system_from_config
 from fedrepro.algorithms import method
-from fedrepro.asynchrony import PROTOCOLS, SystemModel, simulate, timing_rng_parts
+from fedrepro.asynchrony import PROTOCOLS, SystemModel, simulate
+from fedrepro.engines.asynchronous import timing_rng_parts
 from fedrepro.errors import ConfigError
 
 FMNIST = system_from_config({"dataset": "fashion_mnist"})

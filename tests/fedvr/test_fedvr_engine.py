@@ -15,7 +15,6 @@ from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import run_id_of
 from fedrepro.schemas import check
 from fedrepro.validate import load_and_validate
-from fedrepro.engines.monte_carlo import environment_keys
 from fedrepro.objectives.least_squares import make_insurance_problem
 from fedrepro.experiments.store import RunFiles
 
@@ -86,7 +85,7 @@ def test_a_monte_carlo_run_does_not_depend_on_how_many_runs_or_rounds(tmp_path, 
 def test_methods_of_one_environment_share_activation_draws(tmp_path):
     def activation(spec: dict, mc: int, k: int) -> torch.Tensor:
         ctx = RunContext("x", spec, "cpu", tmp_path / "c.pt", None)
-        return torch.rand(18, generator=ctx.streams(mc, environment_keys(spec))("activation", k))
+        return torch.rand(18, generator=ctx.streams(mc)("activation", k))
 
     ours, theirs = spec_of(), spec_of(**BASELINE, S=5)
     assert torch.equal(activation(ours, 2, 7), activation(theirs, 2, 7))  # paired runs

@@ -2,11 +2,10 @@
 simulation of who trains, uploads and is aggregated when, independent of model values. The learning phase replays the
 resulting Trace; see trace.py for what a record means."""
 
-from fedrepro.asynchrony.simulate import PROTOCOLS, TIMING_ENVIRONMENT_KEYS, Protocol, simulate, timing_rng_parts
+from fedrepro.asynchrony.simulate import PROTOCOLS, Protocol, simulate
 from fedrepro.asynchrony.system import SPEED_MODELS, SystemModel
 from fedrepro.asynchrony.trace import TIMELINE_KINDS, Timeline, Trace
 
 __all__ = [
-    "PROTOCOLS", "SPEED_MODELS", "TIMELINE_KINDS", "TIMING_ENVIRONMENT_KEYS", "Protocol", "SystemModel",
-    "Timeline", "Trace", "simulate", "timing_rng_parts",
+    "PROTOCOLS", "SPEED_MODELS", "TIMELINE_KINDS", "Protocol", "SystemModel", "Timeline", "Trace", "simulate",
 ]

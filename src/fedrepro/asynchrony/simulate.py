@@ -27,7 +27,7 @@ from fedrepro.asynchrony.send_buffers import SEND_BUFFER_MODES, simulate_send_bu
 from fedrepro.asynchrony.system import SystemModel
 from fedrepro.asynchrony.trace import Trace, TraceBuilder
 from fedrepro.errors import ConfigError
-from fedrepro.seeding import numpy_rng, stream_key
+from fedrepro.seeding import numpy_rng
 
 
 @dataclass(frozen=True)
@@ -70,14 +70,6 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
     }, sampling="without replacement"),
 )}
 
-# The run-spec keys that define the simulated fleet (compare engines' ENVIRONMENT_KEYS); nothing
-# about learning (rates, model, data setting) and not the algorithm, so speeds are shared.
-TIMING_ENVIRONMENT_KEYS = ("paper", "dataset", "n_clients")
-
-
-def timing_rng_parts(spec: Mapping[str, Any], seed: int) -> tuple[str, str, int]:
-    """The ``rng_parts`` of one seed's trace."""
-    return ("timing", stream_key({k: spec[k] for k in TIMING_ENVIRONMENT_KEYS if k in spec}), int(seed))
 
 
 def _positive_int(name: str, value: Any) -> int:

@@ -27,7 +27,7 @@ import torch
 from fedrepro.algorithms import method
 from fedrepro.algorithms.asynchronous import Fleet
 from fedrepro.algorithms.method import restore
-from fedrepro.asynchrony import SystemModel, simulate, timing_rng_parts
+from fedrepro.asynchrony import SystemModel, simulate
 from fedrepro.data.partitions import class_group_partition, iid_partition
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, rows_limit, setting_limit
@@ -35,12 +35,10 @@ from fedrepro.models import seeded_model
 from fedrepro.nn import DeviceData, FlatModel, evaluate, pooled_train_set
 from fedrepro.nn.clients import client_backend
 from fedrepro.nn.images import ImageData
+from fedrepro.numerics import keying
 from fedrepro.utils.digest import array_digest
 from fedrepro.seeding import numpy_rng, torch_generator
 
-# The settings that make the clients' data and minibatch streams: nothing about the algorithm or rates.
-ENVIRONMENT_KEYS = ("dataset", "view", "n_classes", "n_clients", "samples_per_client", "partition",
-                    "classes_per_client")
 # The `partition`s Environment.partition branches on: iid_partition, or class_group_partition (classes_per_client)
 PARTITIONS = ("iid", "classes")
 SYSTEM_KEYS = ("flops_per_iteration", "model_bytes", "fastest_flops", "speed_model", "speed_range",
@@ -58,6 +56,13 @@ def system_model(spec: dict[str, Any]) -> SystemModel:
     if method("async", spec["algorithm"]).sends_gradient:
         values["compute_time_scale"] = 1.0
     return SystemModel(**values, uplink_bps=spec["link_bps"], downlink_bps=spec["link_bps"])
+
+
+def timing_rng_parts(spec: dict[str, Any], seed: int) -> tuple[str, str, int]:
+    """The `rng_parts` of one seed's trace: keyed by the fleet alone (numerics.py KEYING, draw `timing`), nothing
+    about learning (rates, model, data setting) and not the algorithm, so every algorithm of a seed sees the same
+    client speeds."""
+    return ("timing", keying("async").key(spec, "timing"), int(seed))
 
 
 def trace_of(spec: dict[str, Any], seed: int, record_timeline: bool = False):
@@ -87,7 +92,7 @@ class AsyncTrainer(Trainer):
         table_t = torch.from_numpy(table).to(env.device)
         self.trace = trace_of(spec, seed, record_timeline=bool(spec.get("record_timeline")))
         fleet = Fleet(module, DeviceData(env.images, env.labels, table_t), setup.backend, self.trace)
-        self.method = setup.method.build(spec, fleet, setup.ctx.streams(seed, ENVIRONMENT_KEYS))
+        self.method = setup.method.build(spec, fleet, setup.ctx.streams(seed))
         self.state = self.method.init()
         gen = torch_generator("train_eval", env.key, seed, device=env.device)
         self.train_index, self.train_weights = pooled_train_set(table_t, spec["train_eval_subsample"], gen)
@@ -142,7 +147,7 @@ class Environment(ImageData):
     """The run's images on the compute device, the evaluation subsets and the per-seed partition."""
 
     def __init__(self, spec: dict[str, Any], arrays: dict[str, np.ndarray], device: str) -> None:
-        super().__init__(spec, arrays, device, ENVIRONMENT_KEYS)
+        super().__init__(spec, arrays, device, keying("async").key(spec))
         n_test, keep = len(self.test_labels), spec["test_eval_subsample"]
         self.test_index = None
         if keep is not None and keep < n_test:  # a fixed subset, the same for every seed and algorithm

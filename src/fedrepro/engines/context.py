@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 from fedrepro.errors import ConfigError, ResultsError
-from fedrepro.numerics import numerics_version
-from fedrepro.seeding import stream_key, torch_generator
+from fedrepro.numerics import keying, numerics_version
+from fedrepro.seeding import torch_generator
 from fedrepro.utils import atomic
 from fedrepro.utils.digest import tree_sha256
 
@@ -93,11 +93,12 @@ class RunContext:
         """The run's wall time so far, over every attempt (a resumed run counts what it resumed from)."""
         return self.earlier_seconds + time.perf_counter() - self.started
 
-    def streams(self, seed: int, keys: tuple[str, ...] | None = None):
+    def streams(self, seed: int):
         """streams(purpose, round, client=None) for one seed: a generator per (run, seed, purpose, round,
-        client). With `keys`, only those settings key the streams, so runs that differ elsewhere (e.g. in
-        the method) draw the same devices, activations and minibatches: their comparisons are paired."""
-        key = stream_key(self.spec if keys is None else {k: self.spec[k] for k in keys})
+        client). Only the settings that key the run's engine's streams (numerics.py KEYING) key them, so runs
+        that differ elsewhere (e.g. in the method) draw the same devices, activations and minibatches: their
+        comparisons are paired."""
+        key = keying(self.spec.get("engine", "")).key(self.spec)
 
         def make(purpose: str, rnd: int, client: int | None = None) -> torch.Generator:
             return torch_generator(key, seed, purpose, rnd, client, device=self.device)

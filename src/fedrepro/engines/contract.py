@@ -12,6 +12,8 @@ one registry (engines/__init__.py ENGINES).
       watch                 the metric that decides divergence and shows in the progress bar and log
       steps_key             the spec key that counts the driver's rounds (`rounds`; the vertical engine's
                             driver round is one local iteration: `iterations`)
+      numerics, keying      its numerics version and which settings key its random streams (numerics.py, where
+                            jobs that load no engine read them too)
       setup(spec, data, ctx) -> Setup: the run-level part (data on the device, the problem)
       runtime_minutes(spec) a generous time limit of a run, for cluster schedulers
       limits(spec)          settings that may not exceed the data or each other (S <= N, N x M <= rows):
@@ -40,7 +42,8 @@ import numpy as np
 from fedrepro.data.registry import get_dataset
 from fedrepro.engines.context import RunContext
 from fedrepro.errors import ConfigError
-from fedrepro.numerics import numerics_version
+from fedrepro.numerics import keying, numerics_version
+from fedrepro.seeding import Keying
 
 Row = dict[str, Any]
 
@@ -120,6 +123,12 @@ class Engine:
     def numerics(self) -> int:
         """This engine's numerics version (numerics.py): part of its run ids when non-zero."""
         return numerics_version(self.name)
+
+    @property
+    def keying(self) -> Keying:
+        """Which settings key this engine's random streams (numerics.py KEYING): RunContext.streams and the engine's
+        own draws read it."""
+        return keying(self.name)
 
     def setup(self, spec: dict[str, Any], arrays: dict[str, np.ndarray], ctx: RunContext) -> Setup:
         """The run's numerics, before any seed: `arrays` is its one prepared input, the file the spec names

@@ -5,7 +5,7 @@ A run is one configuration; its seeds train one after the other. Everything a se
 function of (spec, seed), so a run resumes exactly from a checkpoint and results do not depend on
 job order:
 - the device partition (data/partitions.py) comes from a generator keyed by the partition settings
-  (ENVIRONMENT_KEYS) and the seed only, so FedAvg, FedCluster (any M or clustering), centralized SGD
+  (numerics.py KEYING) and the seed only, so FedAvg, FedCluster (any M or clustering), centralized SGD
   and every local optimizer of one seed train on the same devices, so comparisons are paired (docs/papers/fedcluster.md
   R3); run.json records a hash of each seed's partition;
 - the clusters from a generator keyed by the environment, the clustering and the seed;
@@ -44,13 +44,10 @@ from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, settin
 from fedrepro.utils.digest import array_digest
 from fedrepro.seeding import numpy_rng, torch_generator
 from fedrepro.models import seeded_model
+from fedrepro.numerics import keying
 
 COLUMNS = ["seed", "round", "train_loss", "train_accuracy", "test_loss", "test_accuracy", "samples", "updates",
            "clients"]
-# The settings that make the devices (and the streams of activations and minibatches): nothing
-# about the algorithm, so that runs differing only in method or optimizer are paired.
-ENVIRONMENT_KEYS = ("dataset", "view", "n_devices", "samples_per_device", "rho_device", "remainder",
-                    "n_classes")
 # The `clustering`s by which Environment.for_seed draws FedCluster's clusters (data/partitions.py random_clusters,
 # rho_cluster_clusters)
 CLUSTERINGS = ("random", "rho_cluster")
@@ -78,7 +75,7 @@ class Environment(ImageData):
     """The run's data on the compute device and the per-seed pieces built from it."""
 
     def __init__(self, spec: dict[str, Any], arrays: dict[str, np.ndarray], device: str) -> None:
-        super().__init__(spec, arrays, device, ENVIRONMENT_KEYS)
+        super().__init__(spec, arrays, device, keying("federated_nn").key(spec))
 
     def model(self, seed: int) -> torch.nn.Module:
         """The model on the device, its parameters W0, the same for every run of (dataset, view, model, seed).
@@ -116,7 +113,7 @@ class NetworkTrainer(Trainer):
         module = env.model(seed)
         self.flat = FlatModel(module)  # the server model's forward, for evaluation
         self.env, self.seed_setup = env, env.for_seed(seed, self.flat.flatten())
-        streams = setup.ctx.streams(seed, ENVIRONMENT_KEYS)
+        streams = setup.ctx.streams(seed)
         devices = Devices(module, self.seed_setup.data, setup.backend, self.seed_setup.clusters)
         self.algo = setup.method.build(spec, devices, streams)
         setup.summary["n_params"] = self.flat.n_params

@@ -15,7 +15,6 @@ from fedrepro.algorithms import method
 from fedrepro.algorithms.method import restore
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, rows_limit, setting_limit
-from fedrepro.numerics import UNKEYED
 from fedrepro.objectives import make_problem
 
 COLUMNS = ["seed", "round", "grad_norm", "loss", "clients", "sample_grads", "full_rounds"]
@@ -25,9 +24,8 @@ class FiniteSumTrainer(Trainer):
     def __init__(self, setup: FiniteSumSetup, seed: int) -> None:
         super().__init__([seed])
         self.problem = setup.problem
-        # runs that differ only in their step sizes draw the same clients, minibatches and coins (numerics.UNKEYED)
-        keys = tuple(k for k in setup.spec if k not in UNKEYED["finite_sum"])
-        self.algo = setup.method.build(setup.spec, setup.problem, setup.ctx.streams(seed, keys))
+        # runs that differ only in their step sizes draw the same clients, minibatches and coins (numerics.KEYING)
+        self.algo = setup.method.build(setup.spec, setup.problem, setup.ctx.streams(seed))
         self.state = self.algo.init()
         self.counters = {"clients": 0, "sample_grads": 0, "full_rounds": 0}
         self.info[seed]["full_round_indices"] = []

@@ -25,29 +25,20 @@ from fedrepro.objectives.least_squares import make_insurance_problem
 # Spec keys handed to make_insurance_problem (the data and its preprocessing).
 PROBLEM_KEYS = ("n_agents", "samples_per_agent", "features", "target", "scaling", "scaling_rows", "rows",
                 "rows_seed", "intercept")
-# Spec keys that choose the algorithm, not the random environment. They are left out of the
-# stream key, so every method of one environment (data, activation probabilities) sees the
-# same activation draws in Monte Carlo run r: the comparisons are paired (docs/papers/fedvr.md R9).
-# `rounds` is left out too: a shorter run is then a prefix of a longer one.
-ALGORITHM_KEYS = ("method", "algorithm", "S", "M", "delta", "K", "eta_schedule", "eta", "local_steps",
-                  "batch_size", "sampling", "agents_per_round", "rounds")
-
-
-def environment_keys(spec: dict[str, Any]) -> tuple[str, ...]:
-    """The settings that key the streams: all but the algorithm's."""
-    return tuple(k for k in spec if k not in ALGORITHM_KEYS)
 
 
 class MonteCarloTrainer(Trainer):
     def __init__(self, setup: MonteCarloSetup, seeds: list[int]) -> None:
         super().__init__(seeds)
         self.setup = setup
-        streams_of = setup.ctx.streams
+        # The numerics' (purpose, Monte Carlo run, round) stream is the framework's (seed = Monte Carlo run,
+        # purpose, round) stream: independent of job order and batching. Only the environment keys it
+        # (numerics.py KEYING), so every method of one environment sees the same activation draws in Monte
+        # Carlo run r: the comparisons are paired (docs/papers/fedvr.md R9).
+        per_seed = [setup.ctx.streams(seed) for seed in seeds]
 
         def streams(purpose: str, mc: int, k: int):
-            # The numerics' (purpose, Monte Carlo run, round) stream is the framework's
-            # (seed = Monte Carlo run, purpose, round) stream: independent of job order and batching.
-            return streams_of(seeds[mc], setup.stream_keys)(purpose, k)
+            return per_seed[mc](purpose, k)
 
         self.method = setup.method.build(setup.spec, Runs(setup.problem, len(seeds)), streams)
         self.theta = self.method.init()
@@ -82,7 +73,6 @@ class MonteCarloSetup(Setup):
         ctx.log.info("problem: N=%d, L=%d, d=%d, f* = %.7g, theta* = %s", problem.n_agents,
                      problem.samples_per_agent, problem.dim, problem.f_star, problem.theta_star.tolist())
         self.method = method("monte_carlo", spec["algorithm"])
-        self.stream_keys = environment_keys(spec)
         theta_star = problem.theta_star.cpu().numpy()
         self.theta_star_columns = {f"theta_star_{j}": float(theta_star[j]) for j in range(problem.dim)}
         self.columns = (["seed", "round", "cost", "cost_error"] + [f"theta_{j}" for j in range(problem.dim)]

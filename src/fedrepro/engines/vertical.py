@@ -15,7 +15,7 @@ The driver's round is one local iteration (Engine.steps_key = `iterations`), not
   and the other silos' embeddings (a few MB at the reduced scale), so a resumed run continues bit for
   bit; nothing is recomputed from a different starting point.
 
-Random streams (common random numbers, keyed by the settings they depend on, never by lr or Q):
+Random streams (common random numbers, keyed by the settings they depend on, never by lr or Q: numerics.py KEYING):
 - each silo's initial block from (dataset, view, model, out_dim, N, split_axis, hidden_total, silo, seed);
 - the client assignment from (dataset, view, K, client_assignment, seed[, silo]);
 - round r's minibatch (B IDs without replacement, the same for every silo) from (dataset, view, B, seed,
@@ -43,7 +43,8 @@ from fedrepro.vertical_time import time_at, time_column
 from fedrepro.errors import ConfigError
 from fedrepro.models import build_model, seeded_model
 from fedrepro.nn.silos import StateLayout, sample_losses, silo_backend
-from fedrepro.seeding import numpy_rng, stream_key
+from fedrepro.numerics import keying
+from fedrepro.seeding import numpy_rng
 from fedrepro.utils.digest import array_digest
 
 METRICS = ("train_loss", "test_loss", "test_accuracy", "test_f1", "test_top5")
@@ -143,11 +144,11 @@ class Environment:
         self.test = [on(part, self.dtype) for part in blocks(x_test)]
         self.y_train, self.y_test = on(arrays["y_train"], torch.long), on(arrays["y_test"], torch.long)
         self.shapes = [tuple(part.shape[1:]) for part in self.train]
-        self.key = lambda *names: stream_key({k: spec.get(k) for k in ("dataset", "view", *names)})
+        self.key = lambda draw: keying("vertical").key(spec, draw)
         keep = spec.get("test_eval_subsample")
         self.test_index = None
         if keep is not None and keep < self.n_test:  # a fixed subset, the same for every seed and run
-            rng = numpy_rng("test_eval", self.key("test_eval_subsample"))
+            rng = numpy_rng("test_eval", self.key("test_eval"))
             self.test_index = torch.from_numpy(np.sort(rng.choice(self.n_test, keep, replace=False))).to(self.device)
 
     def model_options(self) -> dict[str, int]:
@@ -174,7 +175,7 @@ class Environment:
         keep = self.spec["train_eval_subsample"]
         if keep is None or keep >= self.n_train:
             return None
-        rng = numpy_rng("train_eval", self.key("train_eval_subsample"), seed)
+        rng = numpy_rng("train_eval", self.key("train_eval"), seed)
         return torch.from_numpy(np.sort(rng.choice(self.n_train, keep, replace=False))).to(self.device)
 
 
@@ -187,9 +188,9 @@ class VerticalTrainer(Trainer):
         self.spec, self.env = spec, env
         self.layouts = env.blocks(seed)
         mode = spec.get("client_assignment", "shared")
-        owners = assignment(env.n_train, env.K, mode, env.key("K", "client_assignment"), seed)
+        owners = assignment(env.n_train, env.K, mode, env.key("assignment"), seed)
         hubs = [layout.flatten() for layout in self.layouts]
-        batch_key = env.key("B")
+        batch_key = env.key("batches")
         tiers = Tiers(self.layouts, env.train, env.y_train, [torch.from_numpy(o).to(env.device) for o in owners],
                       env.K, setup.backend)
         self.tdcd = setup.method.build(spec, tiers, lambda purpose, r: numpy_rng(purpose, batch_key, seed, r))

@@ -19,15 +19,13 @@ import numpy as np
 
 from fedrepro.data.mimic3_ihm import pool_time
 from fedrepro.errors import ConfigError
+from fedrepro.numerics import keying
 from fedrepro.seeding import numpy_rng
-from fedrepro.utils.digest import config_digest
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 # `image_norm` (_standardise): the training subset's per-channel statistics, or ImageNet's
 IMAGE_NORMS = ("train", "imagenet")
-# what identifies the data a subset is drawn from (data/inputs.py prepared_name's settings)
-DATA_KEYS = ("dataset", "view", "image_channels", "image_side")
 
 
 def subset_index(spec: dict[str, Any], split: str, n: int) -> np.ndarray | None:
@@ -37,7 +35,7 @@ def subset_index(spec: dict[str, Any], split: str, n: int) -> np.ndarray | None:
         return None
     if keep > n:
         raise ConfigError(f"{split}_subset = {keep} exceeds the {n} {split} rows of {spec['dataset']}")
-    key = config_digest({k: spec.get(k) for k in (*DATA_KEYS, f"{split}_subset")})
+    key = keying("vertical").key(spec, f"{split}_subset")  # the data it is drawn from and the size
     return np.sort(numpy_rng(f"{split}_subset", key).choice(n, keep, replace=False))
 
 

@@ -8,8 +8,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from fedrepro.seeding import stream_key
-
 
 def images_on(arrays: dict[str, np.ndarray], device: str) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """(train images, train labels, test images, test labels) of a prepared view (x_train, y_train,
@@ -22,11 +20,11 @@ def images_on(arrays: dict[str, np.ndarray], device: str) -> tuple[Tensor, Tenso
 
 class ImageData:
     """What an image engine's run environment starts from: its spec, the view's images and labels on the compute
-    device (the labels also as the array the partitions read) and the key of its data streams, the spec's values
-    of `keys` (the settings that decide the data)."""
+    device (the labels also as the array the partitions read) and `key`, the key of its data streams (the engine's:
+    numerics.py KEYING)."""
 
-    def __init__(self, spec: dict[str, Any], arrays: dict[str, np.ndarray], device: str, keys: tuple[str, ...]) -> None:
+    def __init__(self, spec: dict[str, Any], arrays: dict[str, np.ndarray], device: str, key: str) -> None:
         self.spec, self.device = spec, device
         self.labels_np = arrays["y_train"]
         self.images, self.labels, self.test_images, self.test_labels = images_on(arrays, device)
-        self.key = stream_key({k: spec[k] for k in keys})
+        self.key = key

@@ -24,6 +24,7 @@ import yaml
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import resolve_paper, run_id_of
 from fedrepro.experiments.store import read_verified_record, run_files
+from fedrepro.numerics import keying
 from fedrepro.variants.spec import base_config, settings_text, train_checked, write_result
 
 GOALS = ("min", "max")
@@ -65,6 +66,17 @@ def groups_of(runs: dict[str, dict[str, Any]], tuning: dict[str, Any]) -> dict[t
             raise ConfigError(f"tuning: runs with {dict(zip(tuning['by'], key))} differ in {', '.join(differ)}; "
                               f"add it to `by`")
     return groups
+
+
+def pairing(engine: str, settings: list[str]) -> str:
+    """Whether the trials of a group are paired: they are when the tuned settings key none of the engine's random
+    streams (numerics.py KEYING), so every trial draws the same clients, minibatches and coins."""
+    keyed = [k for k in settings if keying(engine).keys(k)]
+    if keyed:
+        return (f"The trials of a group are not paired: {', '.join(keyed)} key(s) the {engine} engine's random "
+                f"streams, so the trials differ in their draws as well.")
+    return (f"The trials of a group are paired: {', '.join(settings)} key(s) none of the {engine} engine's random "
+            f"streams (numerics.py KEYING), so every trial draws the same clients, minibatches and coins.")
 
 
 def trials_of(groups: dict[tuple, dict[str, Any]], tuning: dict[str, Any]) -> pd.DataFrame:
@@ -139,7 +151,8 @@ def run_tuning(spec: dict[str, Any], config_dir: Path = Path("config"), out_dir:
                   for run in runs.values()}
     result["configured"] = [configured[tuple(row[k] for k in by)] for _, row in result.iterrows()]
     result = result[[*by, *settings, "run_id", "score", "chosen", "configured"]]
-    write_result(spec, out_dir, result, markdown(result, spec, spec["name"]))
+    engine = next(iter(runs.values()))["engine"]
+    write_result(spec, out_dir, result, markdown(result, spec, spec["name"], pairing(engine, settings)))
     return result
 
 
@@ -150,9 +163,9 @@ def _values_text(values: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v:g}" for k, v in values.items())
 
 
-def markdown(result: pd.DataFrame, tuning: dict[str, Any], name: str) -> str:
+def markdown(result: pd.DataFrame, tuning: dict[str, Any], name: str, paired: str) -> str:
     """Per group, every combination's score with the best in bold, the configured values, and the
-    per_run block to freeze."""
+    per_run block to freeze; `paired`: whether the trials are paired (pairing)."""
     by, settings = tuning["by"], tuned_settings(tuning)
     select = tuning["select"]
     goal = select.get("goal", "min")
@@ -162,7 +175,8 @@ def markdown(result: pd.DataFrame, tuning: dict[str, Any], name: str) -> str:
     if tuning.get("about"):
         lines += [tuning["about"].strip(), ""]
     lines += [f"Score: the mean over {over} of {select['metric']} ({'lowest' if goal == 'min' else 'highest'} "
-              f"wins; {worst_text}: diverged). What every trial shares: {settings_text(tuning.get('set') or {})}.", "",
+              f"wins; {worst_text}: diverged). What every trial shares: {settings_text(tuning.get('set') or {})}."
+              f" {paired}", "",
               "| " + " | ".join(by) + f" | scores ({', '.join(settings)}: score) | chosen | configured |",
               "|" + "---|" * (len(by) + 3)]
     chosen = result[result["chosen"]]

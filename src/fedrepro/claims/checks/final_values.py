@@ -46,7 +46,7 @@ from fedrepro.claims.checks.common import (
 )
 from fedrepro.claims.data import ClaimData
 from fedrepro.experiments.runtable import LABEL_COLUMNS
-from fedrepro.numerics import UNKEYED
+from fedrepro.numerics import KEYING
 from fedrepro.results.summaries import CURVE_STATISTICS, SeedAggregate, spearman
 
 # a seed-median summary of a curve: final, auc, g0 or T_<eps> (results/summaries.py)
@@ -267,7 +267,7 @@ def rate_within(data: ClaimData, *, select: Selector, rate: str, target: str, re
 
 
 def participation_rate(data: ClaimData, *, select: Selector, population: Column, sampled: Column, probability: Column,
-                       engine: Annotated[str, OneOf(tuple(UNKEYED))] | None = None, sds: float = 3.0,
+                       engine: Annotated[str, OneOf(tuple(KEYING))] | None = None, sds: float = 3.0,
                        rounds: str = "round", clients: str = "clients", full_rounds: str = "full_rounds") -> Result:
     """Random full participation (FedPAGE's communication): after round 0 (always full), each round
     is full with probability p, so the expected clients per round is pN + (1-p)S. The settings are
@@ -276,22 +276,22 @@ def participation_rate(data: ClaimData, *, select: Selector, population: Column,
     `full_rounds` are metrics of the run. Pooled over the distinct coin draws of one (N, S), the number
     of full rounds must lie within `sds` binomial standard deviations of its expectation; the measured
     clients per round is reported beside pN + (1-p)S and 2S. Runs of one seed whose settings differ only
-    in those the `engine`'s streams ignore (fedrepro.numerics.UNKEYED: finite_sum's step sizes) flip the
+    in those that key none of the `engine`'s streams (fedrepro.numerics.KEYING: finite_sum's step sizes) flip the
     same coins and count once; without `engine`, each (run, seed) is a draw of its own. Runs that should
     share their coins but counted different full rounds make the check INCONCLUSIVE. Margin: in binomial
     standard deviations, sds - |full - expected| / sd."""
     holds, parts, margins = [], [], []
     table = rows_matching(data.table, select) if len(data.table) else data.table
     last = table.sort_values(rounds).groupby(["run_id", "seed"]).tail(1)
-    ignored = UNKEYED.get(engine, ())
     settings = [c for c in data.labels if c in last.columns and (c == "method" or c not in LABEL_COLUMNS)]
-    coins = [c for c in settings if c not in ignored] + ["seed"] if ignored else ["run_id", "seed"]
+    ignored = [] if engine is None else [c for c in settings if not KEYING[engine].keys(c)]
+    coins = ["run_id", "seed"] if engine is None else [c for c in settings if c not in ignored] + ["seed"]
     run_seeds = last.groupby([population, sampled]).size()
     counts = last.groupby(coins, dropna=False)[full_rounds].nunique(dropna=False)
     if (counts > 1).any():
         return Result(INCONCLUSIVE, f"{int((counts > 1).sum())} coin draw(s) counted different full rounds in "
                                     f"runs that differ only in {list(ignored)}",
-                      f"the engine's streams do not key the coins as assumed (fedrepro.numerics.UNKEYED[{engine!r}])")
+                      f"the engine's streams do not key the coins as assumed (fedrepro.numerics.KEYING[{engine!r}])")
     draws = last.drop_duplicates(coins)
     for (n, s), runs in draws.groupby([population, sampled]):
         p = runs[probability].map(lambda v: s / n if v == "auto" else float(v)).to_numpy()
