@@ -13,14 +13,14 @@ from fedrepro.algorithms.probabilistic_agents import (
     local_sgd,
     sample_indices,
 )
-from fedrepro.algorithms import method as registered
+from fedrepro.algorithms import METHODS, method as registered
 from fedrepro.algorithms.fedvr import DEFAULT_HP, Runs, resolve_hp, step_sizes, svrg_direction, svrg_local
 from fedrepro.objectives.least_squares import LeastSquaresProblem
 
 ALL_ACTIVE = {"kind": "explicit", "p": [1.0] * 4}
 
 
-def run_fedvr_method(method: str, problem: LeastSquaresProblem, hp, *, n_mc: int, rounds: int,
+def run_monte_carlo(method: str, problem: LeastSquaresProblem, hp, *, n_mc: int, rounds: int,
                      streams) -> dict[str, np.ndarray]:
     """Run `method` for n_mc Monte Carlo runs of `rounds` rounds (built as the engine builds it, simulated at once)
     with the settings `hp`. Returns {"theta": (n_mc, rounds+1, d), "cost": (n_mc, rounds+1)}, float64, round 0 = θ^0."""
@@ -61,7 +61,7 @@ def test_svrg_with_exact_gradients_and_full_participation_is_gradient_descent(ra
     problem = _identical_rows(random_problem)
     S, M, delta, rounds = 3, 2, 0.1, 4
     hp = {"activation": ALL_ACTIVE, "S": S, "M": M, "delta": delta}
-    out = run_fedvr_method("fedavg_svrg", problem, hp, n_mc=2, rounds=rounds, streams=streams("gd"))
+    out = run_monte_carlo("fedavg_svrg", problem, hp, n_mc=2, rounds=rounds, streams=streams("gd"))
     theta = torch.full((3,), 0.5, dtype=torch.float64)
     for k in range(rounds):
         theta = _gd(problem, theta, S * M, delta).mean(dim=0)  # 1/p = 1, divided by N
@@ -71,7 +71,7 @@ def test_svrg_with_exact_gradients_and_full_participation_is_gradient_descent(ra
 def test_one_svrg_step_with_everyone_active_is_a_gradient_step_on_f(random_problem, streams):
     problem = random_problem()
     hp = {"activation": ALL_ACTIVE, "S": 1, "M": 1, "delta": 0.5}  # Hessian eigenvalues 0.10..1.77
-    out = run_fedvr_method("fedavg_svrg", problem, hp, n_mc=1, rounds=500, streams=streams("gd1"))
+    out = run_monte_carlo("fedavg_svrg", problem, hp, n_mc=1, rounds=500, streams=streams("gd1"))
     theta0 = torch.full((3,), 0.5, dtype=torch.float64)
     np.testing.assert_allclose(out["theta"][0, 1], (theta0 - 0.5 * problem.grad(theta0)).numpy(), rtol=1e-13)
     np.testing.assert_allclose(out["theta"][0, -1], problem.theta_star.numpy(), atol=1e-8)
@@ -147,12 +147,12 @@ def test_epoch_sampling_passes_over_every_sample(random_problem):
 def test_uniform_fedavg_averages_the_selected_agents(random_problem, streams):
     problem = _identical_rows(random_problem)
     hp = {"agents_per_round": 4, "local_steps": 3, "eta_schedule": "constant", "eta": 0.2}
-    out = run_fedvr_method("fedavg_uniform", problem, hp, n_mc=1, rounds=1, streams=streams("u"))
+    out = run_monte_carlo("fedavg_uniform", problem, hp, n_mc=1, rounds=1, streams=streams("u"))
     theta0 = torch.full((3,), 0.5, dtype=torch.float64)
     local = _gd(problem, theta0, 3, 0.2).numpy()
     np.testing.assert_allclose(out["theta"][0, 1], local.mean(axis=0), rtol=1e-12)
     hp_one = {**hp, "agents_per_round": 1}
-    one = run_fedvr_method("fedavg_uniform", problem, hp_one, n_mc=1, rounds=1, streams=streams("u"))
+    one = run_monte_carlo("fedavg_uniform", problem, hp_one, n_mc=1, rounds=1, streams=streams("u"))
     assert any(np.allclose(one["theta"][0, 1], row, rtol=1e-12) for row in local)
 
 
@@ -172,14 +172,14 @@ def test_hyperparameters_and_schedules(streams):
         activation_probabilities({"kind": "explicit", "p": [0.0, 1.0]}, 2, 1, streams("p"))
 
 
-@pytest.mark.parametrize("method", ["fedavg_svrg", "fedavg_prob", "fedavg_uniform"])
+@pytest.mark.parametrize("method", sorted(METHODS["monte_carlo"]))
 def test_determinism_and_batch_invariance(method, random_problem, streams):
     problem = random_problem()
     hp = {"activation": {"kind": "linspace", "low": 0.2, "high": 0.9}, "agents_per_round": 2}
-    a = run_fedvr_method(method, problem, hp, n_mc=3, rounds=5, streams=streams("det"))
-    b = run_fedvr_method(method, problem, hp, n_mc=3, rounds=5, streams=streams("det"))
-    single = run_fedvr_method(method, problem, hp, n_mc=1, rounds=5, streams=streams("det"))
-    other = run_fedvr_method(method, problem, hp, n_mc=3, rounds=5, streams=streams("other"))
+    a = run_monte_carlo(method, problem, hp, n_mc=3, rounds=5, streams=streams("det"))
+    b = run_monte_carlo(method, problem, hp, n_mc=3, rounds=5, streams=streams("det"))
+    single = run_monte_carlo(method, problem, hp, n_mc=1, rounds=5, streams=streams("det"))
+    other = run_monte_carlo(method, problem, hp, n_mc=3, rounds=5, streams=streams("other"))
     assert a["theta"].shape == (3, 6, 3) and a["cost"].shape == (3, 6) and a["cost"].dtype == np.float64
     assert np.array_equal(a["theta"], b["theta"]) and np.array_equal(a["cost"], b["cost"])
     assert np.array_equal(a["theta"][:1], single["theta"])  # run r does not depend on n_mc
@@ -190,15 +190,15 @@ def test_determinism_and_batch_invariance(method, random_problem, streams):
 
 def test_unknown_method(random_problem, streams):
     with pytest.raises(ValueError, match="unknown method"):
-        run_fedvr_method("fedprox", random_problem(), {}, n_mc=1, rounds=1, streams=streams("x"))
+        run_monte_carlo("fedprox", random_problem(), {}, n_mc=1, rounds=1, streams=streams("x"))
 
 
 def test_insurance_smoke_all_methods_descend(insurance_columns, streams):
     from fedrepro.objectives.least_squares import make_insurance_problem
 
     problem = make_insurance_problem(insurance_columns)
-    for method in ("fedavg_svrg", "fedavg_prob", "fedavg_uniform"):
-        out = run_fedvr_method(method, problem, {}, n_mc=2, rounds=10, streams=streams("smoke"))
+    for method in METHODS["monte_carlo"]:
+        out = run_monte_carlo(method, problem, {}, n_mc=2, rounds=10, streams=streams("smoke"))
         assert np.isfinite(out["cost"]).all()
         assert (out["cost"][:, -1] - problem.f_star < 0.05 * (out["cost"][:, 0] - problem.f_star)).all()
 
@@ -245,6 +245,6 @@ def test_vectorized_matches_a_literal_loop(method, random_problem, streams):
     problem = random_problem()
     p = [0.3, 0.6, 0.8, 1.0]
     hp = {"activation": {"kind": "explicit", "p": p}, "S": 3, "M": 2}
-    out = run_fedvr_method(method, problem, hp, n_mc=2, rounds=6, streams=streams("loop"))
+    out = run_monte_carlo(method, problem, hp, n_mc=2, rounds=6, streams=streams("loop"))
     expected = _reference_loop(problem, method, p, S=3, M=2, rounds=6, streams=streams("loop"))
     np.testing.assert_allclose(out["theta"][0, -1], expected, rtol=1e-12, atol=1e-14)

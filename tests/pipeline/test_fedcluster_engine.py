@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedrepro.algorithms import METHODS
 from fedrepro.engines.federated_nn import COLUMNS
 from fedrepro.experiments.execute import execute_run
 from fedrepro.experiments.runtable import run_id_of
@@ -92,7 +93,7 @@ def test_methods_of_one_seed_share_devices_and_W0(tmp_path, image_inputs):
 def test_a_shorter_horizon_is_the_first_rounds_of_a_longer_one(tmp_path, image_inputs):
     """Nothing a round does depends on the horizon: a run of T rounds logs exactly the first T rounds of a run of
     more, for every method (what a scale that shortens a dataset's horizon rests on, docs/performance.md)."""
-    for method in ("fedcluster", "fedavg", "csgd"):
+    for method in METHODS["federated_nn"]:
         short, _, _ = run(tmp_path, f"{method}4", nn_spec(method=method, algorithm=method, rounds=4), image_inputs)
         long, _, _ = run(tmp_path, f"{method}6", nn_spec(method=method, algorithm=method, rounds=6), image_inputs)
         assert long["round"].max() == 6
