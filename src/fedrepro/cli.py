@@ -128,10 +128,21 @@ def parser() -> argparse.ArgumentParser:
                       help="instead: the network runs' GPU-hours and wall time on N GPUs, from the GPU rates measured by "
                       "benchmarks/gpu_throughput.py (docs/performance.md)")
     docs = sub.add_parser("docs", help="rewrite the generated parts of docs/papers/<paper>.md (figures from the "
-                          "configuration, verdicts from the quick ledger on disk)")
-    docs.add_argument("papers", nargs="*", metavar="PAPER", help="papers (default: all)")
-    docs.add_argument("--check", action="store_true", help="write nothing; exit 1 when a page's figures part is not "
-                      "what the configuration gives")
+                          "configuration, expected results from the reference beside each page)")
+    docs.add_argument("papers", nargs="*", metavar="PAPER", help="papers (default: all; with --from-results, those "
+                      "with a ledger at that scale)")
+    docs.add_argument("--check", action="store_true", help="write nothing; exit 1 when a page's generated part is not "
+                      "what the configuration and the reference give")
+    docs.add_argument("--from-results", choices=list(SCALES), metavar="SCALE", help="first replace the papers' "
+                      "reference at SCALE (docs/papers/<paper>/<scale>/: ledger, figures, curve digest, what the "
+                      "runs ran on) with the results on disk")
+    compare = sub.add_parser("compare", help="does my run agree? the local results against the committed reference",
+                             description="For each paper with results here and a reference at the scale: each "
+                             "claim's verdict there and here, each figure's largest relative difference between the "
+                             "curves, and whether the code or the platform differ. Exit 0 when the verdicts agree.")
+    compare.add_argument("papers", nargs="*", metavar="PAPER", help="papers (default: every paper with results here "
+                         "and a reference)")
+    compare.add_argument("--scale", choices=list(SCALES), help="default: `scale` of config/config.yaml")
     migrate = sub.add_parser("migrate", help="move results of the old layout (results/runs, figures/<paper>, ...) "
                              "into their scale's tree, once", description="Move results/runs, results/claims, "
                              "results/audit, results/<paper>, figures/<paper> and the jobs' logs into results/<scale>/, "
@@ -163,6 +174,10 @@ def main(argv: list[str] | None = None) -> None:
         if args.check and stale:
             print(f"not current (run `fedrepro docs`): {', '.join(stale)}", file=sys.stderr)
             sys.exit(1)
+    if args.command == "compare":
+        agree: list[bool] = []
+        run_step(lambda: agree.append(compare_results(args)))
+        sys.exit(0 if agree[0] else 1)
     if args.command == "migrate":
         run_step(lambda: print(migrated(args.scale)))
     if args.command == "fetch":
@@ -305,10 +320,35 @@ def job_cost_table(scale: str | None) -> str:
 
 
 def paper_docs(args: argparse.Namespace) -> list[str]:
+    from fedrepro.expected import write_reference
+    from fedrepro.layout import Layout
     from fedrepro.paper_docs import write_docs
+    from fedrepro.validate import load_and_validate
 
-    papers = [known(p, known_papers(), "paper") for p in args.papers] or known_papers()
-    return write_docs(papers, check=args.check)
+    papers = [known(p, known_papers(), "paper") for p in args.papers]
+    if args.from_results:
+        _, table = load_and_validate({"scale": args.from_results}, Path("config"))
+        for paper in papers or [p for p in known_papers() if Layout(args.from_results).ledger(p).is_file()]:
+            print(f"{write_reference(paper, args.from_results, table)}")
+    return write_docs(papers or known_papers(), check=args.check)
+
+
+def compare_results(args: argparse.Namespace) -> bool:
+    """Print each paper's comparison with its reference; whether every verdict agrees."""
+    from fedrepro.expected import compare, comparison_text, reference_scales
+    from fedrepro.layout import Layout
+    from fedrepro.validate import load_and_validate
+
+    config, table = load_and_validate({"scale": args.scale} if args.scale else {}, Path("config"))
+    scale = config["scale"]
+    papers = [known(p, known_papers(), "paper") for p in args.papers] or [
+        p for p in known_papers() if scale in reference_scales(p) and Layout(scale).ledger(p).is_file()]
+    if not papers:
+        raise ResultsError(f"nothing to compare at {scale}: no paper has both results here (results/{scale}/claims) "
+                           f"and a reference (docs/papers/<paper>/{scale})")
+    comparisons = [compare(paper, scale, table) for paper in papers]
+    print("\n\n".join(comparison_text(c) for c in comparisons))
+    return all(c.agree for c in comparisons)
 
 
 def migrated(scale: str | None) -> str:

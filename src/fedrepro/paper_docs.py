@@ -1,7 +1,7 @@
 """The generated parts of each paper's page, docs/papers/<paper>.md: its figures at every scale, from the
-configuration, and its current verdicts at the quick scale, from the claims ledger on disk. `fedrepro docs` rewrites
-each part between its markers and leaves the rest of the page, written by hand, as it is; `fedrepro docs --check`
-says whether the configuration's part is current (a test runs it)."""
+configuration, and its expected results, from the reference committed beside the page (expected.py). `fedrepro
+docs` rewrites each part between its markers and leaves the rest of the page, written by hand, as it is; `fedrepro
+docs --check` says whether every part is current (a test runs it, so the pages cannot drift from the reference)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from fedrepro.claims.kinds import PAPER, counts_text
+from fedrepro.claims.checks import FAIL, PASS
+from fedrepro.claims.kinds import IMPLEMENTATION, PAPER, REPORT, counts_text, kinds_of
 from fedrepro.claims.robustness import row_text
+from fedrepro.expected import DOCS, read_reference, reference_dir, reference_scales, stamp_text
 from fedrepro.errors import ConfigError
 from fedrepro.schemas import SCALES
 from fedrepro.experiments.runtable import RunTable
-from fedrepro.layout import Layout
 
-DOCS = Path("docs/papers")
-LEDGER_SCALE = "quick"  # the verdicts a page shows: the default scale's
+QUOTED, MEASURED = 120, 160  # characters of the paper's words and of the measured value a page shows; ledger.csv has all
 
 
 def _markers(part: str) -> tuple[str, str]:
@@ -41,26 +41,76 @@ def figures_part(paper: str, tables: dict[str, RunTable]) -> str:
     return "\n".join(lines + (["", note] if note else [])) + "\n"
 
 
-def ledger_part(paper: str, root: Path = Path(".")) -> str | None:
-    """The verdicts of the ledger at LEDGER_SCALE on disk, or None without one."""
-    path = Layout(LEDGER_SCALE, root).ledger(paper)
-    if not path.is_file():
+def _cell(text: str, most: int | None = None) -> str:
+    """Text for a markdown table cell: one line, no bare `|`, cut at a word to `most` characters."""
+    text = " ".join(str(text).split()).replace("|", "\\|")
+    if most and len(text) > most:
+        text = text[:most].rsplit(" ", 1)[0] + " …"
+    return text or "-"
+
+
+def support_text(row: pd.Series) -> str:
+    """A verdict's support: the p-values of a tested check (the one that decided, both when open), else the share
+    of bootstrap resamples that agree; then the error rate its rule states."""
+    p_pass, p_fail = row.get("p_pass", ""), row.get("p_fail", "")
+    if p_pass or p_fail:
+        shown = {PASS: [("p_pass", p_pass)], FAIL: [("p_fail", p_fail)]}.get(
+            row["status"], [("p_pass", p_pass), ("p_fail", p_fail)])
+        support = ", ".join(f"{name} {float(p):.2g}" for name, p in shown if p)
+    elif row.get("support", ""):
+        support = f"{float(row['support']):.0%} of resamples"
+    else:
+        support = ""
+    return "; ".join(t for t in (support, row.get("error_rate", "")) if t)
+
+
+def verdicts_table(paper: str, scale: str, ledger: pd.DataFrame, stamp: dict) -> list[str]:
+    """One scale's reference verdicts: the paper's claims as a table, the other kinds on a line of their own."""
+    folder = f"{paper}/{scale}"
+    lines = [f"#### At `{scale}`", "",
+             f"{counts_text(ledger)}. From [{folder}/ledger.csv]({folder}/ledger.csv), {stamp_text(stamp)}.", "",
+             "| claim | the paper says | verdict | measured | support | cause | across readings |",
+             "|---|---|---|---|---|---|---|"]
+    kinds = kinds_of(ledger)
+    for _, row in ledger[kinds == PAPER].iterrows():
+        lines.append(f"| {row['claim_id']} | {_cell(row.get('quote', ''), QUOTED)} | {row['status']} | "
+                     f"{_cell(row.get('measured', ''), MEASURED)} | {_cell(support_text(row))} | "
+                     f"{_cell(row.get('cause', ''))} | {_cell(row_text(row))} |")
+    for kind, what in ((IMPLEMENTATION, "Implementation checks"), (REPORT, "Shown, not judged")):
+        rows = ledger[kinds == kind]
+        if len(rows):
+            lines += ["", f"{what}: " + ", ".join(f"{r.claim_id} {r.status}" if kind == IMPLEMENTATION
+                                                  else r.claim_id for r in rows.itertuples()) + "."]
+    return lines
+
+
+def expected_part(paper: str, figures: list[str], docs: Path = DOCS) -> str | None:
+    """The paper's committed reference at every scale that has one (expected.py): verdicts and figures; None
+    without any."""
+    scales = reference_scales(paper, docs)
+    if not scales:
         return None
-    ledger = pd.read_csv(path, dtype=str, keep_default_na=False)
-    lines = [f"### Verdicts at `{LEDGER_SCALE}`", "",
-             f"From `{path.relative_to(root)}` ({counts_text(ledger)}); [docs/ledgers.md](../ledgers.md) says how to "
-             f"read them, [docs/claims.md](../claims.md) the kinds and causes.",
-             "", "| claim | kind | verdict | cause | seeds needed | across readings |", "|---|---|---|---|---|---|"]
-    for _, row in ledger.iterrows():
-        lines.append(f"| {row['claim_id']} | {row.get('kind', '') or PAPER} | {row['status']} | "
-                     f"{row.get('cause', '') or '-'} | {row.get('seeds_needed', '') or '-'} | {row_text(row) or '-'} |")
-    return "\n".join(lines) + "\n"
+    lines = ["### Expected results", "",
+             "What this project's runs gave, committed beside this page (`fedrepro docs --from-results SCALE` takes "
+             "them from a results tree). `fedrepro compare --scale SCALE` compares your results with them; "
+             "[docs/ledgers.md](../ledgers.md) says why the claims that fail or stay open do, "
+             "[docs/claims.md](../claims.md) what the columns mean.", ""]
+    for scale in scales:
+        ledger, stamp = read_reference(paper, scale, docs)
+        lines += verdicts_table(paper, scale, ledger, stamp) + [""]
+        shown = [f for f in [*figures, "claims"] if (reference_dir(paper, scale, docs) / f"{f}.png").is_file()]
+        lines += ["<details><summary>Figures at " + f"<code>{scale}</code></summary>", ""]
+        lines += [f"![{f} at {scale}]({paper}/{scale}/{f}.png)" for f in shown] + ["", "</details>", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _replace(text: str, part: str, body: str) -> str:
+def _replace(text: str, part: str, body: str | None) -> str:
+    """`text` with `part` holding `body`; without a body, without the part."""
     begin, end = _markers(part)
     block = f"{begin}\n{body}{end}"
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
+    if body is None:
+        return re.sub(r"\n*" + pattern.pattern + r"\n?", "\n", text, flags=re.DOTALL)
     if pattern.search(text):
         return pattern.sub(lambda _: block, text)
     return text.rstrip("\n") + f"\n\n{block}\n"
@@ -79,8 +129,8 @@ def run_tables(config_dir: Path = Path("config")) -> dict[str, RunTable]:
 
 
 def write_docs(papers: list[str], docs: Path = DOCS, check: bool = False, root: Path = Path(".")) -> list[str]:
-    """Rewrite the generated parts of the papers' pages (with `check`, write nothing); returns the pages whose
-    configuration part was not current."""
+    """Rewrite the generated parts of the papers' pages (with `check`, write nothing); returns the pages with a
+    part that was not current."""
     tables = run_tables(root / "config")
     stale = []
     for paper in papers:
@@ -88,14 +138,13 @@ def write_docs(papers: list[str], docs: Path = DOCS, check: bool = False, root: 
         if not page.is_file():
             raise ConfigError(f"{page} does not exist: a paper's page is written by hand, its generated parts added")
         text = page.read_text()
-        figures = figures_part(paper, tables)
-        if current_part(text, "figures") != figures:
+        parts = {"figures": figures_part(paper, tables),
+                 "expected": expected_part(paper, [f.name for f in tables["paper"].paper_figures(paper)], docs)}
+        if any(current_part(text, part) != body for part, body in parts.items()):
             stale.append(str(page))
         if check:
             continue
-        text = _replace(text, "figures", figures)
-        ledger = ledger_part(paper, root)
-        if ledger is not None:
-            text = _replace(text, "ledger", ledger)
+        for part, body in parts.items():
+            text = _replace(text, part, body)
         page.write_text(text)
     return stale

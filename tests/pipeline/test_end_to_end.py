@@ -59,6 +59,22 @@ def test_smoke_run_report_and_dvc_round_trip(tmp_path):
     assert len(table1) == 64 and (table1["ours"] != "").all() and (table1["paper"] != "").all()  # Table I, every cell
     fedpage_claims = set(pd.read_csv(results / "claims" / "fedpage.csv")["claim_id"])
     assert {"C5a", "C6a", "C10", "C11"} <= fedpage_claims
+    # expected results: the run becomes the reference, a rerun's results agree with it, and a reference verdict
+    # that differs from the local one is named, with exit 1; the pages render it, and --check sees the change
+    sh(BIN / "fedrepro", "docs", "--from-results", "smoke", cwd=work)
+    reference = work / "docs" / "papers" / "fedvr" / "smoke"
+    assert {"ledger.csv", "ledger.json", "digest.csv", "stamp.json", "fig3.png", "claims.png"} <= {
+        p.name for p in reference.iterdir()}
+    assert "#### At `smoke`" in (work / "docs" / "papers" / "fedvr.md").read_text()
+    agree = sh(BIN / "fedrepro", "compare", "--scale", "smoke", cwd=work)
+    assert "fedvr at smoke: the verdicts agree" in agree and "fig3     identical" in agree, agree
+    ledger_ref = pd.read_csv(reference / "ledger.csv", dtype=str, keep_default_na=False)
+    flipped = ledger_ref.loc[0, "claim_id"]
+    ledger_ref.loc[0, "status"] = "FAIL" if ledger_ref.loc[0, "status"] != "FAIL" else "PASS"
+    ledger_ref.to_csv(reference / "ledger.csv", index=False)
+    differ = run(BIN / "fedrepro", "compare", "fedvr", "--scale", "smoke", cwd=work, check=False)
+    assert differ.returncode == 1 and f"* {flipped:<6}" in differ.stdout, differ.stdout + differ.stderr
+    assert run(BIN / "fedrepro", "docs", "--check", cwd=work, check=False).returncode == 1
     # every job's cost is on record (Snakemake's benchmark files), summed per paper and rule
     cost = sh(BIN / "fedrepro", "cost", "--scale", "smoke", cwd=work)
     assert "| fedpage | train |" in cost and "| fedpage | plot |" in cost and "| defedavg | claims |" in cost

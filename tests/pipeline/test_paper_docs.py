@@ -1,10 +1,9 @@
 """docs/papers/<paper>.md: the parts generated from the configuration are current, and `fedrepro docs` rewrites only
-the generated parts (the figures from the configuration, the verdicts from the quick ledger on disk)."""
+the generated parts (the figures from the configuration; the expected results, from the reference beside the page:
+tests/pipeline/test_expected.py)."""
 
 import shutil
 from pathlib import Path
-
-import pandas as pd
 
 from fedrepro.paper_docs import current_part, write_docs
 from fedrepro.schemas import known_papers
@@ -26,17 +25,9 @@ def test_a_title_edit_makes_its_page_stale_and_docs_rewrites_only_the_generated_
     assert write_docs(["fedvr"], tmp_path / "docs", check=True, root=tmp_path) == [str(page)]
     assert page.read_text() == before  # --check writes nothing
 
-    ledger = tmp_path / "results" / "quick" / "claims" / "fedvr.csv"
-    ledger.parent.mkdir(parents=True)
-    pd.DataFrame({"claim_id": ["C1", "C0"], "kind": ["paper", "implementation"], "status": ["PASS", "PASS"],
-                  "cause": ["", ""], "seeds_needed": ["", ""], "robustness": ["", ""], "alternatives": ["", ""]}
-                 ).to_csv(ledger, index=False)
     write_docs(["fedvr"], tmp_path / "docs", root=tmp_path)
     after = page.read_text()
     assert "| fig9 | Fig. 9: the three" in current_part(after, "figures")
-    assert "| C1 | paper | PASS | - | - | - |" in current_part(after, "ledger")
-    assert "(1 PASS, 0 FAIL, 0 INCONCLUSIVE of 1 paper claim; implementation checks: 1 PASS)" in current_part(
-        after, "ledger")  # the paper's count leaves the implementation check out
     hand_written = before.split("<!-- generated: figures")[0]
     assert after.startswith(hand_written)  # the page's own text is kept
     assert write_docs(["fedvr"], tmp_path / "docs", check=True, root=tmp_path) == []

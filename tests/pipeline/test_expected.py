@@ -1,0 +1,113 @@
+"""Expected results (fedrepro/expected.py): the digest of a figure's curves, where two digests differ, what two sets
+of runs ran on differently, and the verdict tables the paper pages render from a committed reference."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedrepro.expected import DIGEST_POINTS, curve_differences, digest, small_png, stamp_differences, stamp_of
+from fedrepro.paper_docs import current_part, write_docs
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def figure_table(rounds: int = 100, seeds: int = 3) -> pd.DataFrame:
+    """A figure table as rule aggregate writes it: labels, settings, then the runs' metrics.csv columns."""
+    rows = []
+    for curve, scale in (("A", 1.0), ("B", 2.0)):
+        for seed in range(seeds):
+            for r in range(rounds):
+                rows.append({"figure": "fig1", "panel": "p", "curve": curve, "run_id": curve * 4, "K": 5,
+                             "seed": seed, "round": r, "loss": scale / (r + 1) + seed, "optimum": 0.25})
+    return pd.DataFrame(rows)
+
+
+def test_the_digest_keeps_the_seed_mean_of_each_changing_metric_at_spread_rounds():
+    d = digest(figure_table(), "fig1")
+    assert set(d["metric"]) == {"loss"}  # K is a setting, seed and round index, the optimum draws no curve
+    a = d[d["curve"] == "A"]
+    assert len(a) == DIGEST_POINTS and a["round"].iloc[0] == 0 and a["round"].iloc[-1] == 99
+    at = a.set_index("round")["mean"]
+    assert at[0] == pytest.approx(1.0 + 1.0) and at[99] == pytest.approx(1 / 100 + 1.0)  # mean over seeds 0, 1, 2
+
+
+def test_curve_differences_name_the_largest_and_what_one_side_lacks():
+    there = digest(figure_table(), "fig1")
+    assert [d.largest for d in curve_differences(there, there)] == [0.0]
+    here = there.copy()
+    here.loc[(here["curve"] == "B") & (here["round"] == 99), "mean"] *= 1.1
+    (d,) = curve_differences(here, there)
+    assert d.largest == pytest.approx(0.1 / 1.1) and "p / B, loss at round 99" in d.where and d.missing == []
+    (d,) = curve_differences(here[here["curve"] == "A"], there)
+    assert d.missing == ["B (loss): only in the reference"]
+    nan = there.copy()
+    nan.loc[0, "mean"] = np.nan
+    assert curve_differences(nan, there)[0].largest == np.inf
+    assert curve_differences(nan, nan)[0].largest == 0.0  # NaN on both sides: the same curve
+
+
+def record(commit: str = "a" * 40, cpu: str = "AMD EPYC", numerics: int = 1) -> dict:
+    return {"git": {"commit": commit, "dirty": False}, "spec": {"engine": "finite_sum"}, "numerics": numerics,
+            "device": {"device": "cpu"}, "platform": {"cpu_model": cpu}, "packages": {"torch": "2.13.0+cpu"}}
+
+
+def test_stamp_differences_say_whether_the_code_or_the_platform_differs():
+    base = stamp_of([record(), record()])
+    assert base["runs"] == 2 and base["commits"] == {"a" * 40: 2} and base["numerics"] == {"finite_sum 1": 2}
+    assert stamp_differences(base, base) == {"code": [], "platform": []}
+    other_cpu = stamp_differences(base, stamp_of([record(cpu="Intel Xeon")]))
+    assert other_cpu["code"] == [] and other_cpu["platform"] == ["platforms: AMD EPYC -> Intel Xeon"]
+    other_code = stamp_differences(base, stamp_of([record(commit="b" * 40, numerics=2)]))
+    assert len(other_code["code"]) == 2 and other_code["platform"] == []
+
+
+def test_a_figure_is_shrunk_to_a_small_palette_png(tmp_path):
+    from PIL import Image
+
+    big = tmp_path / "big.png"
+    Image.fromarray(np.random.default_rng(0).integers(0, 255, (600, 1800, 3), dtype=np.uint8)).save(big)
+    small = tmp_path / "small.png"
+    small.write_bytes(small_png(big, width=900))
+    with Image.open(small) as image:
+        assert image.size == (900, 300) and image.mode == "P"
+
+
+def reference(docs: Path, statuses: dict[str, str]) -> None:
+    """A committed reference of fedvr at quick, as `fedrepro docs --from-results quick` leaves it."""
+    folder = docs / "fedvr" / "quick"
+    folder.mkdir(parents=True)
+    kinds = {"C0": "implementation"}
+    pd.DataFrame({"claim_id": list(statuses), "kind": [kinds.get(c, "paper") for c in statuses],
+                  "status": list(statuses.values()), "cause": ["seeds" if s == "INCONCLUSIVE" else ""
+                                                               for s in statuses.values()],
+                  "robustness": "", "alternatives": "", "p_pass": ["0.01", "", "0.3"], "p_fail": ["", "", "0.4"],
+                  "support": ["", "1.0", ""], "error_rate": "false PASS <= 5%",
+                  "measured": ["ours 0.1 | theirs 0.2", "f* 0.0092", "ratio 1.1"],
+                  "quote": ["our algorithm converges faster", "the optimal cost is 0.01", "less variance"]}
+                 ).to_csv(folder / "ledger.csv", index=False)
+    (folder / "stamp.json").write_text(json.dumps(stamp_of([record()])))
+
+
+def test_a_page_renders_the_reference_and_check_sees_when_it_changes(tmp_path):
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(REPO / "docs" / "papers" / "fedvr.md", docs / "fedvr.md")
+    reference(docs, {"C1": "PASS", "C0": "PASS", "C4": "INCONCLUSIVE"})
+    write_docs(["fedvr"], docs, root=tmp_path)
+    part = current_part((docs / "fedvr.md").read_text(), "expected")
+    assert "#### At `quick`" in part
+    assert "1 PASS, 0 FAIL, 1 INCONCLUSIVE of 2 paper claims; implementation checks: 1 PASS" in part
+    assert "| C1 | our algorithm converges faster | PASS | ours 0.1 \\| theirs 0.2 | p_pass 0.01; false PASS <= 5% |" \
+        in part
+    assert "| C4 | less variance | INCONCLUSIVE | ratio 1.1 | p_pass 0.3, p_fail 0.4; false PASS <= 5% | seeds |" in part
+    assert "Implementation checks: C0 PASS." in part and "| C0 |" not in part
+    assert "1 runs at commit aaaaaaa; numerics finite_sum 1; on cpu (AMD EPYC)" in part
+    assert write_docs(["fedvr"], docs, check=True, root=tmp_path) == []
+    shutil.rmtree(docs / "fedvr" / "quick")
+    reference(docs, {"C1": "FAIL", "C0": "PASS", "C4": "INCONCLUSIVE"})  # a new reference, the page not rewritten
+    assert write_docs(["fedvr"], docs, check=True, root=tmp_path) == [str(docs / "fedvr.md")]
