@@ -31,8 +31,8 @@ CLAIM = {"check": "compare_final", "a": {"method": "a"}, "b": {"method": "b"}, "
 
 def _ledger(table: pd.DataFrame, **extra) -> pd.Series:
     claim = {**CLAIM, **extra}
-    if claim["check"] == "log_ratio_within":
-        claim.pop("factor", None)
+    if claim["check"] == "falls":
+        claim = {k: v for k, v in claim.items() if k not in ("a", "b", "per")}
     claims = {"claims": [{"id": "X", "figures": ["f"], **claim}]}
     return evaluate_claims(claims, {"f": table}, "quick", {"f": LABELS}).iloc[0]
 
@@ -59,20 +59,25 @@ def test_half_the_seeds_flip_gives_no_verdict():
     assert _ledger(_half_flip(18))["status"] == "PASS"  # 18 of 21: firm
 
 
-WITHIN = {"check": "log_ratio_within", "max_abs_log10": 1.0}  # a check the bootstrap qualifies
+FALLS = {"check": "falls", "select": {"method": "a"}}  # a check the bootstrap qualifies: a's seed median falls
+
+
+def _from_10(table: pd.DataFrame) -> pd.DataFrame:
+    """Every run starting at 10 (round 0), then flat at its seed's value: it falls when that value is below 10."""
+    return table.assign(grad_norm=table["grad_norm"].where(table["round"] > 0, 10.0))
 
 
 def test_bootstrap_is_deterministic_and_seeded():
-    table = _half_flip(10)  # a's median is 1 or 100, b's about 10.1: within 1 decade or not, by the draw
-    first, again = _ledger(table, **WITHIN), _ledger(table.copy(), **WITHIN)
+    table = _from_10(_half_flip(10))  # a's median is 1 or 100 by the draw: below its first 10 or not
+    first, again = _ledger(table, **FALLS), _ledger(table.copy(), **FALLS)
     pd.testing.assert_series_equal(first, again)
     assert first["error_rate"].startswith("uncalibrated") and math.isnan(first["p_pass"])
     data = ClaimData(table, LABELS)
-    params = {k: v for k, v in {**CLAIM, **WITHIN}.items() if k not in ("check", "factor")}
-    result = __import__("fedrepro.claims.checks", fromlist=["CHECKS"]).CHECKS["log_ratio_within"](data, **params)
-    ours = bootstrap("log_ratio_within", data, params, result, "f")
+    params = {"select": {"method": "a"}, "metric": "grad_norm"}
+    result = __import__("fedrepro.claims.checks", fromlist=["CHECKS"]).CHECKS["falls"](data, **params)
+    ours = bootstrap("falls", data, params, result, "f")
     assert ours.share == pytest.approx(first["support"]) and 0.1 < ours.share < 0.9
-    other = bootstrap("log_ratio_within", ClaimData(table, LABELS), params, result, "f", seed=SEED + 1)
+    other = bootstrap("falls", ClaimData(table, LABELS), params, result, "f", seed=SEED + 1)
     assert other.share != ours.share  # another stream draws other seeds
     # the resamples are equal draws of seeds, shared by claims on the same figures
     assert data.resamples(200, SEED, "f") is data.resamples(200, SEED, "f")
@@ -117,13 +122,14 @@ def test_checks_that_a_bootstrap_cannot_qualify_have_no_support():
 
 def test_a_result_that_no_resample_changes_has_no_support():
     # every seed alike: each resample measures what the full data does
-    row = _ledger(_runs(a=[1, 1, 1], b=[10, 10, 10]), max_abs_log10=2.0, check="log_ratio_within")
+    row = _ledger(_from_10(_runs(a=[1, 1, 1], b=[10, 10, 10])), **FALLS)
     assert row["status"] == "PASS" and math.isnan(row["support"]) and "same in every resample" in row["note"]
     # a tested check reads seeds that agree exactly as certain: the quantity does not depend on the seed
     row = _ledger(_runs(a=[1, 1, 1], b=[10, 10, 10]))
     assert row["status"] == "PASS" and row["p_pass"] == 0.0
-    # a and b scale together seed by seed: the margin is the same in every resample, the values are not
-    assert _ledger(_runs(a=[1, 2, 3], b=[30, 20, 10]), **WITHIN)["support"] < 1.0
+    # the verdict is the same in every resample, the values are not: a bootstrap's support, not NA
+    row = _ledger(_from_10(_runs(a=[1, 2, 3], b=[10, 10, 10])), **FALLS)
+    assert row["status"] == "PASS" and row["support"] == 1.0 and row["error_rate"].startswith("uncalibrated")
 
 
 @pytest.mark.parametrize("status, share, against, expected", [

@@ -94,20 +94,23 @@ def test_fedbuff_relies_on_fast_clients_and_the_send_buffers_do_not(figure_and_t
 
 
 def test_rank_correlation_on_known_inputs():
-    base = {"figure": "f", "panel": "p", "curve": "c", "method": "m", "run_id": "r", "seed": 0}
+    base = {"figure": "f", "panel": "p", "curve": "c", "method": "m", "run_id": "r"}
     labels = ["figure", "panel", "curve", "method", "run_id"]
 
-    def run(ys):
-        return ClaimData(pd.DataFrame([{**base, "x": float(i), "y": float(y)} for i, y in enumerate(ys)]), labels)
+    def run(*seeds):
+        return ClaimData(pd.DataFrame([{**base, "seed": s, "x": float(i), "y": float(y)}
+                                       for s, ys in enumerate(seeds) for i, y in enumerate(ys)]), labels)
 
     check = dict(select={}, per=["panel"], columns=["x", "y"])
-    assert rank_correlation(run([1, 2, 3, 5, 4]), above=0.5, **check).status == "PASS"  # rho = 0.9
-    assert rank_correlation(run([5, 4, 3, 2, 1]), above=0.5, **check).status == "FAIL"
-    result = rank_correlation(run([2, 2, 2, 2, 2]), above=0.5, **check)  # constant: undefined, never a pass
-    assert result.status == "FAIL" and "undefined" in result.measured and result.margin == -math.inf
-    result = rank_correlation(run([2, 4, 1, 3]), within=0.2, **check)  # rho = 0
+    rising = run([1, 2, 3, 5, 4], [1, 2, 3, 4, 5], [2, 1, 3, 4, 5])  # rho 0.9, 1, 0.9 by seed
+    result = rank_correlation(rising, above=0.5, **check)
+    assert result.status == "PASS" and result.p_pass < 0.05  # the one-sided t-test of the seeds' rho
+    assert rank_correlation(run(*[[5, 4, 3, 2, 1]] * 3), above=0.5, **check).status == "FAIL"
+    result = rank_correlation(run(*[[2, 2, 2, 2, 2]] * 3), above=0.5, **check)  # constant: undefined, open
+    assert result.status == "INCONCLUSIVE" and "undefined" in result.measured
+    result = rank_correlation(run(*[[2, 4, 1, 3]] * 3), within=0.2, **check)  # rho = 0 in every seed
     assert result.status == "PASS" and result.margin == pytest.approx(0.2)
-    assert rank_correlation(run([1, 3, 2, 4, 5]), within=0.2, **check).status == "FAIL"
+    assert rank_correlation(run(*[[1, 3, 2, 4, 5]] * 3), within=0.2, **check).status == "FAIL"
     with pytest.raises(ValueError, match="needs `above` or `within`"):
         rank_correlation(run([1, 2]), **check)
 

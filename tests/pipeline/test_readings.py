@@ -198,7 +198,7 @@ def test_an_alternative_reading_of_the_check_judges_the_same_tables_with_its_par
       - {id: T1, figures: [f], check: time_to_target, a: {method: fast}, b: {method: slow}, per: [panel],
          metric: grad_norm, target: 0.1, higher: false, factor: 0.5, rests_on: [ttt]}
       - {id: T2, figures: [f], check: log_ratio_within, a: {method: slow}, b: {method: fast}, per: [panel],
-         metric: grad_norm, rests_on: [ttt]}
+         metric: grad_norm, max_abs_log10: 0.5, rests_on: [ttt]}
     """)
     ledger = evaluate_claims(claims, {"f": table}, "quick", {"f": LABELS}, readings, {}).set_index("claim_id")
     assert ledger.loc["T1", "status"] == "FAIL"

@@ -35,7 +35,11 @@ UNITS: dict[str, str] = {name: unit for _, unit, names in _MODULES for name in n
 # the decision rule with a stated error rate (docs/claims.md, benchmarks/calibrate_rule.py); no bootstrap
 TESTED: frozenset[str] = frozenset({
     "compare_final", "compare_fact", "time_to_target", "time_to_target_trend", "monotone_time_to_target",
-    "faster", "ordered", "slight", "less_sensitive", "gain_by_group"})
+    "faster", "ordered", "slight", "less_sensitive", "gain_by_group", "comparable", "log_ratio_within",
+    "rank_correlation"})
+# checks that test equivalence (inference.equivalent, TOST), each with the parameter that holds its margin, which the
+# claims file declares and the ledger shows (column equivalence_margin); rank_correlation only when given `within`
+EQUIVALENCE: dict[str, str] = {"comparable": "tol", "log_ratio_within": "max_abs_log10", "rank_correlation": "within"}
 # checks whose verdict a bootstrap over seeds cannot qualify: their support is NA with this reason
 NOT_RESAMPLED: dict[str, str] = {
     "rate_within": "a count fixed by the run's settings, the same in every seed",
@@ -48,7 +52,7 @@ NOT_RESAMPLED: dict[str, str] = {
 # (claims/kinds.py), and only such a claim
 REPORTING: frozenset[str] = frozenset({"diverged_runs", "not_tested"})
 
-__all__ = ["CHECKS", "UNITS", "TESTED", "NOT_RESAMPLED", "REPORTING", "PASS", "FAIL", "INCONCLUSIVE", "Result", "check_parameters",
+__all__ = ["CHECKS", "UNITS", "TESTED", "EQUIVALENCE", "NOT_RESAMPLED", "REPORTING", "PASS", "FAIL", "INCONCLUSIVE", "Result", "check_parameters",
            "check_hints"]
 
 

@@ -44,6 +44,7 @@ from fedrepro.claims.checks.common import (
     tally,
     values_of,
 )
+from fedrepro.claims.checks.inference import equivalent
 from fedrepro.claims.data import ClaimData
 from fedrepro.experiments.runtable import LABEL_COLUMNS
 from fedrepro.numerics import KEYING
@@ -71,25 +72,33 @@ def compare_final(data: ClaimData, *, a: Selector, b: Selector, per: Columns, me
     return compare_stat(medians, a, b, per, stat, factor, require, fraction, per_seed)
 
 
-def log_ratio_within(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str, x: str = "round",
-                     window: Fraction = 0.1, max_abs_log10: float = 0.5, or_both_below: float | None = None,
+def log_ratio_within(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str, max_abs_log10: Positive,
+                     x: str = "round", window: Fraction = 0.1, or_both_below: float | None = None,
                      require: Require = "all", fraction: Fraction | None = None) -> Result:
-    """|log10 final(a)/final(b)| <= bound, or both finals below `or_both_below` x the metric's first value.
-    Margin: decades, bound - |log10 ratio| (or how far both lie below the floor, if more)."""
-    curves = data.medians(metric, x, window)
+    """final(a) and final(b) are nearly the same in each cell: |log10 final(a)/final(b)| < max_abs_log10 (decades), an
+    equivalence margin the claims file declares, by the TOST of the per-seed log ratios, paired by seed
+    (inference.equivalent; a diverged seed, inf, counts by its sign). With `or_both_below`, a final below that
+    fraction of the seed's first value counts as that floor: two finals below it have a ratio of 1, nothing left
+    to tell apart. Margin: decades, max_abs_log10 - |mean log ratio| of the seeds."""
+    per_seed = data.seed_summaries(metric, x, window)
     holds, parts, margins = [], [], []
-    for name, cell in cells_of(curves, per) if len(curves) else []:
-        sa, sb = rows_matching(cell, a), rows_matching(cell, b)
-        if len(sa) != 1 or len(sb) != 1:
-            continue
-        fa, fb, g0 = float(sa["final"].iloc[0]), float(sb["final"].iloc[0]), float(sa["g0"].iloc[0])
-        ratio = abs(math.log10(fa / fb)) if np.isfinite([fa, fb]).all() and fa > 0 and fb > 0 else math.inf
-        small = or_both_below is not None and max(fa, fb) <= or_both_below * g0
-        holds.append(ratio <= max_abs_log10 or small)
-        margins.append(max(max_abs_log10 - ratio,
-                           margin_below(max(fa, fb), or_both_below * g0) if or_both_below is not None else -math.inf))
-        parts.append(f"[{name}] {fmt(fa)} vs {fmt(fb)} (|log10 ratio| {fmt(ratio)})")
-    measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has both curves"
+    for name, ra, rb in pair_rows(data.medians(metric, x, window), a, b, per) if len(per_seed) else []:
+        sa, sb = (per_seed.loc[per_seed["run_id"] == r["run_id"]].set_index("seed") for r in (ra, rb))
+        seeds = sa.index.intersection(sb.index)
+        fa, fb = sa.loc[seeds, "final"].to_numpy(dtype=float), sb.loc[seeds, "final"].to_numpy(dtype=float)
+        if or_both_below is not None:
+            floor = or_both_below * sa.loc[seeds, "g0"].to_numpy(dtype=float)
+            fa, fb = np.maximum(fa, floor), np.maximum(fb, floor)
+        with np.errstate(divide="ignore", invalid="ignore"):  # a diverged or zero final: +-inf; both diverged: nan
+            ratios = np.log10(fa) - np.log10(fb)
+        test = equivalent(ratios, margin=max_abs_log10)
+        mean = float(np.mean(ratios)) if len(ratios) else math.nan
+        holds.append(test)
+        margins.append(max_abs_log10 - abs(mean) if not math.isnan(mean) else -math.inf)
+        parts.append(f"[{name}] {fmt(float(ra['final']))} vs {fmt(float(rb['final']))} (log10 ratio of the seeds "
+                     f"{', '.join(f'{r:+.2f}' for r in ratios)})" + open_text(test))
+    measured = (f"TOST within ±{fmt(max_abs_log10)} decades, {tally(holds)}: " + "; ".join(parts) if parts
+                else "no cell has both curves")
     return judged(holds, margins, measured, require, fraction)
 
 

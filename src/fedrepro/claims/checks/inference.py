@@ -30,6 +30,12 @@ under any dependence between the comparisons:
   cases, however many comparisons it makes.
 - INCONCLUSIVE otherwise.
 
+An equivalence claim ("comparable", "nearly the same": |mean effect| < M, a margin M the claims file declares) is
+the two one-sided tests (TOST; Schuirmann 1987, J. Pharmacokinet. Biopharm. 15(6)) of mean > -M and mean < M,
+combined by the same function (equivalent): PASS when both hold at ALPHA, an intersection-union test, so an effect
+exactly at the margin reads PASS in at most ALPHA of cases; FAIL when one side is shown beyond the margin, the two
+sides Bonferroni-corrected (2 x the smaller p), so an effect at the margin reads FAIL in at most ALPHA of cases too.
+
 The same function combines the steps of a series (ordered, never_falls, `inversions` allowed) and the
 conditions of a cell (faster: the gain and the final value) into the Test of the cell, so a claim's
 verdict is one partial-conjunction test over Tests of Tests. A check without seeds (a count fixed by the
@@ -143,10 +149,11 @@ def required_of(m: int, need: float) -> int:
     return min(m, max(1, math.ceil(need * m - 1e-9)))
 
 
-def combine(tests: list[Test], required: int | None = None) -> Test:
+def combine(tests: list[Test], required: int | None = None, how: str = "") -> Test:
     """The Test of "at least `required` of these comparisons hold" (default: all), by the partial-conjunction
     test (module docstring): p_holds = (m - r + 1) x the r-th smallest p_holds; p_against = r x the
-    (m - r + 1)-th smallest p_against (at least m - r + 1 fail). One comparison is itself."""
+    (m - r + 1)-th smallest p_against (at least m - r + 1 fail). One comparison is itself. `how`: what it says
+    it is (default "r of m")."""
     m = len(tests)
     if m == 0:
         return OPEN
@@ -155,8 +162,26 @@ def combine(tests: list[Test], required: int | None = None) -> Test:
     against = sorted(t.p_against for t in tests)
     if m == 1 and r == 1:
         return tests[0]
-    return Test(min(1.0, (m - r + 1) * holds[r - 1]), min(1.0, r * against[m - r]), f"{r} of {m}",
+    return Test(min(1.0, (m - r + 1) * holds[r - 1]), min(1.0, r * against[m - r]), how or f"{r} of {m}",
                 kind="combined", parts=tuple(tests), required=r)
+
+
+def equivalent(low, high=None, margin=0.0) -> Test:
+    """The Test of |mean effect| < margin (TOST, module docstring) of per-seed effects known as intervals [low,
+    high] (effect_test: high None when each is known): the one-sided tests of effect + margin > 0 and margin -
+    effect > 0, combined by tost. `margin`: one number, or one per seed (a margin that is itself measured on
+    the seeds, paired with them)."""
+    low = np.asarray(low, dtype=float)
+    high = low if high is None else np.asarray(high, dtype=float)
+    return tost(effect_test(low + margin, high + margin), effect_test(margin - high, margin - low),
+                f"±{margin:g}" if np.ndim(margin) == 0 else "±margin")
+
+
+def tost(lower: Test, upper: Test, margin: str = "") -> Test:
+    """Equivalence from its two one-sided Tests, of effect > -margin (`lower`) and effect < margin (`upper`):
+    PASS needs both to hold (an intersection-union test), FAIL either shown beyond the margin, 2 x the smaller
+    p of failing (combine: Bonferroni over the two sides)."""
+    return combine([lower, upper], how=f"TOST {margin}: {lower.how or 'open'} / {upper.how or 'open'}")
 
 
 def holm(p_values: list[float]) -> list[float]:

@@ -29,7 +29,7 @@ from fedrepro.claims.checks.common import (
     tally,
     values_of,
 )
-from fedrepro.claims.checks.inference import OPEN, combine, effect_test
+from fedrepro.claims.checks.inference import OPEN, combine, effect_test, equivalent
 from fedrepro.claims.data import ClaimData
 from fedrepro.results.summaries import AucKind, spearman
 
@@ -124,23 +124,32 @@ def faster(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: s
     return judged(holds, margins, measured, require, fraction)
 
 
-def comparable(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str = "train_loss", x: str = "round",
-               higher: bool = False, tol: float = 0.05, reference: Selector | None = None) -> Result:
-    """|G(A over B)| <= tol in each cell ("comparable", docs/papers/fedcluster.md R21); with a `reference` selector also
-    |G(A over B)| < G(reference over B), i.e. clearly smaller than the gain of a curve that wins.
-    Margin: tol - |G| (or G(reference) - |G|, if smaller), a fraction."""
-    ref = {cell: float(_gain(sr["auc"].mean(), sb["auc"].mean(), higher))
+def comparable(data: ClaimData, *, a: Selector, b: Selector, per: Columns, tol: Positive, metric: str = "train_loss",
+               x: str = "round", higher: bool = False, reference: Selector | None = None) -> Result:
+    """A performs comparably to B in each cell ("comparable", docs/papers/fedcluster.md R21): |G(A over B)| < tol, an
+    equivalence margin the claims file declares, by the TOST of the per-seed G (inference.equivalent); with a
+    `reference` selector also |G(A over B)| < G(reference over B), i.e. clearly smaller than the gain of a curve
+    that wins: the TOST of the same G with the reference's own G as the margin, paired by seed. A cell lacking
+    the reference is open. Margin: tol - |G| (or G(reference) - |G|, if smaller) of the seed means, a fraction."""
+    ref = {cell: pd.Series(_gain(sr["auc"].to_numpy(), sb["auc"].to_numpy(), higher), index=sr.index)
            for _, cell, sr, sb in (_seed_pairs(data, reference, b, per, metric, higher, x) if reference else [])}
     holds, parts, margins = [], [], []
     for name, cell, sa, sb in _seed_pairs(data, a, b, per, metric, higher, x):
         g_seeds = _gain(sa["auc"].to_numpy(), sb["auc"].to_numpy(), higher)
         g = float(_gain(sa["auc"].mean(), sb["auc"].mean(), higher))
-        ok = abs(g) <= tol and (reference is None or abs(g) < ref.get(cell, -np.inf))
-        holds.append(bool(ok))
-        margins.append(min(tol - abs(g), ref.get(cell, -np.inf) - abs(g) if reference else np.inf))
+        conditions, condition_margins = [equivalent(g_seeds, margin=tol)], [tol - abs(g)]
+        if reference:
+            g_ref = ref[cell].reindex(sa.index).to_numpy() if cell in ref else np.full(len(g_seeds), np.nan)
+            conditions.append(equivalent(g_seeds, margin=g_ref) if cell in ref else OPEN)
+            condition_margins.append(float(np.mean(g_ref)) - abs(g) if cell in ref else -np.inf)
+        test = combine(conditions)
+        holds.append(test)
+        margins.append(min(condition_margins))
         parts.append(f"[{name}] G {g:+.3f} (seeds {_pm(g_seeds)})"
-                     + (f", reference G {ref[cell]:+.3f}" if cell in ref else ""))
-    measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has both curves"
+                     + (f", reference G {float(np.mean(ref[cell])):+.3f}" if cell in ref else
+                        ", no reference curve" if reference else "") + open_text(test))
+    measured = (f"TOST within ±{fmt(tol)}, {tally(holds)}: " + "; ".join(parts) if parts
+                else "no cell has both curves")
     return judged(holds, margins, measured)
 
 

@@ -19,8 +19,11 @@ from fedrepro.claims.checks.common import (
     cells_of,
     compare_stat,
     judged,
+    open_text,
     rows_matching,
+    tally,
 )
+from fedrepro.claims.checks.inference import combine, effect_test, equivalent
 from fedrepro.claims.data import ClaimData
 
 
@@ -41,10 +44,12 @@ def compare_fact(data: ClaimData, *, a: Selector, b: Selector, per: Columns, col
 
 
 def rank_correlation(data: ClaimData, *, select: Selector, per: Columns, columns: list[str],
-                     above: float | None = None, within: float | None = None) -> Result:
-    """Spearman's rho of two `columns` over a seed's rows (e.g. clients), averaged over seeds, for
-    every selected run of each cell: holds when rho > `above` (a positive association) and, when given,
-    |rho| < `within` (none). Margin: the smaller of rho - above and within - |rho|."""
+                     above: float | None = None, within: Positive | None = None) -> Result:
+    """Spearman's rho of two `columns` over a seed's rows (e.g. clients), one per seed, for every selected run of
+    each cell: holds when rho > `above` (a positive association: the one-sided t-test of the seeds' rho) and, when
+    given, |rho| < `within` (none beyond that equivalence margin: the TOST of the seeds' rho,
+    inference.equivalent). A seed whose rho is undefined (a constant column) counts for neither side.
+    Margin: the smaller of rho - above and within - |rho|, of the seeds' mean rho."""
     if above is None and within is None:
         raise ValueError("rank_correlation needs `above` or `within`")
     if len(columns) != 2:
@@ -53,14 +58,17 @@ def rank_correlation(data: ClaimData, *, select: Selector, per: Columns, columns
     holds, parts, margins = [], [], []
     for name, cell in cells_of(rows_matching(rhos, select), per) if len(rhos) else []:
         for run_id, run in cell.groupby("run_id", sort=False):
-            rho = float(run["rho"].mean())  # nan when a seed's rho is undefined (a constant column)
-            condition_margins = [rho - above if above is not None else math.inf,
-                                 within - abs(rho) if within is not None else math.inf]
-            ok = not math.isnan(rho) and min(condition_margins) > 0
-            holds.append(ok)
-            margins.append(-math.inf if math.isnan(rho) else min(condition_margins))
-            seeds = ", ".join(f"{r:+.2f}" for r in run["rho"])
+            seeds = run["rho"].to_numpy(dtype=float)
+            rho = float(np.mean(seeds))  # nan when a seed's rho is undefined
+            conditions = ([effect_test(seeds, hold_above=above, fail_below=above)] if above is not None else []) + (
+                [equivalent(seeds, margin=within)] if within is not None else [])
+            test = combine(conditions)
+            holds.append(test)
+            margins.append(-math.inf if math.isnan(rho) else min(rho - above if above is not None else math.inf,
+                                                                  within - abs(rho) if within is not None else math.inf))
+            shown = ", ".join(f"{r:+.2f}" if np.isfinite(r) else "undefined" for r in seeds)
             parts.append(f"[{name}, {run['curve'].iloc[0]}] rho {f'{rho:+.2f}' if np.isfinite(rho) else 'undefined'}"
-                         f" (seeds {seeds})")
-    measured = f"{sum(holds)}/{len(holds)} runs hold: " + "; ".join(parts) if parts else "no selected run"
+                         f" (seeds {shown})" + open_text(test))
+    measured = (f"TOST within ±{within:g}, " if within is not None else "") + (
+        f"{tally(holds, 'runs')}: " + "; ".join(parts) if parts else "no selected run")
     return judged(holds, margins, measured)
