@@ -12,7 +12,7 @@ import pandas as pd
 
 from fedrepro.claims import causes
 from fedrepro.claims import support as bootstrap_rule
-from fedrepro.claims.checks import CHECKS, FAIL, INCONCLUSIVE, TESTED, UNITS, Result
+from fedrepro.claims.checks import CHECKS, EQUIVALENCE, FAIL, INCONCLUSIVE, TESTED, UNITS, Result
 from fedrepro.claims.checks.inference import ALPHA
 from fedrepro.claims.data import ClaimData
 from fedrepro.claims.data_notes import stand_ins, with_data_notes
@@ -30,13 +30,14 @@ from fedrepro.utils.yaml_file import read_yaml
 # alternative readings it rests on, a category and each alternative as JSON (claims/robustness.py);
 # p_pass, p_fail: the p-values of the claim's test (a check that tests its seeds, checks.TESTED): PASS when
 # p_pass <= alpha, FAIL when p_fail <= alpha (checks/inference.py); error_rate: what the verdict's rule states
-# (claims/support.py ERROR_RATES); support: share of bootstrap resamples in which the claim holds, for the other
+# (claims/support.py ERROR_RATES); equivalence_margin: the margin M of an equivalence claim (|effect| < M, tested by
+# TOST; checks.EQUIVALENCE), as its claims file declares it, in its check's units; support: share of bootstrap resamples in which the claim holds, for the other
 # checks (empty: NA, the reason in note); margin: the check's distance from its threshold in its own units
 # (> 0: holds); margin_se: margin / its bootstrap s.d.
 COLUMNS = ["claim_id", "kind", "figure", "scale", "status", "cause", "seeds_needed", "robustness", "alternatives",
-           "p_pass", "p_fail", "error_rate", "support", "margin", "margin_se", "measured", "expected", "note", "quote"]
+           "p_pass", "p_fail", "error_rate", "equivalence_margin", "support", "margin", "margin_se", "measured", "expected", "note", "quote"]
 # the structured fields of each row that the ledger's JSON record repeats (write_ledger)
-RECORDED = ["claim_id", "kind", "status", "cause", "seeds_needed", "robustness"]
+RECORDED = ["claim_id", "kind", "status", "cause", "seeds_needed", "robustness", "equivalence_margin"]
 # reading -> alternative -> (figure tables, their label columns) of the figures the alternative changes, as run
 Alternatives = dict[str, dict[str, tuple[dict[str, pd.DataFrame], dict[str, list[str]]]]]
 
@@ -67,6 +68,7 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
         na = f"support n/a: {support.reason}" if support.kind in ("none", "invariant") else ""
         tested = support.kind == "test"
         kind = kind_of(claim)
+        margin = equivalence_margin(claim)
         why = "" if kind == REPORT else causes.cause(
             status, reading=bool(assumed(claim, readings)) or robust == DEPENDS,
             scale=rule == causes.SCALE or bool(stand_ins(figures, tables)),
@@ -80,7 +82,8 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
             "robustness": robust, "alternatives": encode(alts),
             "p_pass": _rounded(result.p_pass, 3) if tested else math.nan,
             "p_fail": _rounded(result.p_fail, 3) if tested else math.nan,
-            "error_rate": support.error_rate(), "support": _rounded(support.share, 3),
+            "error_rate": support.error_rate(equivalence=not math.isnan(margin)),
+            "equivalence_margin": margin, "support": _rounded(support.share, 3),
             "margin": _rounded(result.margin, 4),
             "margin_se": _rounded(result.margin / support.margin_sd, 3) if support.margin_sd > 0 else math.nan,
             "measured": result.measured, "expected": claim.get("expected", ""),
@@ -88,6 +91,12 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
             "quote": claim.get("quote", ""),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def equivalence_margin(claim: dict[str, Any]) -> float:
+    """The equivalence margin a claim declares (checks.EQUIVALENCE); nan for a claim that tests no equivalence."""
+    name = EQUIVALENCE.get(claim["check"])
+    return float(claim[name]) if name and claim.get(name) is not None else math.nan
 
 
 def implementation_failures(ledger: pd.DataFrame) -> list[str]:
@@ -253,8 +262,11 @@ def bootstrap_record(paper: str, scale: str) -> dict[str, Any]:
                                    "drawn with replacement, the same draw for every run of the claim"},
         "rule": {"alpha": ALPHA, "tested": sorted(TESTED), "decide": bootstrap_rule.DECIDE,
                  "min_units": bootstrap_rule.MIN_UNITS,
+                 "equivalence": dict(sorted(EQUIVALENCE.items())),
                  "text": "a tested check (checks.TESTED) decides by its own one-sided tests at alpha, combined over "
-                         "its comparisons (intersection-union for PASS, Holm for FAIL; docs/claims.md); any other "
+                         "its comparisons (intersection-union for PASS, Holm for FAIL; docs/claims.md), an "
+                         "equivalence check (checks.EQUIVALENCE: check -> its margin's parameter) by the two "
+                         "one-sided tests of its margin (TOST); any other "
                          "verdict stands when >= decide of the bootstrap resamples agree with it; with fewer than "
                          "max(min_units, the claim's min_seeds) units, or less agreement, it is INCONCLUSIVE"},
     }

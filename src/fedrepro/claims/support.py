@@ -44,6 +44,7 @@ MIN_UNITS = 3  # fewer seeds (Monte Carlo runs) than this: no test, no bootstrap
 # the error rate each kind of support states (the ledger's column error_rate)
 ERROR_RATES = {
     "test": f"<= {ALPHA:.0%} (paired t / sign test; IUT, Holm)",
+    "equivalence": f"<= {ALPHA:.0%} (TOST of paired t / sign tests; IUT, Holm)",
     "bootstrap": f"uncalibrated (bootstrap, {DECIDE:.0%} agreement)",
 }
 
@@ -62,8 +63,11 @@ class Support:
     def units_text(self) -> str:
         return f"{self.units} {self.unit}{'' if self.units == 1 else 's'}"
 
-    def error_rate(self) -> str:
-        """The error rate the verdict's rule states ("" where there is no rule: not resampled, undecided)."""
+    def error_rate(self, equivalence: bool = False) -> str:
+        """The error rate the verdict's rule states ("" where there is no rule: not resampled, undecided); an
+        `equivalence` claim's test is a TOST."""
+        if self.kind == "test" and equivalence:
+            return ERROR_RATES["equivalence"]
         return ERROR_RATES.get("bootstrap" if self.kind in ("too_few", "invariant") else self.kind, "")
 
 

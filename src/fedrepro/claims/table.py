@@ -21,7 +21,7 @@ STATUS_COLOURS = {"PASS": "#c8e6c9", "FAIL": "#ffcdd2", "INCONCLUSIVE": "#e0e0e0
 COLUMNS = {"quote": "claim (the paper's words)", "status": "verdict", "cause": "why open or failed",
            "seeds_needed": "seeds needed", "robustness": "across readings", "measured": "measured",
            "expected": "expected", "p_pass": "p pass", "p_fail": "p fail", "error_rate": "error rate",
-           "support": "support", "margin": "margin", "note": "note", "claim_id": "id", "kind": "kind",
+           "equivalence_margin": "equivalence margin", "support": "support", "margin": "margin", "note": "note", "claim_id": "id", "kind": "kind",
            "figure": "figures"}
 STYLE = """
 body { font-family: sans-serif; font-size: 13px; margin: 8px; }
@@ -31,6 +31,7 @@ th { background: #f0f0f0; position: sticky; top: 0; }
 col.quote { width: 15%; } col.status { width: 7.5em; } col.cause { width: 5em; } col.seeds_needed { width: 4.5em; }
 col.robustness { width: 10%; } col.measured { width: 22%; } col.kind { width: 6em; }
 col.expected { width: 11%; } col.p_pass, col.p_fail { width: 4.5em; } col.error_rate { width: 7em; }
+col.equivalence_margin { width: 5.5em; }
 col.support { width: 4.5em; } col.margin { width: 6.5em; } col.note { width: 14%; }
 col.claim_id { width: 3.5em; } col.figure { width: 5em; }
 """
@@ -58,7 +59,8 @@ def ledger_html(ledger: pd.DataFrame, title: str, note: str = "", names: dict[st
     columns = [c for c in COLUMNS if c in shown]
     shown = shown[columns]
     styled = (shown.style.hide(axis="index")
-              .format({c: f for c, f in {"support": "{:.1%}", "p_pass": "{:.2g}", "p_fail": "{:.2g}"}.items()
+              .format({c: f for c, f in {"support": "{:.1%}", "p_pass": "{:.2g}", "p_fail": "{:.2g}",
+                                         "equivalence_margin": "±{:g}"}.items()
                        if c in shown}, escape="html", na_rep="")
               .map(lambda status: f"background-color: {STATUS_COLOURS.get(status, 'white')}", subset=["status"])
               .relabel_index([COLUMNS[c] for c in columns], axis="columns"))
