@@ -4,6 +4,7 @@ that shows the margin."""
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -11,11 +12,14 @@ import pytest
 from scipy import stats
 
 from fedrepro.claims.calibration import KINDS, LABELS, SCALE
-from fedrepro.claims.checks import CHECKS, EQUIVALENCE
+from fedrepro.claims.checks import CHECKS, EQUIVALENCE, TESTED
 from fedrepro.claims.checks.inference import ALPHA, combine, decide, effect_test, equivalent
 from fedrepro.claims.data import ClaimData
 from fedrepro.claims.ledger import evaluate_claims, ledger_summary
 from fedrepro.claims.table import ledger_html
+from fedrepro.utils.yaml_file import read_yaml
+
+REPO = Path(__file__).resolve().parents[2]
 
 INSIDE = np.array([0.02, -0.03, 0.01, 0.04, -0.02])  # mean 0.004, sd 0.03: well inside a margin of 0.1
 
@@ -183,3 +187,19 @@ def test_a_quantified_margin_keeps_the_verdict_and_its_alternatives_say_whether_
     # the same margin as an assumption would make it our definition's verdict, never PASS
     assumed = {"margin": {**readings["margin"], "source": "assumption"}}
     assert _ledger(claim, data, assumed).iloc[0]["status"] == "INCONCLUSIVE"
+
+
+def test_the_papers_equivalence_claims_declare_their_margin_as_a_reading():
+    """FedCluster C12, FedPAGE C13 and C15, DeFedAvg C8c: an equivalence check, its margin in the claims file, resting on a
+    reading of source `quantified` whose alternatives are other margins (the papers state none)."""
+    for paper, ids in {"fedcluster": ["C12"], "fedpage": ["C13", "C15"], "defedavg": ["C8c"]}.items():
+        claims = {c["id"]: c for c in read_yaml(REPO / "config" / "claims" / f"{paper}.yaml")["claims"]}
+        readings = read_yaml(REPO / "config" / "papers" / f"{paper}.yaml")["readings"]
+        for claim_id in ids:
+            claim = claims[claim_id]
+            name = EQUIVALENCE[claim["check"]]
+            assert claim["check"] in TESTED and claim[name] > 0, claim_id
+            margins = [r for r in claim["rests_on"] if readings[r]["source"] == "quantified"]
+            assert len(margins) == 1, claim_id
+            others = [a["check"][name] for a in readings[margins[0]]["alternatives"].values()]
+            assert len(others) >= 2 and min(others) < claim[name] < max(others), claim_id
