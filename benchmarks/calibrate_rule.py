@@ -6,11 +6,16 @@
 2. over cells: claims over 1, 4 and 12 cells combined by the ledger's rule, each cell that t-test, on
    `claims` simulated claims per rate (what every kind computes where `agree` is 1).
 
-    false_pass   one cell at effect 0, the others far above it: the claim is false, PASS is an error
-    false_fail   every cell at 0.1 seed SD: the claim is true, FAIL is an error
-    power_<e>    every cell at e seed SD: the share of PASS
+Each for the one-sided kinds and for the equivalence kinds (checks.EQUIVALENCE: |effect| < margin by TOST):
 
-    .venv/bin/python benchmarks/calibrate_rule.py                      # every kind (about 20 min on 1 core)
+    one-sided    false_pass   one cell at effect 0, the others far above it: the claim is false, PASS is an error
+                 false_fail   every cell at 0.1 seed SD: the claim is true, FAIL is an error
+                 power_<e>    every cell at e seed SD: the share of PASS
+    equivalence  false_pass   one cell exactly at its margin of 10 seed SD, the others at 0: PASS is an error
+                 false_fail   every cell exactly at its margin of 0.1 seed SD: FAIL is an error (the worst case)
+                 power_m<m>   every cell at 0 with a margin of m seed SD: the share of PASS
+
+    .venv/bin/python benchmarks/calibrate_rule.py                      # every kind (about 25 min on 1 core)
     .venv/bin/python benchmarks/calibrate_rule.py --kinds faster --pool 100
     .venv/bin/python benchmarks/calibrate_rule.py --markdown            # the tables of docs/claims.md
 
@@ -24,7 +29,8 @@ import argparse
 
 import pandas as pd
 
-from fedrepro.claims.calibration import KINDS, check_rates, claim_rates
+from fedrepro.claims.calibration import EQUIVALENT, KINDS, check_rates, claim_rates
+from fedrepro.claims.checks import EQUIVALENCE
 from fedrepro.claims.checks.inference import ALPHA
 
 
@@ -36,23 +42,32 @@ def main() -> None:
     parser.add_argument("--claims", type=int, default=10000, help="claims per rate over cells")
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
     args = parser.parse_args()
-    over_cells = claim_rates(tuple(args.seeds), claims=args.claims)
-    kinds = check_rates(args.kinds, tuple(args.seeds), pool=args.pool)
+    seeds = tuple(args.seeds)
+    one_sided, equivalence = ([k for k in args.kinds if (k in EQUIVALENCE) == e] for e in (False, True))
+    tables = {
+        "claims over cells": claim_rates(seeds, claims=args.claims),
+        "equivalence claims over cells": claim_rates(seeds, claims=args.claims, seed=46, rates=EQUIVALENT),
+        "each kind through its check, 1 cell": check_rates(one_sided, seeds, pool=args.pool),
+        "each equivalence kind through its check, 1 cell": check_rates(equivalence, seeds, pool=args.pool, seed=47),
+    }
     print(f"alpha {ALPHA}; through the checks: {args.pool} cells per rate; over cells: {args.claims} claims per rate\n")
-    for title, rates in (("claims over cells", over_cells), ("each kind through its check, 1 cell", kinds)):
-        print(f"## {title}\n")
-        print(rates.to_markdown(index=False, floatfmt=".3f") if args.markdown else
-              rates.to_string(index=False, float_format="{:.3f}".format))
-        print()
+    for title, rates in tables.items():
+        if len(rates):
+            print(f"## {title}\n")
+            print(rates.to_markdown(index=False, floatfmt=".3f") if args.markdown else
+                  rates.to_string(index=False, float_format="{:.3f}".format))
+            print()
     # a rate above alpha by more than 2.5 binomial standard errors of its share (its sampling error)
-    over_cells["limit"] = ALPHA + 2.5 * (ALPHA * (1 - ALPHA) / args.claims) ** 0.5
-    kinds["limit"] = ALPHA + 2.5 * (ALPHA * (1 - ALPHA) / args.pool) ** 0.5
-    high = pd.concat([over_cells, kinds])
-    high = high[(high["false_pass"] > high["limit"]) | (high["false_fail"] > high["limit"])]
-    print(f"rates above {ALPHA:.0%} by more than 2.5 standard errors: {len(high)} of {len(over_cells) + len(kinds)} settings")
+    for title, rates in tables.items():
+        draws = args.pool if "check" in title else args.claims
+        rates["limit"] = ALPHA + 2.5 * (ALPHA * (1 - ALPHA) / draws) ** 0.5
+    every = pd.concat(tables.values())
+    high = every[(every["false_pass"] > every["limit"]) | (every["false_fail"] > every["limit"])]
+    print(f"rates above {ALPHA:.0%} by more than 2.5 standard errors: {len(high)} of {len(every)} settings")
     if len(high):
-        print(high.to_string(index=False, float_format="{:.3f}".format))
-    print(f"kinds whose check is not its effect's t-test in every cell: "
+        print(high.dropna(axis="columns", how="all").to_string(index=False, float_format="{:.3f}".format))
+    kinds = every.dropna(subset=["agree"]) if "agree" in every else every.iloc[0:0]
+    print(f"kinds whose check is not its effect's test in every cell: "
           f"{sorted(set(kinds.loc[kinds['agree'] < 1, 'kind'])) or 'none'}")
 
 

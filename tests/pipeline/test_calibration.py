@@ -1,7 +1,8 @@
 """The claims rule keeps its stated error rates (docs/claims.md, "The decision rule"): a small run of the
 calibration benchmark (benchmarks/calibrate_rule.py) on the project's own checks, at the fewest seeds the rule
 decides with (3), where its rates are closest to their bound. A change that loosens the rule (a larger alpha,
-no Holm correction, a percentile band in place of the tests) makes a rate exceed it here."""
+no Holm correction, a percentile band in place of the tests; for equivalence, TOST's FAIL without its correction
+for two sides, or a PASS on one side) makes a rate exceed it here."""
 
 import math
 
@@ -11,7 +12,7 @@ import pytest
 
 from fedrepro.claims.checks import CHECKS
 from fedrepro.claims.data import ClaimData
-from fedrepro.claims.calibration import KINDS, SCALE, check_rates, claim_rates, noise
+from fedrepro.claims.calibration import EQUIVALENT, KINDS, SCALE, check_rates, claim_rates, noise
 from fedrepro.claims.checks.inference import ALPHA, combine, holm, paired_t, signs
 from fedrepro.claims.ledger import evaluate_claims
 
@@ -34,6 +35,23 @@ def test_a_false_claim_reads_pass_and_a_true_one_fail_within_the_stated_rate_ove
 def test_each_check_tests_the_effect_it_was_built_with_within_the_rate():
     rates = check_rates(("compare_final", "faster"), seeds=(3,), pool=POOL, seed=7)
     assert (rates["agree"] == 1.0).all(), rates  # the check's Test is the t-test of the cell's effects
+    assert (rates["false_pass"] <= bound(POOL)).all(), rates
+    assert (rates["false_fail"] <= bound(POOL)).all(), rates
+
+
+def test_an_equivalence_claim_reads_pass_and_fail_within_the_stated_rate_over_cells():
+    """TOST at its margin's edge, each rate's worst case (calibration.EQUIVALENT): false PASS with one cell's
+    effect exactly at a wide margin, false FAIL with every cell's effect exactly at a narrow one."""
+    rates = claim_rates(seeds=(3,), cells=(1, 4, 12), claims=CLAIMS, seed=7, rates=EQUIVALENT)
+    assert (rates["false_pass"] <= bound(CLAIMS)).all(), rates
+    assert (rates["false_fail"] <= bound(CLAIMS)).all(), rates
+    assert (rates.loc[rates["cells"] == 1, "power_m4"] > 0.5).all(), rates  # and it can decide
+
+
+def test_each_equivalence_check_is_the_tost_of_its_effects_within_the_rate():
+    rates = check_rates(("comparable", "log_ratio_within"), seeds=(3,), pool=POOL, seed=7,
+                        columns=("false_pass", "false_fail"))
+    assert (rates["agree"] == 1.0).all(), rates  # the check's Test is inference.equivalent of the cell's effects
     assert (rates["false_pass"] <= bound(POOL)).all(), rates
     assert (rates["false_fail"] <= bound(POOL)).all(), rates
 

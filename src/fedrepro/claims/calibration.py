@@ -15,6 +15,16 @@ of a 12-cell claim turns on tails near alpha / 12 that a few hundred cells from 
   nearly always hold (the worst case for an intersection-union test);
 - false FAIL: every cell at SMALL, a true claim with a small effect;
 - power: every cell at 0.5, 1 and 2 seed SD, the share of PASS.
+
+An equivalence kind (checks.EQUIVALENCE: |effect| < margin, inference.equivalent) has its own rates (EQUIVALENT), each
+at its worst case, both at the margin's edge:
+- false PASS: one cell's effect exactly at its margin (a false claim at its boundary), the margin wide (EQ_WIDE
+  seed SD), so that the far side's test holds in nearly every draw and TOST's rate comes to ALPHA; the m - 1
+  other cells at effect 0, where they nearly always hold;
+- false FAIL: every cell's effect at its margin, the margin narrow (EQ_NARROW): the true claims nearest to
+  failing, where the FAIL side is nearly a two-sided t-test at ALPHA (a wider margin, or an effect further
+  inside it, fails less often);
+- power: every cell at effect 0 (the two sides equal), margins of 1, 2 and 4 seed SD, the share of PASS.
 """
 
 from __future__ import annotations
@@ -25,15 +35,18 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from fedrepro.claims.checks import CHECKS, FAIL, PASS
+from fedrepro.claims.checks import CHECKS, EQUIVALENCE, FAIL, PASS
 from fedrepro.claims.checks.common import claim_test
-from fedrepro.claims.checks.inference import Test, decide, effect_test, t_pvalues
+from fedrepro.claims.checks.inference import Test, decide, effect_test, equivalent, t_pvalues, tost
 from fedrepro.claims.data import ClaimData
 
 NOISES = ("normal", "t3")
 SMALL = 0.1  # the small true effect of the false-FAIL rate (the issue's 0.1-0.3 seed SD; 0.1 is the worst)
 STRONG = 10.0  # the other cells of a false claim: they hold in nearly every draw
 POWER = (0.5, 1.0, 2.0)
+EQ_WIDE = STRONG  # the equivalence margin of the false-PASS rate, in seed SD (its worst case: wide)
+EQ_NARROW = SMALL  # the equivalence margin of the false-FAIL rate (its worst case: narrow)
+EQ_POWER = (1.0, 2.0, 4.0)  # the equivalence margins of the power, at effect 0
 LABELS = ["figure", "panel", "curve", "method", "run_id", "v"]
 H = 1e6  # the horizon of synthetic times: never censored
 
@@ -112,24 +125,59 @@ KINDS: dict[str, Kind] = {
                           dict(a={"method": "a"}, b={"method": "b"}, per=["panel"], group="v", greater=1, than=2,
                                metric="m", x="x"), cells=False),
 }
+KINDS.update({  # the equivalence kinds (checks.EQUIVALENCE): the margin a parameter, SCALE x the rate's margin
+    # G = (AUC_b - AUC_a) / AUC_b = e (a loss)
+    "comparable": Kind(KINDS["faster"].rows, KINDS["faster"].params),
+    # log10 final(a) / final(b) = e
+    "log_ratio_within": Kind(lambda p, s, e: _flat(p, "a", 0, s, 10 ** e) + _flat(p, "b", 0, s, 1.0),
+                             KINDS["compare_final"].params),
+    # rank_correlation has none: its effect, a seed's Spearman rho, cannot be set to a drawn value
+})
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A rate: the share of claims judged `verdict` when one cell has `effect` (seed SD) and the m - 1 others
+    `others` (None: `effect` too), an equivalence claim with `margin` (seed SD; None: a one-sided claim)."""
+    column: str
+    effect: float
+    verdict: str
+    margin: float | None = None
+    others: float | None = None
+
+
+DIRECTIONAL = (Rate("false_pass", 0.0, PASS, others=STRONG), Rate("false_fail", SMALL, FAIL),
+               *(Rate(f"power_{e:g}", e, PASS) for e in POWER))
+EQUIVALENT = (Rate("false_pass", EQ_WIDE, PASS, EQ_WIDE, others=0.0), Rate("false_fail", EQ_NARROW, FAIL, EQ_NARROW),
+              *(Rate(f"power_m{m:g}", 0.0, PASS, m) for m in EQ_POWER))
+
+
+def rates_of(kind: str) -> tuple[Rate, ...]:
+    """The rates measured of a check kind: EQUIVALENT for an equivalence kind, else DIRECTIONAL."""
+    return EQUIVALENT if kind in EQUIVALENCE else DIRECTIONAL
+
+
 CHUNK = 25  # cells per call of a check
 SCALE = 0.01  # check units per seed SD of the effect (small: losses stay positive, times finite)
 
 
 def cell_tests(kind: str, seeds: int, noise_kind: str, effect: float, pool: int,
-               rng: np.random.Generator) -> tuple[list[Test], float]:
+               rng: np.random.Generator, margin: float | None = None) -> tuple[list[Test], float]:
     """`pool` cell Tests of check `kind`, each cell's per-seed effect SCALE x (effect + noise), and the share
-    of them that agree with inference.effect_test of those effects (p_against equal, p_holds no smaller)."""
+    of them that agree with inference.effect_test of those effects (p_against equal, p_holds no smaller); for an
+    equivalence kind, with inference.equivalent of them within SCALE x `margin`, the check's margin."""
     spec = KINDS[kind]
+    params = spec.params if margin is None else {**spec.params, EQUIVALENCE[kind]: SCALE * margin}
     effects = effect + noise(rng, noise_kind, (pool, seeds))
     tests = []
     step = CHUNK if spec.cells else 1  # checks look runs up in their whole table: chunks keep that cheap
     for start in range(0, pool, step):
         rows = [r for c in range(start, min(pool, start + step)) for s in range(seeds)
                 for r in spec.rows(f"c{c:05d}", s, SCALE * effects[c, s])]  # panels in the order made
-        tests += list(CHECKS[kind](ClaimData(pd.DataFrame(rows), LABELS), **spec.params).tests)
+        tests += list(CHECKS[kind](ClaimData(pd.DataFrame(rows), LABELS), **params).tests)
     assert len(tests) == pool, (kind, len(tests))
-    direct = [effect_test(SCALE * e) for e in effects]
+    direct = [effect_test(SCALE * e) if margin is None else equivalent(SCALE * e, margin=SCALE * margin)
+              for e in effects]
     agree = np.mean([abs(t.p_against - d.p_against) < 1e-9 and t.p_holds >= d.p_holds - 1e-9
                      for t, d in zip(tests, direct)])
     return tests, float(agree)
@@ -149,39 +197,49 @@ def claim_rate(tests: list[Test], cells: int, verdict: str, first: list[Test] | 
 
 
 def check_rates(kinds=tuple(KINDS), seeds=(3, 5, 10), noises=NOISES, pool: int = 300,
-                seed: int = 44) -> pd.DataFrame:
-    """One row per (kind, noise, seeds), through the checks: 1-cell false_pass, false_fail, power_<effect>,
-    and `agree`, the share of cells whose Test is inference.effect_test of their effects."""
+                seed: int = 44, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """One row per (kind, noise, seeds), through the checks: the 1-cell rates of the kind (rates_of; those named
+    in `columns`, when given) and `agree`, the share of cells whose Test is inference.effect_test (equivalent) of
+    their effects."""
     rng = np.random.default_rng(seed)
     rows = []
     for kind in kinds:
         for noise_kind in noises:
             for n in seeds:
-                made = {e: cell_tests(kind, n, noise_kind, e, pool, rng) for e in (0.0, SMALL, *POWER)}
-                row = {"kind": kind, "noise": noise_kind, "seeds": n,
-                       "false_pass": claim_rate(made[0.0][0], 1, PASS), "false_fail": claim_rate(made[SMALL][0], 1, FAIL)}
-                row.update({f"power_{e:g}": claim_rate(made[e][0], 1, PASS) for e in POWER})
+                made = {r: cell_tests(kind, n, noise_kind, r.effect, pool, rng, r.margin) for r in rates_of(kind)
+                        if columns is None or r.column in columns}
+                row = {"kind": kind, "noise": noise_kind, "seeds": n}
+                row.update({r.column: claim_rate(tests, 1, r.verdict) for r, (tests, _) in made.items()})
                 row["agree"] = min(a for _, a in made.values())
                 rows.append(row)
     return pd.DataFrame(rows)
 
 
 def claim_rates(seeds=(3, 5, 10), cells=(1, 4, 12), noises=NOISES, claims: int = 10000,
-                seed: int = 45) -> pd.DataFrame:
-    """One row per (noise, seeds, cells): the rates of claims over `cells` cells, each cell the t-test that
+                seed: int = 45, rates: tuple[Rate, ...] = DIRECTIONAL) -> pd.DataFrame:
+    """One row per (noise, seeds, cells): the `rates` of claims over `cells` cells, each cell the t-test that
     inference.effect_test makes of simulated effects (what every tested check computes: check_rates' agree;
-    inference.t_pvalues on many cells at once)."""
+    inference.t_pvalues on many cells at once), or for an equivalence claim (EQUIVALENT) the two one-sided
+    t-tests of TOST combined by inference.tost, as inference.equivalent combines them."""
     rng = np.random.default_rng(seed)
     rows = []
     for noise_kind in noises:
         for n in seeds:
             for m in cells:
-                def made(effect: float, count: int) -> list[Test]:
-                    p_holds, p_against, *_ = t_pvalues(effect + noise(rng, noise_kind, (count, n)))
-                    return [Test(h, a) for h, a in zip(p_holds.tolist(), p_against.tolist())]
-                row = {"noise": noise_kind, "seeds": n, "cells": m,
-                       "false_pass": claim_rate(made(STRONG, claims * m), m, PASS, first=made(0.0, claims)),
-                       "false_fail": claim_rate(made(SMALL, claims * m), m, FAIL)}
-                row.update({f"power_{e:g}": claim_rate(made(e, claims * m), m, PASS) for e in POWER})
+                def made(effect: float, count: int, margin: float | None) -> list[Test]:
+                    d = effect + noise(rng, noise_kind, (count, n))
+                    if margin is None:
+                        p_holds, p_against, *_ = t_pvalues(d)
+                        return [Test(h, a) for h, a in zip(p_holds.tolist(), p_against.tolist())]
+                    (h_low, a_low, *_), (h_up, a_up, *_) = t_pvalues(d + margin), t_pvalues(margin - d)
+                    return [tost(Test(*low), Test(*up)) for low, up in
+                            zip(zip(h_low.tolist(), a_low.tolist()), zip(h_up.tolist(), a_up.tolist()))]
+                row = {"noise": noise_kind, "seeds": n, "cells": m}
+                for r in rates:
+                    if r.others is None:
+                        row[r.column] = claim_rate(made(r.effect, claims * m, r.margin), m, r.verdict)
+                    else:  # the others first: the draws of the rates measured before equivalence kinds existed
+                        others = made(r.others, claims * m, r.margin)
+                        row[r.column] = claim_rate(others, m, r.verdict, first=made(r.effect, claims, r.margin))
                 rows.append(row)
     return pd.DataFrame(rows)
