@@ -32,9 +32,10 @@ under any dependence between the comparisons:
 
 An equivalence claim ("comparable", "nearly the same": |mean effect| < M, a margin M the claims file declares) is
 the two one-sided tests (TOST; Schuirmann 1987, J. Pharmacokinet. Biopharm. 15(6)) of mean > -M and mean < M,
-combined by the same function (equivalent): PASS when both hold at ALPHA, an intersection-union test, so an effect
-exactly at the margin reads PASS in at most ALPHA of cases; FAIL when one side is shown beyond the margin, the two
-sides Bonferroni-corrected (2 x the smaller p), so an effect at the margin reads FAIL in at most ALPHA of cases too.
+combined as two comparisons that must both hold (equivalent, tost): PASS when both hold at ALPHA, an
+intersection-union test, so an effect exactly at the margin reads PASS in at most ALPHA of cases; FAIL when one
+side is shown beyond the margin, the two sides Bonferroni-corrected (2 x the smaller p), so an effect at the
+margin reads FAIL in at most ALPHA of cases too.
 
 The same function combines the steps of a series (ordered, never_falls, `inversions` allowed) and the
 conditions of a cell (faster: the gain and the final value) into the Test of the cell, so a claim's
