@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fedrepro.schemas import SCALES
+from workflow_copy import write_dvc_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -64,9 +65,10 @@ def test_pull_names_a_default_remote_that_does_not_exist(tmp_path):
     if not dvc.exists():
         pytest.skip(f"dvc is not installed beside {sys.executable}")
     repo = checkout(tmp_path)
-    for name in ("pyproject.toml", "requirements.lock", ".dvc/config", ".dvcignore"):
+    for name in ("pyproject.toml", "requirements.lock", ".dvcignore"):
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / name, repo / name)
+    write_dvc_config(repo)  # the tests' own, not what a user's `dvc remote add` left in this checkout's
     (repo / ".venv").mkdir()
     (repo / ".venv" / ".installed").touch()  # `make install` done: the tests' own environment stands for it
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)

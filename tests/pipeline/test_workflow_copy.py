@@ -10,21 +10,24 @@ from pathlib import Path
 
 import pytest
 
-from workflow_copy import BIN, GIT_ENV, MIRROR, REPO, copy_checkout, run
+from workflow_copy import BIN, GIT_ENV, MIRROR, REPO, TESTS_DVC_CONFIG, copy_checkout, run
 
 needs_mirror = pytest.mark.skipif(not (MIRROR / "MANIFEST.json").exists(), reason=f"no data mirror at {MIRROR}")
 
 
 def test_a_copy_of_the_checkout_leaves_out_what_a_users_runs_recorded(tmp_path):
     """`make reproduce` ends with `make record`, which leaves data/*.dvc, results/<scale>.dvc and figures/<scale>.dvc
-    (committed or not, as docs/audit.md has them committed): a copy holds the code and the trees' .gitignore only."""
+    (committed or not, as docs/audit.md has them committed), and a user's `dvc remote add -d` edits .dvc/config: a copy
+    holds the code, the trees' .gitignore and the tests' own DVC settings (a remote beside the copy) only."""
     source, dest = tmp_path / "checkout", tmp_path / "copy"
+    users_remote = "[core]\n    remote = mine\n['remote \"mine\"']\n    url = /srv/users-own-remote\n"
     for name, text in {"src/code.py": "x = 1\n", "results/.gitignore": "/quick\n", "data/.gitignore": "",
-                       "results/quick.dvc": "outs: []\n", "data/raw.dvc": "outs: []\n"}.items():
+                       "results/quick.dvc": "outs: []\n", "data/raw.dvc": "outs: []\n", ".dvc/config": users_remote,
+                       ".dvc/.gitignore": "/cache\n"}.items():
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         (source / name).write_text(text)
     run("git", "init", "-q", cwd=source)
-    run("git", "add", "src/code.py", "results/.gitignore", "data/raw.dvc", cwd=source)  # data/raw.dvc committed
+    run("git", "add", "src/code.py", "results/.gitignore", "data/raw.dvc", ".dvc", cwd=source)  # data/raw.dvc committed
     run("git", "commit", "-qm", "code", cwd=source)
     (source / "src" / "new.py").write_text("y = 2\n")  # work in progress: tested as it is
     (source / "figures").mkdir()
@@ -32,7 +35,9 @@ def test_a_copy_of_the_checkout_leaves_out_what_a_users_runs_recorded(tmp_path):
     dest.mkdir()
     copy_checkout(dest, source=source)
     copied = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file() and ".git" not in p.parts)
-    assert copied == ["data/.gitignore", "results/.gitignore", "src/code.py", "src/new.py"]
+    assert copied == [".dvc/.gitignore", ".dvc/config", "data/.gitignore", "results/.gitignore", "src/code.py",
+                      "src/new.py"]
+    assert (dest / ".dvc" / "config").read_text() == TESTS_DVC_CONFIG
 
 
 @needs_mirror
