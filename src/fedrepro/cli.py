@@ -282,6 +282,7 @@ def run_one(args: argparse.Namespace) -> None:
         key, _, value = item.partition("=")
         spec[key] = yaml.safe_load(value)
     check(spec, ENGINES[spec["engine"]].schema, "fedrepro run --set")
+    ENGINES[spec["engine"]].check_limits(spec, "fedrepro run --set")  # sizes, and the lengths of list settings
     run_id = run_id_of(spec)
     files = run_files(args.out, run_id)
     log_path = args.out / f"{run_id}.log"

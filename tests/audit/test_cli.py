@@ -73,6 +73,8 @@ def test_run_refuses_to_write_into_the_pipeline_results(out, tmp_path):
     ("theta0=.nan", "theta0: nan is not a finite number"),
     ("theta0=[0.0, 0.0, 0.0, 0.0, -.inf]", "theta0.4: -inf is not a finite number"),
     ("seeds=1000000000000", "seeds = 1000000000000 exceeds the most seeds of a run (1000)"),
+    ("theta0=[0.5, 0.5]", "fedrepro run --set: theta0 lists 2 value(s), but a run of these settings needs 5: one per "
+                          "column of the design (age, sex, bmi, children, smoker)"),
 ])
 def test_run_refuses_a_setting_that_is_no_number_or_beyond_memory_naming_the_key(smoke_copy, setting, expected):
     done = fedrepro("run", "fedvr", "fig3", "--scale", "smoke", "--set", setting, "--device", "cpu", cwd=smoke_copy)

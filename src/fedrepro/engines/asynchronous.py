@@ -30,7 +30,7 @@ from fedrepro.algorithms.method import restore
 from fedrepro.asynchrony import SystemModel, simulate
 from fedrepro.data.partitions import class_group_partition, iid_partition
 from fedrepro.engines.context import RunContext
-from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, rows_limit, setting_limit
+from fedrepro.engines.contract import Engine, Length, Limit, Row, Setup, Trainer, rows_limit, setting_limit
 from fedrepro.models import seeded_model
 from fedrepro.nn import DeviceData, FlatModel, evaluate, pooled_train_set
 from fedrepro.nn.clients import client_backend
@@ -205,6 +205,9 @@ class AsyncEngine(Engine):
     def limits(self, spec: dict[str, Any]) -> list[Limit]:
         return (rows_limit(spec, "n_clients", "samples_per_client") + setting_limit(spec, "n", "n_clients")
                 + setting_limit(spec, "B", "samples_per_client") + setting_limit(spec, "classes_per_client", "n_classes"))
+
+    def lengths(self, spec: dict[str, Any]) -> list[Length]:
+        return [Length("slowdowns", spec["n_clients"], "client (n_clients)")]
 
     def setup(self, spec, arrays, ctx) -> Setup:
         return AsyncSetup(spec, arrays, ctx)

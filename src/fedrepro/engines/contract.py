@@ -18,6 +18,8 @@ one registry (engines/__init__.py ENGINES).
       runtime_minutes(spec) a generous time limit of a run, for cluster schedulers
       limits(spec)          settings that may not exceed the data or each other (S <= N, N x M <= rows):
                             checked at start-up and before a run starts
+      lengths(spec)         the length each list-valued setting must have (theta0: one value per feature),
+                            checked with the limits
     Setup
       columns, summary      the metrics.csv columns in order; run-level facts for run.json
       seed_groups(seeds)    which seeds advance together (one at a time, or all at once when the
@@ -93,6 +95,27 @@ class Limit(NamedTuple):
     what: str
 
 
+class Length(NamedTuple):
+    """A setting `key` (dotted: a key inside a setting, `activation.p`) that, when a list, must hold `length`
+    values, one per `what`."""
+    key: str
+    length: int
+    what: str
+
+
+def wrong_lengths(spec: dict[str, Any], lengths: list[Length]) -> list[str]:
+    """What is wrong with the list-valued settings of `spec`: each list whose length is not the one it must have."""
+    problems = []
+    for expected in lengths:
+        value: Any = spec
+        for part in expected.key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, list) and len(value) != expected.length:
+            problems.append(f"{expected.key} lists {len(value)} value(s), but a run of these settings needs "
+                            f"{expected.length}: one per {expected.what}")
+    return problems
+
+
 def setting_limit(spec: dict[str, Any], key: str, bound: str) -> list[Limit]:
     """spec[key] <= spec[bound] (e.g. S <= n_clients), when both are numbers (a batch may be "full")."""
     value, limit = spec.get(key), spec.get(bound)
@@ -143,6 +166,11 @@ class Engine:
         """The limits of a run's settings that are known before any data is read (Limit)."""
         return []
 
+    def lengths(self, spec: dict[str, Any]) -> list[Length]:
+        """The lengths of a run's list-valued settings, known before any data is read (Length); a setting that may
+        be a number or a list (theta0, K) is checked when it is a list."""
+        return []
+
     def size_limits(self, spec: dict[str, Any]) -> list[Limit]:
         """The sizes every run holds in memory: its seeds, its steps (a simulated clock's schedule) and its metrics
         rows (seeds x evaluation points), each far above any paper's and within a machine's memory."""
@@ -165,9 +193,11 @@ class Engine:
         return limits
 
     def check_limits(self, spec: dict[str, Any], where: str) -> None:
-        """Stop a run whose settings exceed a limit, with a message naming the key, value and limit."""
+        """Stop a run whose settings exceed a limit, with a message naming the key, value and limit, or whose list
+        setting has the wrong length, naming the key and the length it needs."""
         over = [f"{lim.key} = {lim.value} exceeds {lim.what} ({lim.limit})"
                 for lim in self.size_limits(spec) + self.limits(spec) if lim.value > lim.limit]
+        over += wrong_lengths(spec, self.lengths(spec))
         if over:
             raise ConfigError(f"{where}: " + "; ".join(over))
 

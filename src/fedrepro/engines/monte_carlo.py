@@ -19,8 +19,8 @@ from fedrepro.algorithms import method
 from fedrepro.algorithms.fedvr import Runs, hyperparameters
 from fedrepro.algorithms.method import restore
 from fedrepro.engines.context import RunContext
-from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer, rows_limit, setting_limit
-from fedrepro.objectives.least_squares import make_insurance_problem
+from fedrepro.engines.contract import Engine, Length, Limit, Row, Setup, Trainer, rows_limit, setting_limit
+from fedrepro.objectives.least_squares import design_names, make_insurance_problem
 
 # Spec keys handed to make_insurance_problem (the data and its preprocessing).
 PROBLEM_KEYS = ("n_agents", "samples_per_agent", "features", "target", "scaling", "scaling_rows", "rows",
@@ -96,6 +96,11 @@ class MonteCarloEngine(Engine):
 
     def limits(self, spec: dict[str, Any]) -> list[Limit]:
         return rows_limit(spec, "n_agents", "samples_per_agent") + setting_limit(spec, "agents_per_round", "n_agents")
+
+    def lengths(self, spec: dict[str, Any]) -> list[Length]:
+        names = design_names(spec["features"], spec["intercept"])
+        return [Length("theta0", len(names), f"column of the design ({', '.join(names)})"),
+                Length("activation.p", spec["n_agents"], "agent (n_agents)")]
 
     def setup(self, spec, arrays, ctx) -> Setup:
         return MonteCarloSetup(spec, arrays, ctx)

@@ -37,7 +37,7 @@ from fedrepro.algorithms.method import restore
 from fedrepro.algorithms.tdcd import Tiers
 from fedrepro.data.vertical import split_features, split_sizes
 from fedrepro.engines.context import RunContext
-from fedrepro.engines.contract import Engine, Limit, Row, Setup, Trainer
+from fedrepro.engines.contract import Engine, Length, Limit, Row, Setup, Trainer
 from fedrepro.engines.vertical_inputs import model_inputs
 from fedrepro.vertical_time import time_at, time_column
 from fedrepro.errors import ConfigError
@@ -69,11 +69,9 @@ class TimeColumns(tuple):
 
 
 def clients_per_silo(spec: dict[str, Any]) -> list[int]:
+    """K per silo: a list of N counts (its length checked with the limits, VerticalEngine.lengths), or one for all."""
     K = spec["K"]
-    K = [K] * spec["N"] if isinstance(K, int) else list(K)
-    if len(K) != spec["N"]:
-        raise ConfigError(f"K lists {len(K)} silos' client counts for N = {spec['N']} silos")
-    return K
+    return [K] * spec["N"] if isinstance(K, int) else list(K)
 
 
 def assignment(n_ids: int, K: list[int], mode: str, key: str, seed: int) -> list[np.ndarray]:
@@ -296,6 +294,9 @@ class VerticalEngine(Engine):
         if isinstance(spec.get("eval_dense_until"), int):
             limits.append(Limit("eval_dense_until", spec["eval_dense_until"], spec["iterations"], "iterations"))
         return limits
+
+    def lengths(self, spec: dict[str, Any]) -> list[Length]:
+        return [Length("K", spec["N"], "silo (N)")]
 
     def setup(self, spec, arrays, ctx) -> Setup:
         return VerticalSetup(spec, arrays, ctx)

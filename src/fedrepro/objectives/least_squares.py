@@ -17,12 +17,16 @@ from typing import Literal, Sequence, get_args
 import numpy as np
 import torch
 
+from fedrepro.errors import DataError
 from fedrepro.seeding import numpy_rng
 
 Scaling = Literal["minmax", "maxabs", "none"]
 ScalingRows = Literal["used", "all"]  # the rows the scaling statistics come from
 Rows = Literal["first", "random"]  # which rows the agents get
 
+# The insurance data's regions (data/prepare.py: the checksummed file's, sorted): feature "region" is one indicator
+# column each.
+REGIONS: tuple[str, ...] = ("northeast", "northwest", "southeast", "southwest")
 # The 5 non-region, non-target columns: the paper's "(y, v) ∈ R × R^{1×5}" (paper §VI; docs/papers/fedvr.md R2).
 DEFAULT_FEATURES: tuple[str, ...] = ("age", "sex", "bmi", "children", "smoker")
 
@@ -151,21 +155,27 @@ def make_insurance_problem(
     return LeastSquaresProblem.from_data(Q, Y, names)
 
 
+def design_names(features: Sequence[str], intercept: bool) -> list[str]:
+    """The columns of the design matrix, θ's entries, known from the settings alone: a feature's, one per region for
+    "region" (REGIONS), then the intercept's."""
+    names = [name for f in features for name in ([f"region_{r}" for r in REGIONS] if f == "region" else [f])]
+    return names + ["intercept"] * bool(intercept)
+
+
 def _design_columns(
     columns: dict[str, np.ndarray], features: Sequence[str]
 ) -> tuple[list[str], list[np.ndarray]]:
-    names: list[str] = []
+    if "region" in features and tuple(columns["region_names"]) != REGIONS:
+        raise DataError(f"the insurance data's regions are {', '.join(columns['region_names'])}, not the "
+                        f"checksummed file's {', '.join(REGIONS)}; prepare it again")
     cols: list[np.ndarray] = []
     for feature in features:
         if feature == "region":
             codes = np.asarray(columns["region"])
-            for code, region in enumerate(columns["region_names"]):
-                names.append(f"region_{region}")
-                cols.append((codes == code).astype(np.float64))
+            cols += [(codes == code).astype(np.float64) for code in range(len(REGIONS))]
         else:
-            names.append(feature)
             cols.append(np.asarray(columns[feature], dtype=np.float64))
-    return names, cols
+    return design_names(features, False), cols
 
 
 def _scale(table: np.ndarray, stats_from: np.ndarray, scaling: Scaling) -> np.ndarray:
