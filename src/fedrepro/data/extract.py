@@ -6,11 +6,11 @@ import gzip
 import os
 import shutil
 import tarfile
-import tempfile
 import zlib
 from pathlib import Path
 
 from fedrepro.errors import DataError
+from fedrepro.utils.atomic import temporary_sibling
 
 
 def _strict_data_filter(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
@@ -32,7 +32,7 @@ def extract_tar(archive: Path, dest: Path) -> Path:
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    tmp = temporary_sibling(dest, directory=True)
     try:
         with tarfile.open(archive, "r:*") as tar:
             tar.extractall(tmp, filter=_strict_data_filter)

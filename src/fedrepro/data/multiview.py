@@ -23,7 +23,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from fedrepro.errors import DataError
-from fedrepro.utils.atomic import DIR_MODE, FILE_MODE
+from fedrepro.utils.atomic import DIR_MODE, FILE_MODE, temporary_sibling
 
 KEY = "modelnet40_12view"
 N_VIEWS = 12
@@ -132,7 +131,7 @@ def multiview_writer(out_dir: Path, meta: dict[str, Any]) -> Iterator[MultiviewW
     counts) is written last and the folder renamed into place; on failure nothing is left behind."""
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
+    tmp = temporary_sibling(out_dir, directory=True)
     try:
         writer = MultiviewWriter(tmp)
         yield writer

@@ -1,14 +1,19 @@
 """Atomic file writes: a reader never sees a half-written file.
 
 Everything is written to a temporary file in the target directory and renamed into
-place (rename is atomic on POSIX within one filesystem).
+place (rename is atomic on POSIX within one filesystem). A writer killed outright (kill -9, a
+cluster's time limit) cleans nothing up: its temporary file stays, so the next writer of the same
+target removes those of writers no longer running (temporary_sibling).
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
+import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -24,6 +29,47 @@ FILE_MODE = 0o666 & ~_UMASK
 DIR_MODE = 0o777 & ~_UMASK  # for folders built under a temporary name (mkdtemp makes them 0700)
 
 
+def temporary_sibling(target: Path, suffix: str = "", directory: bool = False) -> Path:
+    """A new empty temporary file (or folder) beside `target`, .<name>.<pid>-<random><suffix>.tmp, made after
+    removing the ones that earlier writers of `target` left when they were killed: those whose process is not
+    running here. Two writers of one target never run at once in the pipeline (Snakemake gives each output one
+    job), so a temporary of a process that runs elsewhere (a cluster node) is left only by a killed job."""
+    for stale in _stale_temporaries(target):
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
+    prefix = f".{target.name}.{os.getpid()}-"
+    if directory:
+        return Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix + ".tmp", dir=target.parent))
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix + ".tmp", dir=target.parent)
+    os.close(fd)
+    os.chmod(tmp, FILE_MODE)
+    return Path(tmp)
+
+
+def _stale_temporaries(target: Path) -> list[Path]:
+    """The temporaries of `target` (temporary_sibling's names; before they named their process,
+    .<name>.<random><suffix>.tmp) whose writer is not running: a target whose name extends this one's
+    (fig9.png.sha256) has temporaries of its own, which the pattern does not match."""
+    own = re.compile(rf"\.{re.escape(target.name)}\.(?:(\d+)-)?[a-z0-9_]{{8}}(?:\.[^.]+)?\.tmp")
+    found = [Path(p) for p in glob.glob(f".{glob.escape(target.name)}.*.tmp", root_dir=target.parent)]
+    return [target.parent / p for p in found if (m := own.fullmatch(p.name)) and not _running(m[1])]
+
+
+def _running(pid: str | None) -> bool:
+    """Whether the process `pid` runs on this machine (None: a temporary that does not name its writer)."""
+    if pid is None or int(pid) <= 0:  # (os.kill(0, ...) would signal our own process group)
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path beside `target`; rename it onto `target` on success.
@@ -34,10 +80,7 @@ def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix + ".tmp", dir=target.parent)
-    os.close(fd)
-    os.chmod(tmp, FILE_MODE)
-    tmp_path = Path(tmp)
+    tmp_path = temporary_sibling(target, suffix)
     try:
         yield tmp_path
         os.replace(tmp_path, target)
