@@ -51,7 +51,8 @@ except ConfigError as error:
     raise WorkflowError(str(error)) from None
 RUN_TABLES = {config["scale"]: RUNS}
 SETTINGS = dict(config)  # as validated; the report's front page is no setting
-config["overview"] = Overview(Path("."), config["scale"])  # read when the report renders (workflow.rst)
+# read when the report renders (workflow.rst), which a ledger or figure not as written stops with a WorkflowError
+config["overview"] = Overview(Path("."), config["scale"], WorkflowError)
 PAPERS = sorted({paper for paper, _ in RUNS.figures})
 
 

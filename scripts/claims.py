@@ -1,4 +1,5 @@
-# rule claims: check every claim of one paper against our figure tables, then draw its claims figure.
+# rule claims: check every claim of one paper against our figure tables, then draw its claims figure. The
+# ledger's record holds its sha256, which everything built from the ledger checks first (claims/seal.py).
 from pathlib import Path
 
 from fedrepro.claims.ledger import write_ledger

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fedrepro.claims.seal import read_ledger, verify_ledger
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import RunTable
 from fedrepro.experiments.store import read_record, run_files
@@ -191,6 +192,7 @@ def write_reference(paper: str, scale: str, table: RunTable, root: Path = Path("
     ledger = layout.ledger(paper)
     if not ledger.is_file():
         raise ResultsError(f"{ledger} does not exist: run the {scale} scale (make reproduce SCALE={scale}) first")
+    verify_ledger(ledger)  # a ledger edited by hand never becomes the reference
     figures = table.paper_figures(paper)
     pngs = {f.name: layout.figure(paper, f.name, "png") for f in figures}
     pngs["claims"] = layout.figure(paper, "claims", "png")
@@ -219,9 +221,10 @@ def read_digest(folder: Path) -> pd.DataFrame:
 
 
 def read_reference(paper: str, scale: str, docs: Path = DOCS) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """A reference's ledger, verified against the record beside it as rule claims sealed it, and its stamp."""
     folder = reference_dir(paper, scale, docs)
+    ledger = read_ledger(folder / "ledger.csv")
     try:
-        ledger = pd.read_csv(folder / "ledger.csv", dtype=str, keep_default_na=False)
         stamp = json.loads((folder / "stamp.json").read_text())
     except (OSError, ValueError) as err:
         raise ResultsError(f"{folder}: the reference cannot be read ({err})") from err
@@ -265,7 +268,7 @@ def compare(paper: str, scale: str, table: RunTable, root: Path = Path("."), doc
     if not layout.ledger(paper).is_file():
         raise ResultsError(f"{paper}: no results at {scale} here ({layout.ledger(paper)}); run the {scale} scale first")
     there, stamp = read_reference(paper, scale, root / docs)
-    here = pd.read_csv(layout.ledger(paper), dtype=str, keep_default_na=False)
+    here = read_ledger(layout.ledger(paper))
     verdicts = there[["claim_id", "status"]].merge(here[["claim_id", "status"]], on="claim_id", how="outer",
                                                    suffixes=("_there", "_here"), sort=False)
     verdicts = verdicts.fillna("absent").rename(columns={"status_there": "there", "status_here": "here"})

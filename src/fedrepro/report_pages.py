@@ -16,11 +16,13 @@ import pandas as pd
 from fedrepro.claims.causes import not_found_at_paper_scale
 from fedrepro.claims.kinds import IMPLEMENTATION, PAPER, verdict_counts
 from fedrepro.claims.robustness import row_text
+from fedrepro.claims.seal import read_ledger
 from fedrepro.claims.table import STATUS_COLOURS, plain_words
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import Figure
 from fedrepro.layout import Layout, scales_on_disk
 from fedrepro.experiments.store import read_record, run_files
+from fedrepro.results.tables import verify_drawn
 from fedrepro.utils.atomic import write_text
 
 VERDICTS = tuple(STATUS_COLOURS)  # PASS, FAIL, INCONCLUSIVE
@@ -103,14 +105,15 @@ def _rst_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def overview(root: Path, scale: str) -> str:
-    """The report's front page (reStructuredText): every paper with a claims ledger at any scale on disk."""
+    """The report's front page (reStructuredText): every paper with a claims ledger at any scale on disk, each
+    verified (claims/seal.py)."""
     rows = []
     for on_disk in scales_on_disk(root):
         out = Layout(on_disk, root)
         records = [r for r in (_record(out.results, d.name) for d in sorted(out.runs.glob("*"))) if r is not None]
         for ledger_path in sorted((out.results / "claims").glob("*.csv")):
             paper = ledger_path.stem
-            ledger = pd.read_csv(ledger_path, dtype=str, keep_default_na=False)
+            ledger = read_ledger(ledger_path)
             counts = verdict_counts(ledger)  # the paper's claims alone (claims/kinds.py)
             implementation = verdict_counts(ledger, IMPLEMENTATION)
             kinds = Counter(r for r in ledger.get("robustness", pd.Series(dtype=str)) if r)
@@ -144,8 +147,7 @@ def passes_not_at_paper(root: Path) -> list[tuple[str, str, list[str]]]:
         for ledger_path in sorted((Layout(scale, root).results / "claims").glob("*.csv")):
             at_paper = paper_scale.ledger(ledger_path.stem)
             if at_paper.is_file():
-                claims = not_found_at_paper_scale(*(pd.read_csv(p, dtype=str, keep_default_na=False)
-                                                    for p in (ledger_path, at_paper)))
+                claims = not_found_at_paper_scale(*(read_ledger(p) for p in (ledger_path, at_paper)))
                 if claims:
                     found.append((ledger_path.stem, scale, claims))
     return found
@@ -154,12 +156,19 @@ def passes_not_at_paper(root: Path) -> list[tuple[str, str, list[str]]]:
 @dataclass(frozen=True)
 class Overview:
     """The front page, read from disk only when the report renders it (config["overview"] in the Snakefile): the
-    ledgers it counts are written by the run before the report, not known when the workflow is parsed."""
+    ledgers it counts are written by the run before the report, not known when the workflow is parsed. A ledger or
+    a figure of the report's scale that is not as written stops the report: `error` (Snakemake's WorkflowError in
+    the Snakefile: its message, no traceback) with the message of the check."""
     root: Path
     scale: str
+    error: type[Exception] = ResultsError
 
     def __str__(self) -> str:
-        return overview(self.root, self.scale)
+        try:
+            verify_drawn(Layout(self.scale, self.root).figures)  # the report shows them as drawn, or not at all
+            return overview(self.root, self.scale)
+        except ResultsError as exc:
+            raise self.error(f"no report: {exc}") from None
 
 
 # --- a figure's page ---
@@ -215,8 +224,7 @@ def figure_page(figure: Figure, drawing: Path, ledger_csv: Path, results: Path, 
                                                 for name, versions in prov.packages.items()))]]
     data = [[html.escape(d), html.escape(name), html.escape(source), f"<code>{html.escape(digest[:12])}</code>"]
             for (d, name), (source, digest) in sorted(prov.data.items())]
-    ledger = pd.read_csv(ledger_csv, dtype=str, keep_default_na=False)
-    claims = claim_rows(ledger, figure.name)
+    claims = claim_rows(read_ledger(ledger_csv), figure.name)
     claim_table = _html_table(
         ["claim", "quote", "verdict", "why open or failed", "robustness", "measured", "expected"],
         [[html.escape(r["claim_id"]) + (f" ({html.escape(r['kind'])})" if r.get("kind", PAPER) != PAPER else ""),

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from fedrepro.claims.table import write_ledger_html
 from fedrepro.cli import main
 from fedrepro.errors import ResultsError
 from fedrepro.layout import Layout
+from fedrepro.report_pages import Overview, write_figure_page
 from fedrepro.experiments.runtable import run_id_of
 from fedrepro.experiments.store import METRICS_SHA256, RECORD_SHA256, record_sha256
 from fedrepro.results.tables import table_digest, verify_figure_table, write_figure_table
@@ -122,11 +124,7 @@ def test_a_run_directory_that_resolves_outside_the_results_tree_fails_the_audit(
 def test_an_edited_verdict_in_the_ledger_fails_the_audit_naming_the_claim(smoke_copy, capsys):
     """The probe: one verdict of results/smoke/claims/fedvr.csv changed by hand (the ledger is recomputed from its
     verified figure tables by the ledger's own builder and compared)."""
-    ledger = smoke_copy / "results" / "smoke" / "claims" / "fedvr.csv"
-    rows = ledger.read_text().splitlines()
-    claim, status = rows[1].split(",")[0], next(s for s in ("PASS", "FAIL", "INCONCLUSIVE") if f",{s}," in rows[1])
-    forged = "FAIL" if status != "FAIL" else "PASS"
-    ledger.write_text("\n".join([rows[0], rows[1].replace(f",{status},", f",{forged},", 1), *rows[2:]]) + "\n")
+    claim, status, forged = forge_first_verdict(smoke_copy / "results" / "smoke" / "claims" / "fedvr.csv")
     code, out = audit(capsys)
     assert code == 1
     assert (f"results/smoke/claims/fedvr.csv: claim {claim} reads {forged}, but its figure tables give {status}"
@@ -383,3 +381,47 @@ def test_a_rerun_elsewhere_equal_in_all_but_the_last_bits_is_explained_by_the_pl
         assert f"cpu_model: {cpu_model} -> " in line
     else:
         assert "same platform" in line
+
+
+def forge_first_verdict(ledger: Path) -> tuple[str, str, str]:
+    """The probe: the first claim's verdict changed by hand (C0 PASS -> FAIL); its claim, old and new verdicts."""
+    rows = ledger.read_text().splitlines()
+    claim, status = rows[1].split(",")[0], next(s for s in ("PASS", "FAIL", "INCONCLUSIVE") if f",{s}," in rows[1])
+    forged = "FAIL" if status != "FAIL" else "PASS"
+    ledger.write_text("\n".join([rows[0], rows[1].replace(f",{status},", f",{forged},", 1), *rows[2:]]) + "\n")
+    return claim, status, forged
+
+
+def test_the_ledger_table_figure_pages_and_report_are_built_only_from_the_ledger_rule_claims_wrote(smoke_copy):
+    """An edited ledger stopped only the audit: the next snakemake rebuilt the ledger's HTML table and the figure
+    pages from it, and the report counted it. Each now refuses in one line naming the file and the claim."""
+    out, ledger = Layout("smoke"), Path("results/smoke/claims/fedvr.csv")
+    figure = load_and_validate({"scale": "smoke"}, Path("config"))[1].figure(PAPER, "fig3")
+    builds = {"ledger table": lambda: write_ledger_html(ledger, Path("ledger.html"), PAPER),
+              "figure page": lambda: write_figure_page(figure, out.figure(PAPER, "fig3", "png"), ledger, out.results,
+                                                       Path("fig3.html")),
+              "report": lambda: str(Overview(Path("."), "smoke"))}
+    for build in builds.values():
+        build()  # the ledger as rule claims wrote it
+    claim, status, forged = forge_first_verdict(ledger)
+    for name, build in builds.items():
+        with pytest.raises(ResultsError) as refused:
+            build()
+        message = str(refused.value)
+        assert "\n" not in message, name
+        assert (f"results/smoke/claims/fedvr.csv was changed after rule claims wrote it: claim {claim} reads {forged}, "
+                f"but rule claims wrote {status} (sha256 ") in message, name
+    # a cell other than the verdict: the claim is named all the same
+    rows = ledger.read_text().splitlines()
+    ledger.write_text("\n".join([rows[0], rows[1].replace(f",{forged},", f",{status},", 1), rows[2] + " ", *rows[3:]])
+                      + "\n")
+    with pytest.raises(ResultsError, match=rf"claim {rows[2].split(',')[0]}'s row differs from the one rule claims "
+                                           rf"wrote \(sha256 "):
+        builds["ledger table"]()
+
+
+def test_the_report_refuses_a_figure_swapped_for_another(smoke_copy):
+    figures = Path("figures/smoke/fedvr")
+    shutil.copy(figures / "fig4.png", figures / "fig3.png")
+    with pytest.raises(ResultsError, match=r"^no report: figures/smoke/fedvr/fig3.png was changed after it was drawn"):
+        str(Overview(Path("."), "smoke"))

@@ -10,6 +10,7 @@ import pytest
 from browser import CHROMIUM, rendered_dom
 from fedrepro.claims.causes import CAUSES
 from fedrepro.claims.robustness import decode
+from sealed import seal
 from workflow_copy import BIN, MIRROR, copy_checkout, run
 
 TRACKED = ["data/raw", "data/prepared", "results/smoke", "figures/smoke"]  # what `make record SCALE=smoke` records
@@ -60,7 +61,8 @@ def test_smoke_run_report_and_dvc_round_trip(tmp_path):
     fedpage_claims = set(pd.read_csv(results / "claims" / "fedpage.csv")["claim_id"])
     assert {"C5a", "C6a", "C10", "C11"} <= fedpage_claims
     # expected results: the run becomes the reference, a rerun's results agree with it, and a reference verdict
-    # that differs from the local one is named, with exit 1; the pages render it, and --check sees the change
+    # that differs from the local one is named, with exit 1; the pages render it, and --check sees the change;
+    # a reference edited by hand (not sealed again) is refused
     sh(BIN / "fedrepro", "docs", "--from-results", "smoke", cwd=work)
     reference = work / "docs" / "papers" / "fedvr" / "smoke"
     assert {"ledger.csv", "ledger.json", "digest.csv", "stamp.json", "fig3.png", "claims.png"} <= {
@@ -72,9 +74,15 @@ def test_smoke_run_report_and_dvc_round_trip(tmp_path):
     flipped = ledger_ref.loc[0, "claim_id"]
     ledger_ref.loc[0, "status"] = "FAIL" if ledger_ref.loc[0, "status"] != "FAIL" else "PASS"
     ledger_ref.to_csv(reference / "ledger.csv", index=False)
+    seal(reference / "ledger.csv")  # as another run's ledger would be: a reference that differs, not a forged one
     differ = run(BIN / "fedrepro", "compare", "fedvr", "--scale", "smoke", cwd=work, check=False)
     assert differ.returncode == 1 and f"* {flipped:<6}" in differ.stdout, differ.stdout + differ.stderr
     assert run(BIN / "fedrepro", "docs", "--check", cwd=work, check=False).returncode == 1
+    ledger_ref.loc[0, "status"] = "INCONCLUSIVE"
+    ledger_ref.to_csv(reference / "ledger.csv", index=False)
+    forged = run(BIN / "fedrepro", "compare", "fedvr", "--scale", "smoke", cwd=work, check=False)
+    assert forged.returncode != 0 and "was changed after rule claims wrote it" in forged.stderr, forged.stderr
+    seal(reference / "ledger.csv")
     # every job's cost is on record (Snakemake's benchmark files), summed per paper and rule
     cost = sh(BIN / "fedrepro", "cost", "--scale", "smoke", cwd=work)
     assert "| fedpage | train |" in cost and "| fedpage | plot |" in cost and "| defedavg | claims |" in cost

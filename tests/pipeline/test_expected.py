@@ -11,6 +11,7 @@ import pytest
 
 from fedrepro.expected import DIGEST_POINTS, curve_differences, digest, small_png, stamp_differences, stamp_of
 from fedrepro.paper_docs import current_part, write_docs
+from sealed import seal
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -77,7 +78,8 @@ def test_a_figure_is_shrunk_to_a_small_palette_png(tmp_path):
 
 
 def reference(docs: Path, statuses: dict[str, str]) -> None:
-    """A committed reference of fedvr at quick, as `fedrepro docs --from-results quick` leaves it."""
+    """A committed reference of fedvr at quick, as `fedrepro docs --from-results quick` leaves it: the ledger and
+    its record as rule claims sealed them, and a stamp."""
     folder = docs / "fedvr" / "quick"
     folder.mkdir(parents=True)
     kinds = {"C0": "implementation"}
@@ -89,6 +91,7 @@ def reference(docs: Path, statuses: dict[str, str]) -> None:
                   "measured": ["ours 0.1 | theirs 0.2", "f* 0.0092", "ratio 1.1"],
                   "quote": ["our algorithm converges faster", "the optimal cost is 0.01", "less variance"]}
                  ).to_csv(folder / "ledger.csv", index=False)
+    seal(folder / "ledger.csv")
     (folder / "stamp.json").write_text(json.dumps(stamp_of([record()])))
 
 

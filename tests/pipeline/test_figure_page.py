@@ -15,6 +15,7 @@ from fedrepro.layout import Layout
 from fedrepro.claims.robustness import Alternative, encode
 from fedrepro.report_pages import Overview, report_group, write_figure_page
 from fedrepro.validate import load_and_validate
+from sealed import seal
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cf"
@@ -37,6 +38,7 @@ def _ledger(path: Path, scale: str) -> None:
                   "expected": ["0.008 <= f* <= 0.012", "a < b", "a < b", ""], "note": ["", "", "", "not tested"],
                   "quote": ["the optimal cost", "SVRG is faster", "SVRG has less variance", "three algorithms"]}
                  ).to_csv(path, index=False)
+    seal(path)
 
 
 def _runs(out: Layout, run_ids: list[str], paper: str) -> None:
@@ -114,6 +116,7 @@ def test_the_front_page_names_a_pass_at_a_reduced_scale_that_the_paper_scale_doe
     at_paper = pd.read_csv(Layout("paper", tmp_path).ledger("fedvr"))
     at_paper.assign(status=["PASS", "INCONCLUSIVE", "FAIL", "INCONCLUSIVE"]).to_csv(
         Layout("paper", tmp_path).ledger("fedvr"), index=False)
+    seal(Layout("paper", tmp_path).ledger("fedvr"))  # as rule claims wrote it at the paper scale
     page = publish_parts(str(Overview(tmp_path, "quick")), writer="html")["html_body"]
     assert "not at the paper scale" in page and "fedvr</tt> at quick: C1." in page
 

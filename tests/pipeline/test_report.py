@@ -7,6 +7,7 @@ import pandas as pd
 
 from fedrepro.claims.table import write_ledger_html
 from fedrepro.validate import load_and_validate
+from sealed import seal
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 
@@ -29,6 +30,7 @@ def test_the_ledger_becomes_an_html_table_with_escaped_text(tmp_path):
         "note": ["", "not decided by 2 seeds"], "quote": ['"<b>much</b> faster"', "x"],
         "kind": ["paper", "implementation"], "cause": ["", "seeds"]})
     ledger.to_csv(tmp_path / "fedpage.csv", index=False)
+    seal(tmp_path / "fedpage.csv")
     write_ledger_html(tmp_path / "fedpage.csv", tmp_path / "fedpage.html", "fedpage", "Deviations: n < 10 & more")
     page = (tmp_path / "fedpage.html").read_text()
     assert "Claims ledger of fedpage (scale smoke)" in page

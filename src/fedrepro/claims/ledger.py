@@ -18,6 +18,7 @@ from fedrepro.claims.data import ClaimData
 from fedrepro.claims.data_notes import stand_ins, with_data_notes
 from fedrepro.claims.kinds import IMPLEMENTATION, REPORT, counts_text, kind_of, verdict_counts
 from fedrepro.claims.kinds import PAPER as PAPER_KIND
+from fedrepro.claims.seal import ledger_seal
 from fedrepro.claims.robustness import DEPENDS, NOT_EVALUATED, Alternative, category, decode, encode
 from fedrepro.claims.validation import CLAIM_FIELDS, FigureLabels, validate_claims
 from fedrepro.errors import ConfigError, ResultsError
@@ -291,7 +292,8 @@ def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, 
     (Figure.scale_note of the paper's figures); `readings`, the paper's; `alternatives`, the figures of each
     alternative reading as run (RunTable.alternatives_settings: each one's table path and labels;
     None: not evaluated; evaluate_claims). Written atomically, after every check has run: a failure leaves the
-    files as they were."""
+    files as they were. The record holds the ledger's sha256 and its rows' digests (claims/seal.py), which every
+    reader of the ledger checks."""
     claims_cfg = load_claims(claims_path, readings=readings)
     tables = {p.stem: read_figure_table(p) for p in table_paths}
     labels = {name: f["labels"] for name, f in figures.items()}
@@ -308,10 +310,10 @@ def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, 
                            f"it is fixed:\n" + "\n".join(f"  - {f}" for f in failed))
     with atomic_path(out, suffix=".csv") as tmp:
         ledger.to_csv(tmp, index=False)
-    if record is not None:
+    if record is not None:  # with the ledger's sha256, which every reader checks (claims/seal.py)
         with atomic_path(record, suffix=".json") as tmp:
             body = bootstrap_record(claims_cfg.get("paper", out.stem), scale) | {"scale_note": scale_note}
-            tmp.write_text(json.dumps(body | ledger_summary(ledger), indent=2) + "\n")
+            tmp.write_text(json.dumps(body | ledger_summary(ledger) | {"ledger": ledger_seal(out)}, indent=2) + "\n")
     return ledger
 
 

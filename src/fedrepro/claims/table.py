@@ -13,6 +13,7 @@ import pandas as pd
 
 from fedrepro.claims.kinds import counts_text
 from fedrepro.claims.robustness import row_text
+from fedrepro.claims.seal import verify_ledger
 from fedrepro.utils.atomic import write_text
 
 STATUS_COLOURS = {"PASS": "#c8e6c9", "FAIL": "#ffcdd2", "INCONCLUSIVE": "#e0e0e0"}
@@ -79,6 +80,7 @@ def ledger_html(ledger: pd.DataFrame, title: str, note: str = "", names: dict[st
 
 def write_ledger_html(ledger_csv: Path, out: Path, paper: str, note: str = "", names: dict[str, str] | None = None
                       ) -> None:
+    verify_ledger(ledger_csv)  # the ledger rule claims wrote, or none
     ledger = pd.read_csv(ledger_csv, dtype={"claim_id": str, "seeds_needed": str})
     scale = ", ".join(map(str, ledger["scale"].unique())) if "scale" in ledger else "?"
     write_text(out, ledger_html(ledger, f"Claims ledger of {paper} (scale {scale})", note, names))

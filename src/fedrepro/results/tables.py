@@ -166,6 +166,15 @@ def verify_figure_file(path: Path) -> None:
                            f"recorded version with `dvc checkout --force {path}`")
 
 
+def verify_drawn(figures: Path) -> None:
+    """Raise ResultsError unless every figure file under `figures` (a scale's figures/<scale>/) that a record lists
+    (layout.figure_record) has the sha256 it had when it was drawn: the report shows them only then."""
+    for record in sorted(figures.glob("*/*.sha256")):
+        for name in read_sha256s(record):
+            if (record.parent / name).is_file():
+                verify_figure_file(record.parent / name)
+
+
 def read_figure_table(path: Path) -> pd.DataFrame:
     """A figure table as written above. Columns that mix numbers and names (b1 = 100 or "full") are
     typed from the whole column, not per chunk, so the same value never comes back as int here and
