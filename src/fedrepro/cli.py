@@ -33,8 +33,12 @@ examples:
   fedrepro variants tdcd_quick         TDCD's step size per (dataset, N, K, Q) by its paper's grid protocol"""
 
 
-def run_step(step: Callable[[], None], log_path: str | None = None) -> None:
-    """Run a pipeline step; a user error ends it with its message instead of a stack trace."""
+def run_step(step: Callable[[], None], log_path: str | None = None, failure: Path | None = None) -> None:
+    """Run a pipeline step; a user error ends it with its message instead of a stack trace. With `failure`, a step
+    that fails leaves its error there (failures.py: what the audit names when the outputs Snakemake then deletes are
+    missing), and one that succeeds removes it."""
+    from fedrepro.failures import record_failure
+
     if log_path:
         logging.basicConfig(filename=log_path, level=logging.INFO,
                             format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -44,8 +48,16 @@ def run_step(step: Callable[[], None], log_path: str | None = None) -> None:
         message = _os_message(error) if isinstance(error, OSError) else str(error)
         if log_path:  # without a log file, logging would print the message a second time
             logging.getLogger("fedrepro").error("%s", message)
+        if failure:
+            record_failure(failure, message, log_path)
         print(f"fedrepro: error: {message}", file=sys.stderr)
         sys.exit(1)
+    except Exception as error:  # a bug: its traceback follows, its record says what it was
+        if failure:
+            record_failure(failure, f"{type(error).__name__}: {error}", log_path)
+        raise
+    if failure:
+        failure.unlink(missing_ok=True)
 
 
 def positive_int(text: str) -> int:

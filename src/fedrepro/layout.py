@@ -49,6 +49,10 @@ class Layout:
         """The claims ledger (csv, html) and its record (json)."""
         return self.results / "claims" / f"{paper}.{ext}"
 
+    def ledger_failure(self, paper: str) -> Path:
+        """What rule claims left when it failed (failures.py): Snakemake deletes the ledger, the audit names why."""
+        return self.ledger(paper, "failed.json")
+
     def audit(self, paper: str, ext: str = "html") -> Path:
         return self.results / "audit" / f"{paper}.{ext}"
 

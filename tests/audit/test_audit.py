@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import runpy
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -425,3 +427,44 @@ def test_the_report_refuses_a_figure_swapped_for_another(smoke_copy):
     shutil.copy(figures / "fig4.png", figures / "fig3.png")
     with pytest.raises(ResultsError, match=r"^no report: figures/smoke/fedvr/fig3.png was changed after it was drawn"):
         str(Overview(Path("."), "smoke"))
+
+
+def run_rule_claims(root: Path) -> None:
+    """scripts/claims.py as Snakemake runs it (its `snakemake` object); on a failure, the outputs Snakemake then
+    deletes are deleted."""
+    out, settings = Layout("smoke"), load_and_validate({"scale": "smoke"}, root / "config")[1].ledger_settings(PAPER)
+    outputs = {"ledger": out.ledger(PAPER), "record": out.ledger(PAPER, "json"),
+               **{ext: out.figure(PAPER, "claims", ext) for ext in ("pdf", "png")},
+               "figure_record": out.figure(PAPER, "claims", "sha256")}
+    job = SimpleNamespace(
+        input=SimpleNamespace(tables=[str(out.table(PAPER, f)) for f in settings["figures"]], alternatives=[],
+                              claims=f"config/claims/{PAPER}.yaml"),
+        output=SimpleNamespace(**{k: str(v) for k, v in outputs.items()}), log=[str(root / "claims.log")],
+        params=SimpleNamespace(**{k: settings[k] for k in ("figures", "scale_note", "readings", "alternatives")}),
+        wildcards=SimpleNamespace(paper=PAPER, scale="smoke"))
+    try:
+        runpy.run_path(str(REPO / "scripts" / "claims.py"), init_globals={"snakemake": job})
+    except SystemExit:
+        for path in outputs.values():
+            path.unlink(missing_ok=True)
+        raise
+
+
+def test_a_ledger_deleted_by_a_failed_claims_job_is_a_fail_naming_the_cause(smoke_copy, capsys):
+    """The probe: an edited figure table stops rule claims, Snakemake deletes its ledger, and the audit said only
+    MISSING (exit 0) once the table was put back, no longer naming the table that caused it."""
+    table = Path("results/smoke/fedvr/fig3.csv")
+    original = table.read_bytes()
+    flip_last_digit(table)
+    with pytest.raises(SystemExit):
+        run_rule_claims(smoke_copy)
+    assert not Path("results/smoke/claims/fedvr.csv").exists()
+    table.write_bytes(original)
+    capsys.readouterr()
+    code, out = audit(capsys)
+    assert code == 1
+    line = next(line for line in out.splitlines() if "results/smoke/claims/fedvr.csv does not exist" in line)
+    assert line.lstrip().startswith("FAIL") and "rule claims failed at " in line
+    assert "results/smoke/fedvr/fig3.csv was changed after aggregate wrote it" in line
+    run_rule_claims(smoke_copy)  # the cause fixed: the ledger is back, the record of the failure gone
+    assert Path("results/smoke/claims/fedvr.csv").is_file() and not Layout("smoke").ledger_failure(PAPER).exists()

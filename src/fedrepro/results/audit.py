@@ -10,7 +10,7 @@ recomputes runs into a temporary directory and compares their metrics.csv byte f
 Each finding has a status:
   FAIL     what is on disk contradicts a record (a hash differs, run.json is broken): `fedrepro audit` exits 1
   MISSING  a run or an output that was never produced (a run that is gone while a figure built from it
-           is still there is a FAIL)
+           is still there is a FAIL, and so is a ledger deleted because rule claims failed, naming the failure)
   WARN     a difference that contradicts no record (another commit or package version, data not here to
            check, a result DVC has not recorded yet)
   OK
@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from fedrepro.errors import ResultsError
+from fedrepro.failures import failure_text, read_failure
 from fedrepro.experiments.runtable import Alternative, Figure, RunTable, run_id_of
 from fedrepro.layout import Layout, figure_record
 from fedrepro.experiments import provenance
@@ -533,6 +534,10 @@ def _counts(record: Path, ledger: pd.DataFrame) -> str:
 def _claims(paper: str, out: Layout, checkout: Checkout) -> tuple[pd.DataFrame | None, Finding]:
     path = out.ledger(paper)
     if not path.is_file():
+        failed = read_failure(out.ledger_failure(paper))
+        if failed:  # Snakemake deleted the ledger of the failed job: its cause is the finding
+            return None, Finding("claims", FAIL, f"{checkout.relative(path)} does not exist: rule claims "
+                                                 f"{failure_text(failed)}; fix that and run snakemake")
         return None, Finding("claims", MISSING, f"{checkout.relative(path)} does not exist")
     ledger = pd.read_csv(path, dtype=str, keep_default_na=False)
     lacking = sorted({"claim_id", "kind", "figure", "scale", "status", "cause", "alternatives", "support", "note"}
