@@ -35,13 +35,15 @@ examples:
 
 def run_step(step: Callable[[], None], log_path: str | None = None, failure: Path | None = None) -> None:
     """Run a pipeline step; a user error ends it with its message instead of a stack trace. With `failure`, a step
-    that fails leaves its error there (failures.py: what the audit names when the outputs Snakemake then deletes are
-    missing), and one that succeeds removes it."""
+    that fails or is killed leaves a record there (failures.py: what the audit names when the outputs Snakemake then
+    deletes are missing), and one that succeeds removes it."""
     from fedrepro.failures import record_failure
 
     if log_path:
         logging.basicConfig(filename=log_path, level=logging.INFO,
                             format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    if failure:  # until it ends: a step killed outright runs no handler below
+        record_failure(failure, None, log_path)
     try:
         step()
     except (*USER_ERRORS, OSError) as error:

@@ -468,3 +468,19 @@ def test_a_ledger_deleted_by_a_failed_claims_job_is_a_fail_naming_the_cause(smok
     assert "results/smoke/fedvr/fig3.csv was changed after aggregate wrote it" in line
     run_rule_claims(smoke_copy)  # the cause fixed: the ledger is back, the record of the failure gone
     assert Path("results/smoke/claims/fedvr.csv").is_file() and not Layout("smoke").ledger_failure(PAPER).exists()
+
+
+def test_a_ledger_deleted_after_its_claims_job_was_killed_is_a_fail_saying_so(smoke_copy, capsys):
+    """A job killed outright (kill -9, a cluster's time limit) runs no handler: the record its step wrote when it
+    started is what the audit reads."""
+    step = ("import os, signal, sys; from pathlib import Path; from fedrepro.cli import run_step; "
+            "run_step(lambda: os.kill(os.getpid(), signal.SIGKILL), None, failure=Path(sys.argv[1]))")
+    killed = subprocess.run([sys.executable, "-c", step, str(Layout("smoke").ledger_failure(PAPER))],
+                            env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert killed.returncode == -9
+    for ext in ("csv", "json"):  # the outputs Snakemake deletes
+        Layout("smoke").ledger(PAPER, ext).unlink()
+    code, out = audit(capsys)
+    assert code == 1
+    line = next(line for line in out.splitlines() if "results/smoke/claims/fedvr.csv does not exist" in line)
+    assert line.lstrip().startswith("FAIL") and "and did not finish: it was killed" in line
