@@ -41,8 +41,16 @@ def numpy_rng(*parts: object) -> np.random.Generator:
 
 
 # Spec keys that change no random draw: a 5-seed run's seed 0 is then the same trajectory as a 2-seed
-# run's seed 0, evaluating more often changes nothing, and a resumed run draws what it would have.
-NOT_IN_STREAM_KEY = ("seeds", "eval_every", "eval_dense_until", "eval_dense_every", "checkpoint_every")
+# run's seed 0, seed 3 the same whether a run starts at seed 0 or at seed 3 (`first_seed`), evaluating more
+# often changes nothing, and a resumed run draws what it would have.
+NOT_IN_STREAM_KEY = ("seeds", "first_seed", "eval_every", "eval_dense_until", "eval_dense_every", "checkpoint_every")
+
+
+def seeds_of(spec: dict[str, Any]) -> list[int]:
+    """The seeds a run trains: `seeds` of them from `first_seed` (default 0), so that runs of one setting can
+    hold disjoint seeds (a tuning's apart from the judged ones; more seeds added as a run of their own)."""
+    first = spec.get("first_seed", 0)
+    return list(range(first, first + spec["seeds"]))
 
 
 def stream_key(spec: dict[str, Any]) -> str:

@@ -13,6 +13,7 @@ import pytest
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Setup, Trainer
 from fedrepro.engines.driver import run_seeds
+from fedrepro.seeding import stream_key
 
 
 class Toy(Trainer):
@@ -69,6 +70,15 @@ def test_rounds_cadence_logs_first_last_and_every_k(tmp_path):
     assert [r["round"] for r in rows if r["seed"] == 0] == [0, 4, 8, 10]
     assert rows[3]["x"] == 2.0**10 and [r["seed"] for r in rows] == [0] * 4 + [1] * 4
     assert summary == {"toy": True, "seeds": {"0": {"diverged_at": None}, "1": {"diverged_at": None}}}
+
+
+def test_first_seed_shifts_the_seeds_a_run_trains_and_keeps_each_seeds_streams(tmp_path):
+    rows, summary = run(tmp_path, ToySetup(), eval_every=10, seeds=2, first_seed=3)
+    assert [r["seed"] for r in rows] == [3, 3, 4, 4] and set(summary["seeds"]) == {"3", "4"}
+    assert rows == [r for r in run(tmp_path / "all", ToySetup(), eval_every=10, seeds=5)[0] if r["seed"] >= 3]
+    # seed 3 draws from the same streams whichever run trains it (seeding.NOT_IN_STREAM_KEY)
+    spec = {"rounds": 10, "seeds": 5, "lr": 0.1}
+    assert stream_key(spec) == stream_key({**spec, "seeds": 2, "first_seed": 3}) != stream_key({**spec, "lr": 0.2})
 
 
 def test_time_cadence_evaluates_the_model_current_at_each_checkpoint_time(tmp_path):

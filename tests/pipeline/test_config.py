@@ -156,6 +156,8 @@ def test_run_id_is_a_stable_hash_of_the_spec_only():
     assert run_id_of(spec) == run_id_of({"c": "x", "b": [1, 2], "a": 1})
     assert run_id_of(spec) != run_id_of({**spec, "a": 2})
     assert run_id_of(spec) == run_id_of({**spec, "checkpoint_every": 7})  # operational only
+    # a setting kept out of the id at its default: writing it out changes no id; another value does
+    assert run_id_of(spec) == run_id_of({**spec, "first_seed": 0}) != run_id_of({**spec, "first_seed": 3})
 
 
 def test_a_numerics_version_enters_the_run_ids_of_its_engine_only_once_it_is_bumped(monkeypatch):

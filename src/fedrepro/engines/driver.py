@@ -1,6 +1,7 @@
 """The one run loop every engine shares: seeds, evaluation cadence, divergence, checkpoints, progress.
 
-For each group of seeds (engines/contract.py), rounds r = 0, 1, ...: evaluate when due, then advance.
+For each group of the run's seeds (seeding.seeds_of; engines/contract.py), rounds r = 0, 1, ...: evaluate when
+due, then advance.
 The cadence is either
 - in rounds (`rounds`, or the engine's own name for the count of its steps, Engine.steps_key, e.g. the
   vertical engine's `iterations`; `eval_every`): evaluate at r = 0, every `eval_every` rounds and at
@@ -24,6 +25,7 @@ import numpy as np
 
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Row, Setup, Trainer
+from fedrepro.seeding import seeds_of
 
 
 class RoundCadence:
@@ -82,7 +84,7 @@ def cadence_of(spec: dict[str, Any], steps_key: str = "rounds") -> RoundCadence 
 
 def run_seeds(engine: Engine, setup: Setup, spec: dict[str, Any], ctx: RunContext) -> tuple[list[Row], dict[str, Any]]:
     """Train every seed of `spec`; returns the metrics rows (seed-major) and the run summary."""
-    seeds = list(range(spec["seeds"]))
+    seeds = seeds_of(spec)
     cadence, checkpoint_every = cadence_of(spec, engine.steps_key), spec.get("checkpoint_every")
     groups = setup.seed_groups(seeds)
 

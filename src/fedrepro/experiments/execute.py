@@ -22,6 +22,7 @@ from fedrepro.engines.driver import run_seeds
 from fedrepro.errors import DataError, ResultsError
 from fedrepro.experiments import provenance
 from fedrepro.experiments.store import METRICS_SHA256, RECORD_SHA256, RunFiles, record_sha256, write_metrics
+from fedrepro.seeding import seeds_of
 from fedrepro.utils import atomic
 from fedrepro.utils.digest import file_sha256
 
@@ -80,7 +81,7 @@ def execute_run(
         "packages": provenance.package_versions(),
         "device": provenance.device_info(device),
         "platform": provenance.platform_info(),
-        "seeds": list(range(spec["seeds"])),
+        "seeds": seeds_of(spec),
         "data_files": data_files,
         "started": started.isoformat(),
         "ended": datetime.now(timezone.utc).isoformat(),

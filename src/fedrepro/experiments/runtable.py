@@ -35,6 +35,9 @@ PRESENTATION_KEYS = ("label",)
 ANALYSIS_KEYS = ("target_accuracy", "x_source")
 # Keys that change how a run is executed but not its results: kept out of the run_id.
 OPERATIONAL_KEYS = ("checkpoint_every",)
+# Settings kept out of the run_id at their default value, so that adding one changed no id of the runs before it
+# (`first_seed`: seeding.seeds_of).
+ID_DEFAULTS = {"first_seed": 0}
 # Columns of a figure table that say which curve a row belongs to; the runs' settings follow them.
 LABEL_COLUMNS = ["figure", "panel", "curve", "method", "run_id"]
 DRAWING_FORMATS = ("pdf", "png")
@@ -289,10 +292,11 @@ class RunTable:
 
 
 def run_id_of(spec: dict[str, Any], numerics: int | None = None) -> str:
-    """The digest of what determines a run's results: its spec but the operational keys, and the numerics
-    version of its engine when non-zero: `numerics`, the version that made the run (run.json's), or by default
-    the engine's current one."""
-    body = {k: v for k, v in spec.items() if k not in OPERATIONAL_KEYS}
+    """The digest of what determines a run's results: its spec but the operational keys and the ID_DEFAULTS at
+    their default, and the numerics version of its engine when non-zero: `numerics`, the version that made the
+    run (run.json's), or by default the engine's current one."""
+    body = {k: v for k, v in spec.items()
+            if k not in OPERATIONAL_KEYS and (k not in ID_DEFAULTS or v != ID_DEFAULTS[k])}
     version = numerics_version(spec.get("engine", "")) if numerics is None else numerics
     if version:
         body["numerics"] = version
