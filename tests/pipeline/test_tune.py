@@ -12,16 +12,17 @@ import yaml
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import load_paper_config, resolve_paper
 from fedrepro.variants.run import run_variants
-from fedrepro.variants.spec import load_variants
+from fedrepro.variants.files import load_variants
 from fedrepro.variants.tune import chosen, groups_of, per_run_entries, score, trials_of
 from fedrepro.experiments.store import read_record
 from project_dir import REPO, make_project
 
 TUNING = {"paper": "tdcd", "scale": "smoke", "figures": ["fig6"], "by": ["dataset", "N", "K", "Q"],
           "grid_by": "dataset", "grid": {"cifar10": {"lr": [0.02, 1.0e4]}}, "select": {"metric": "train_loss", "last": 3},
-          # every trial: one seed, and fewer iterations than the panels of Fig. 6 set
-          "set": {"scales": {"smoke": {"defaults": {"seeds": 1}, "panels": {"cifar_k_small": {"iterations": 12},
-                                                                            "cifar_k_large": {"iterations": 12}}}}}}
+          # every trial: one seed of its own, and fewer iterations than the panels of Fig. 6 set
+          "seeds": {"first": 1000, "count": 1},
+          "set": {"scales": {"smoke": {"panels": {"cifar_k_small": {"iterations": 12},
+                                                  "cifar_k_large": {"iterations": 12}}}}}}
 
 
 @pytest.fixture
@@ -47,13 +48,14 @@ def test_each_group_keeps_its_lowest_scoring_value_and_the_block_freezes_it(proj
     huge = result[result["lr"] == 1.0e4]
     assert not huge["chosen"].any() and (huge["score"] > result[result["lr"] == 0.02]["score"].max()).all()
     specs = [read_record(r / "run.json")["spec"] for r in (project / "results" / "smoke" / "variants" / "tiny" / "runs").iterdir()]
-    assert len(specs) == 16 and {(s["seeds"], s["iterations"]) for s in specs} == {(1, 12)}
+    assert len(specs) == 16 and {(s["first_seed"], s["seeds"], s["iterations"]) for s in specs} == {(1000, 1, 12)}
     assert pd.read_csv(project / "results" / "smoke" / "variants" / "tiny.csv")["chosen"].sum() == 8
 
     # the Markdown's per_run block, laid into the scale, gives every tuned run the chosen value
     md = (project / "results" / "smoke" / "variants" / "tiny.md").read_text()
     assert "differs from the chosen values in 8 of 8 groups" in md  # the configured smoke rate is 0.005
     block = yaml.safe_load(md.split("```yaml\n")[1].split("```")[0])
+    assert block["tunings"] == {"tiny": {"first": 1000, "count": 1}}  # the seeds the values were chosen on
     cfg = load_paper_config(project / "config" / "papers" / "tdcd.yaml")
     cfg["scales"]["smoke"]["per_run"] = block["per_run"]
     runs, figures = resolve_paper(cfg, "smoke")
@@ -89,14 +91,15 @@ def test_with_goal_max_the_highest_score_wins_and_a_tie_goes_to_the_smaller_step
     setting outermost; the highest area under the accuracy curve wins, a diverged trial (-inf) never."""
     groups = {("fedavg", 2): {"method": "fedavg", "n": 2, "lr_global": 1.0, "lr_local": 0.1, "seeds": 1},
               ("asysg", 2): {"method": "asysg", "n": 2, "lr_global": 0.1, "lr_local": 1.0, "seeds": 1}}
-    tuning = {"by": ["method", "n"], "grid_by": "method",
+    tuning = {"by": ["method", "n"], "grid_by": "method", "seeds": {"first": 1000, "count": 2},
               "grid": {"fedavg": {"lr_global": [0.1, 1.0], "lr_local": [0.01, 0.1]}, "asysg": {"lr_global": [0.1, 1.0]}}}
     trials = trials_of(groups, tuning)
     fedavg = trials[trials["method"] == "fedavg"]
     assert list(zip(fedavg["lr_global"], fedavg["lr_local"])) == [(0.1, 0.01), (0.1, 0.1), (1.0, 0.01), (1.0, 0.1)]
     assert trials.loc[trials["method"] == "asysg", "lr_local"].isna().all()  # AsySG's own rate is not tuned
-    assert all(s == {**groups[(s["method"], 2)], "lr_global": s["lr_global"], "lr_local": s["lr_local"]}
-               for s in trials["spec"]) and trials["run_id"].is_unique  # the group's run at the grid's values
+    assert all(s == {**groups[(s["method"], 2)], "lr_global": s["lr_global"], "lr_local": s["lr_local"],
+                     "first_seed": 1000, "seeds": 2}  # the group's run at the grid's values, on the tuning's seeds
+               for s in trials["spec"]) and trials["run_id"].is_unique
     result = trials.drop(columns="spec").assign(score=[0.6, 0.7, 0.7, -np.inf, 0.5, 0.5])
     picked = result[chosen(result, ["method", "n"], goal="max")]
     assert list(zip(picked["method"], picked["lr_global"], picked["lr_local"].fillna(0))) == [
@@ -120,6 +123,18 @@ def test_score_is_the_mean_of_the_last_evaluations_and_a_diverged_trial_loses():
     assert score(metrics.assign(train_loss=[9.0, 3.0, np.nan, 1.0] * 2), "train_loss", 3) == np.inf
     assert score(metrics, "train_loss", "all", goal="max") == pytest.approx((15.0 / 4 + 21.0 / 4) / 2)
     assert score(metrics.assign(train_loss=[np.inf] * 8), "train_loss", "all", goal="max") == -np.inf
+
+
+def test_a_tuning_that_would_train_a_judged_seed_is_refused(project):
+    """Tuning never uses the judged seeds: seeds 0-2 of TDCD's runs are judged (quick, 3 seeds), so a tuning
+    on seeds 2-3 stops before training anything; one without `seeds` is no tuning."""
+    write_tuning(project, "judged", {**TUNING, "seeds": {"first": 2, "count": 2}})
+    with pytest.raises(ConfigError, match="variants judged: seeds 2-3 include seeds 2 that runs of tdcd are judged on"):
+        run_variants("judged", jobs=1)
+    assert not (project / "results" / "smoke" / "variants" / "judged").exists()
+    write_tuning(project, "unseeded", {k: v for k, v in TUNING.items() if k != "seeds"})
+    with pytest.raises(ConfigError, match="config/variants/unseeded.yaml"):
+        load_variants("unseeded")
 
 
 def test_a_bad_tuning_is_named(project):

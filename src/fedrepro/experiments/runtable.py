@@ -21,6 +21,7 @@ from fedrepro.data.sources import STAND_INS, USER_DATASETS, DataSource, resolve_
 from fedrepro.errors import ConfigError
 from fedrepro.layout import Layout
 from fedrepro.numerics import numerics_version
+from fedrepro.seeding import seeds_of
 from fedrepro.utils.digest import config_digest
 from fedrepro.utils.patch import patched
 from fedrepro.utils.yaml_file import read_yaml
@@ -609,6 +610,15 @@ def resolve_alternatives(paper_cfg: dict[str, Any], claims: list[dict[str, Any]]
             runs.update({rid: alt_runs[rid] for fig in changed.values() for rid in fig.run_ids})
             alternatives.append(Alternative(reading, name, changed))
     return runs, alternatives
+
+
+def judged_seeds(paper_cfg: dict[str, Any], raw_root: Path) -> set[int]:
+    """Every seed that a run of the paper is judged on: at every scale, under its primary readings and under each
+    alternative that declares runs. A tuning trains none of them (variants/tune.py)."""
+    configs = [paper_cfg] + [patched(paper_cfg, alternative["set"]) for reading in paper_cfg.get("readings", {}).values()
+                             for alternative in (reading.get("alternatives") or {}).values() if "set" in alternative]
+    return {seed for cfg in configs for scale in cfg.get("scales", {})
+            for spec in resolve_paper(cfg, scale, raw_root)[0].values() for seed in seeds_of(spec)}
 
 
 def build_run_table(config: dict[str, Any], config_dir: Path,

@@ -1,8 +1,8 @@
-"""A variants file, config/variants/<name>.yaml (its schema: workflow/schemas/variants.schema.yaml), in one shape
-for both kinds: a paper, the scale whose runs the variants start from, the figures whose runs they need and `set`,
-a patch over the paper's configuration laid under every variant (utils/patch.py, as an alternative reading's
-`set`). Then either named `variants`, each a `set` of its own, judged by the `claims` listed (STUDY), or a `grid`
-per group of runs judged by a score, `select` (TUNING).
+"""A variants file, config/variants/<name>.yaml (read by variants/files.py), in one shape for both kinds: a paper,
+the scale whose runs the variants start from, the figures whose runs they need and `set`, a patch over the
+paper's configuration laid under every variant (utils/patch.py, as an alternative reading's `set`). Then either
+named `variants`, each a `set` of its own, judged by the `claims` listed (STUDY), or a `grid` per group of runs
+judged by a score, `select`, on seeds of its own, `seeds` (TUNING: variants/tune.py).
 
 Every run is resolved by the run table from the patched configuration, so a run that no variant changes keeps its
 run id. Runs are stored by run id under results/<scale>/variants/<name>/runs (a rerun trains only what is
@@ -24,20 +24,6 @@ from fedrepro.layout import Layout
 from fedrepro.schemas import check
 from fedrepro.utils import atomic
 from fedrepro.utils.patch import patched
-from fedrepro.utils.yaml_file import read_yaml
-
-STUDY, TUNING = "study", "tuning"
-
-
-def load_variants(name: str, config_dir: Path = Path("config")) -> dict[str, Any]:
-    """The variants file `name`, checked against its schema, with its `name` and `kind` (STUDY or TUNING)."""
-    path = config_dir / "variants" / f"{name}.yaml"
-    if not path.is_file():
-        known = sorted(p.stem for p in (config_dir / "variants").glob("*.yaml"))
-        raise ConfigError(f"no variants file {path}; known: {', '.join(known) or '(none)'}")
-    spec = read_yaml(path)
-    check(spec, "variants.schema.yaml", str(path))
-    return {**spec, "name": name, "kind": STUDY if "variants" in spec else TUNING}
 
 
 def base_config(spec: dict[str, Any], config_dir: Path = Path("config")) -> dict[str, Any]:

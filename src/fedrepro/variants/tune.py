@@ -5,10 +5,12 @@ convergence performance"), reproducible and frozen into the configuration.
 Its variants file (variants/spec.py) names the settings that identify a tuned group of runs (`by`, e.g. dataset,
 N, K, Q), a grid per value of `grid_by` (e.g. per dataset or method): a mapping from each tuned setting to its
 values, every combination a trial; and what selects (`select`: the metric, over the last evaluations or `all`, and
-the `goal`: min, the default, or max). Its `set` holds what every trial shares (e.g. one seed). Each group's run
-is trained once per combination; the best score wins. The result gives the `per_run` entries to freeze in the
-paper's configuration and says where the configuration differs from them: the pipeline never reads a tuning
-result, only the configuration.
+the `goal`: min, the default, or max). Its `set` holds what every trial shares, and `seeds` ({first, count}) the
+seeds every trial trains: seeds of its own, none of which a run of the paper is judged on at any scale (refused
+otherwise: the DESIGN's "tuning never uses the judged seeds"). Each group's run is trained once per combination; the
+best score wins. The result gives the `per_run` entries to freeze in the paper's configuration, with the `tunings`
+entry that records the seeds they were chosen on (the ledger's record names them), and says where the
+configuration differs from them: the pipeline never reads a tuning result, only the configuration.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ import pandas as pd
 import yaml
 
 from fedrepro.errors import ConfigError
-from fedrepro.experiments.runtable import resolve_paper, run_id_of
+from fedrepro.experiments.runtable import judged_seeds, load_paper_config, raw_data_root, resolve_paper, run_id_of
 from fedrepro.experiments.store import read_verified_record, run_files
 from fedrepro.numerics import keying
+from fedrepro.variants.files import seed_range, tuned_settings
 from fedrepro.variants.spec import base_config, settings_text, train_checked, write_result
 
 GOALS = ("min", "max")
@@ -37,9 +40,22 @@ def check_tuning(spec: dict[str, Any]) -> None:
                           f"tuned settings ({', '.join(tuned_settings(spec))})")
 
 
-def tuned_settings(tuning: dict[str, Any]) -> list[str]:
-    """Every setting some grid tunes, in the order the grids name them."""
-    return list(dict.fromkeys(k for grid in tuning["grid"].values() for k in grid))
+def check_seeds(spec: dict[str, Any], config_dir: Path = Path("config")) -> None:
+    """A tuning trains seeds of its own: refused when one of them is a seed that a run of its paper is judged on
+    (runtable.judged_seeds: every scale, every reading), so that no verdict reads a seed its settings were chosen on."""
+    paper_cfg = load_paper_config(config_dir / "papers" / f"{spec['paper']}.yaml")
+    shared = sorted(set(seed_range(spec["seeds"])) & judged_seeds(paper_cfg, raw_data_root(config_dir)))
+    if shared:
+        raise ConfigError(f"variants {spec.get('name', '')}: seeds {_seeds_text(seed_range(spec['seeds']))} include "
+                          f"seeds {_seeds_text(shared)} that runs of {spec['paper']} are judged on; a tuning trains "
+                          f"seeds of its own: raise seeds.first")
+
+
+def _seeds_text(seeds: list[int]) -> str:
+    """0-4, or 3 for one seed: a contiguous range as its ends, else the list."""
+    if len(seeds) > 1 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
 
 
 def grid_of(tuning: dict[str, Any], spec: dict[str, Any]) -> dict[str, list[Any]]:
@@ -81,13 +97,14 @@ def pairing(engine: str, settings: list[str]) -> str:
 
 def trials_of(groups: dict[tuple, dict[str, Any]], tuning: dict[str, Any]) -> pd.DataFrame:
     """One row per (group, combination of its grid's values, the first setting's values outermost): the
-    trial's run id and spec (the group's run with the values)."""
+    trial's run id and spec (the group's run with the values, on the tuning's `seeds`)."""
     rows = []
+    seeds = {"first_seed": tuning["seeds"]["first"], "seeds": tuning["seeds"]["count"]}
     for key, spec in groups.items():
         grid = grid_of(tuning, spec)
         for values in itertools.product(*grid.values()):
             point = dict(zip(grid, values))
-            trial = {**spec, **point}
+            trial = {**spec, **point, **seeds}
             rows.append({**dict(zip(tuning["by"], key)), **point, "run_id": run_id_of(trial), "spec": trial})
     return pd.DataFrame(rows)
 
@@ -132,6 +149,7 @@ def run_tuning(spec: dict[str, Any], config_dir: Path = Path("config"), out_dir:
                jobs: int = 2) -> pd.DataFrame:
     """Train every trial, score it, choose per group; write the result (every trial, variants/spec.py)."""
     check_tuning(spec)
+    check_seeds(spec, config_dir)
     runs, _ = resolve_paper(base_config(spec, config_dir), spec["scale"])
     trials = trials_of(groups_of(runs, spec), spec)
     results_dir = train_checked(spec, dict(zip(trials["run_id"], trials["spec"])), out_dir, jobs)
@@ -175,7 +193,8 @@ def markdown(result: pd.DataFrame, tuning: dict[str, Any], name: str, paired: st
     if tuning.get("about"):
         lines += [tuning["about"].strip(), ""]
     lines += [f"Score: the mean over {over} of {select['metric']} ({'lowest' if goal == 'min' else 'highest'} "
-              f"wins; {worst_text}: diverged). What every trial shares: {settings_text(tuning.get('set') or {})}."
+              f"wins; {worst_text}: diverged). Every trial trains seeds {_seeds_text(seed_range(tuning['seeds']))}, "
+              f"none of them judged; what else they share: {settings_text(tuning.get('set') or {}) or 'nothing'}."
               f" {paired}", "",
               "| " + " | ".join(by) + f" | scores ({', '.join(settings)}: score) | chosen | configured |",
               "|" + "---|" * (len(by) + 3)]
@@ -199,7 +218,9 @@ def markdown(result: pd.DataFrame, tuning: dict[str, Any], name: str, paired: st
         lines.append("| " + " | ".join(str(k) for k in key) + f" | {cells} | {pick} | {configured} |")
     lines += ["", f"The configuration differs from the chosen values in {disagree} of "
               f"{result.groupby(by, sort=False).ngroups} groups.", "",
-              f"`per_run` entries for scales.{tuning['scale']} of config/papers/{tuning['paper']}.yaml:", "", "```yaml",
+              f"`per_run` entries for scales.{tuning['scale']} of config/papers/{tuning['paper']}.yaml, and the `tunings` "
+              f"entry that records the seeds they were chosen on:", "", "```yaml",
+              f"tunings: {{{name}: {{first: {tuning['seeds']['first']}, count: {tuning['seeds']['count']}}}}}",
               "per_run:"]
     lines += [f"  - {yaml.safe_dump(entry, default_flow_style=True, sort_keys=False, width=200).strip()}"
               for entry in per_run_entries(chosen, tuning)]
