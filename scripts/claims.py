@@ -18,7 +18,8 @@ def main():
         verify_figure_table(Path(table))
     ledger = Path(sm.output.ledger)
     write_ledger(Path(sm.input.claims), [Path(p) for p in sm.input.tables], sm.params.figures, sm.wildcards.scale,
-                 ledger, Path(sm.output.record), sm.params.scale_note, sm.params.readings, sm.params.alternatives)
+                 ledger, Path(sm.output.record), sm.params.scale_note, sm.params.readings, sm.params.alternatives,
+                 sm.params.seeds)
     draw_claims_figure(ledger, sm.wildcards.paper, DECIDE, Path(sm.output.pdf), Path(sm.output.png))
 
 

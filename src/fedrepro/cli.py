@@ -387,7 +387,7 @@ def ledger_rebuilder(paper: str, scale: str, settings: dict, root: Path = Path("
         out = Layout(scale, root)
         write_ledger(root / "config" / "claims" / f"{paper}.yaml", [out.table(paper, name) for name in settings["figures"]],
                      settings["figures"], scale, csv, record, settings["scale_note"], settings["readings"],
-                     settings["alternatives"])
+                     settings["alternatives"], settings["seeds"])
 
     return rebuild
 

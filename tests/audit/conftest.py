@@ -64,7 +64,7 @@ def fedvr_smoke(tmp_path_factory) -> Path:
     settings = table.ledger_settings(PAPER)  # as rule claims writes the ledger and its record
     write_ledger(root / "config" / "claims" / f"{PAPER}.yaml", tables, settings["figures"], "smoke",
                  results / "claims" / f"{PAPER}.csv", results / "claims" / f"{PAPER}.json", settings["scale_note"],
-                 settings["readings"], settings["alternatives"])
+                 settings["readings"], settings["alternatives"], settings["seeds"])
     return root
 
 

@@ -157,9 +157,11 @@ def test_the_record_counts_the_papers_claims_apart_and_repeats_the_fields(tmp_pa
     table = tmp_path / "f.csv"
     _table(_curve("fast", 0.1, 5), _curve("slow", 0.1, 1),
            _curve("near", 0.1, 1.05, spread=(0.0, 0.2, -0.15))).to_csv(table, index=False)
+    seeds = {"judged": [0, 1, 2], "tunings": {"t": {"settings": ["lr"], "seeds": [1000], "judged": []}}}
     ledger = write_ledger(claims, [table], {"f": {"labels": LABELS}}, "quick", tmp_path / "p.csv",
-                          tmp_path / "p.json", readings=READINGS)
+                          tmp_path / "p.json", readings=READINGS, seeds=seeds)
     record = json.loads((tmp_path / "p.json").read_text())
+    assert record["seeds"] == seeds  # the run table's seeds_record, as rule claims passes it
     assert record["counts"]["paper"] == {"FAIL": 1, "INCONCLUSIVE": 4, "PASS": 1}
     assert record["counts"]["implementation"] == {"PASS": 1}
     assert record["counts"]["text"].startswith("1 PASS, 1 FAIL, 4 INCONCLUSIVE of 6 paper claims")

@@ -2,6 +2,7 @@
 value is the one with the lowest score, a diverging value loses, trials train once, the chosen block read
 back into the configuration gives every run its value, and bad tunings stop with a message."""
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ import yaml
 
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import load_paper_config, resolve_paper
+from fedrepro.validate import load_and_validate
 from fedrepro.variants.run import run_variants
 from fedrepro.variants.files import load_variants
 from fedrepro.variants.tune import chosen, groups_of, per_run_entries, score, trials_of
@@ -156,3 +158,27 @@ def test_a_bad_tuning_is_named(project):
     write_tuning(project, "bad", {**TUNING, "grid": {"mnist": {"lr": [0.1]}}})
     with pytest.raises(ConfigError, match="no grid for dataset = cifar10"):
         run_variants("bad", jobs=1)
+
+
+def test_the_ledger_record_names_the_judged_seeds_and_the_seeds_each_frozen_tuning_chose_on(tmp_path):
+    """A scale's `tunings` records the seeds its per_run was chosen on; the ledger's record (RunTable.seeds_record,
+    which rule claims writes into results/<scale>/claims/<paper>.json) names them beside the judged seeds and says
+    which of them are judged too."""
+    config = tmp_path / "config"
+    shutil.copytree(REPO / "config", config)
+    path = config / "papers" / "fedpage.yaml"
+    cfg = yaml.safe_load(path.read_text())
+
+    def record(tunings):
+        cfg["scales"]["smoke"]["tunings"] = tunings
+        path.write_text(yaml.safe_dump(cfg))
+        return load_and_validate({"scale": "smoke"}, config)[1].ledger_settings("fedpage")["seeds"]
+
+    assert record({"fedpage_smoke": {"first": 1000, "count": 2}}) == {
+        "judged": [0], "tunings": {"fedpage_smoke": {"settings": ["c_l"], "seeds": [1000, 1001], "judged": []}}}
+    assert record({"fedpage_smoke": {"first": 0, "count": 1}})["tunings"]["fedpage_smoke"]["judged"] == [0]
+    with pytest.raises(ConfigError, match="scales.smoke.tunings names fedpage_quick, which is not a tuning of "
+                                          "fedpage at the smoke scale"):
+        record({"fedpage_quick": {"first": 1000, "count": 5}})
+    with pytest.raises(ConfigError, match="no variants file .*fedpage_tiny.yaml"):
+        record({"fedpage_tiny": {"first": 1000, "count": 1}})

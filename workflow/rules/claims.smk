@@ -35,6 +35,7 @@ rule claims:
         scale_note=lambda wildcards: run_table(wildcards.scale).scale_note(wildcards.paper),
         readings=lambda wildcards: run_table(wildcards.scale).readings[wildcards.paper],
         alternatives=lambda wildcards: run_table(wildcards.scale).alternatives_settings(wildcards.paper),
+        seeds=lambda wildcards: run_table(wildcards.scale).seeds_record(wildcards.paper),
     log:
         str(OUT.logs / "claims" / "{paper}.log"),
     benchmark:

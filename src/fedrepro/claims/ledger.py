@@ -285,13 +285,15 @@ def load_claims(path: Path, figures: FigureLabels | None = None,
 def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, dict[str, Any]], scale: str,
                  out: Path, record: Path | None = None, scale_note: str = "",
                  readings: dict[str, dict[str, Any]] | None = None,
-                 alternatives: dict[str, dict[str, dict[str, dict[str, Any]]]] | None = None) -> pd.DataFrame:
+                 alternatives: dict[str, dict[str, dict[str, dict[str, Any]]]] | None = None,
+                 seeds: dict[str, Any] | None = None) -> pd.DataFrame:
     """The ledger of one paper: its claims file, its figure tables and what the ledger reads of their
     figures (by name, Figure.claims_settings: their label columns); `record` gets the
     bootstrap's settings (bootstrap_record) and `scale_note`, how this scale departs from the paper's
     (Figure.scale_note of the paper's figures); `readings`, the paper's; `alternatives`, the figures of each
     alternative reading as run (RunTable.alternatives_settings: each one's table path and labels;
-    None: not evaluated; evaluate_claims). Written atomically, after every check has run: a failure leaves the
+    None: not evaluated; evaluate_claims); `seeds`, the seeds judged and those the tunings its runs take were chosen
+    on (RunTable.seeds_record), for the record. Written atomically, after every check has run: a failure leaves the
     files as they were. The record holds the ledger's sha256 and its rows' digests (claims/seal.py), which every
     reader of the ledger checks."""
     claims_cfg = load_claims(claims_path, readings=readings)
@@ -312,7 +314,8 @@ def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, 
         ledger.to_csv(tmp, index=False)
     if record is not None:  # with the ledger's sha256, which every reader checks (claims/seal.py)
         with atomic_path(record, suffix=".json") as tmp:
-            body = bootstrap_record(claims_cfg.get("paper", out.stem), scale) | {"scale_note": scale_note}
+            body = bootstrap_record(claims_cfg.get("paper", out.stem), scale) | {"scale_note": scale_note,
+                                                                                  "seeds": seeds or {}}
             tmp.write_text(json.dumps(body | ledger_summary(ledger) | {"ledger": ledger_seal(out)}, indent=2) + "\n")
     return ledger
 

@@ -25,6 +25,7 @@ from fedrepro.seeding import seeds_of
 from fedrepro.utils.digest import config_digest
 from fedrepro.utils.patch import patched
 from fedrepro.utils.yaml_file import read_yaml
+from fedrepro.variants.files import TUNING, load_variants, seed_range, tuned_settings
 
 # Keys that describe how a curve is shown, not what is computed: kept out of the run spec.
 PRESENTATION_KEYS = ("label",)
@@ -201,6 +202,8 @@ class RunTable:
     readings: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # paper -> its `readings`
     # paper -> its alternative readings as run; a paper is absent when they are not evaluated (readings: primary)
     alternatives: dict[str, list[Alternative]] = field(default_factory=dict)
+    # paper -> the tunings whose choices its runs take at this scale (tunings_of): name -> settings and seeds
+    tunings: dict[str, dict[str, dict[str, list]]] = field(default_factory=dict)
 
     def figure(self, paper: str, name: str) -> Figure:
         try:
@@ -261,7 +264,16 @@ class RunTable:
         rebuilds the ledger with them."""
         return {"figures": {f.name: f.claims_settings() for f in self.paper_figures(paper)},
                 "scale_note": self.scale_note(paper), "readings": self.readings[paper],
-                "alternatives": self.alternatives_settings(paper)}
+                "alternatives": self.alternatives_settings(paper), "seeds": self.seeds_record(paper)}
+
+    def seeds_record(self, paper: str) -> dict[str, Any]:
+        """What the ledger's record says of seeds: `judged`, every seed of the runs of the paper's figures, and per
+        tuning whose choices those runs take, the settings it tuned, the `seeds` it chose them on and those of them
+        that are also `judged` here (none, for a tuning run on seeds of its own: variants/tune.py)."""
+        judged = sorted({s for f in self.paper_figures(paper) for rid in f.run_ids for s in seeds_of(self.runs[rid])})
+        return {"judged": judged,
+                "tunings": {name: {**tuning, "judged": sorted(set(tuning["seeds"]) & set(judged))}
+                            for name, tuning in self.tunings.get(paper, {}).items()}}
 
     def method_names(self, paper: str) -> dict[str, str]:
         """Each method's curve label, where it has one label across the paper's figures: the names the ledger's
@@ -621,6 +633,19 @@ def judged_seeds(paper_cfg: dict[str, Any], raw_root: Path) -> set[int]:
             for spec in resolve_paper(cfg, scale, raw_root)[0].values() for seed in seeds_of(spec)}
 
 
+def tunings_of(paper_cfg: dict[str, Any], scale: str, config_dir: Path) -> dict[str, dict[str, list]]:
+    """The tunings whose choices the scale's `per_run` freezes (its `tunings`): name -> the settings it tunes and the
+    seeds its frozen result trained on. Each must be a tuning of this paper at this scale (config/variants)."""
+    out = {}
+    for name, seeds in ((paper_cfg.get("scales", {}).get(scale) or {}).get("tunings") or {}).items():
+        tuning = load_variants(name, config_dir)
+        if tuning["kind"] != TUNING or (tuning["paper"], tuning["scale"]) != (paper_cfg["key"], scale):
+            raise ConfigError(f"config/papers/{paper_cfg['key']}.yaml: scales.{scale}.tunings names {name}, which is "
+                              f"not a tuning of {paper_cfg['key']} at the {scale} scale")
+        out[name] = {"settings": tuned_settings(tuning), "seeds": seed_range(seeds)}
+    return out
+
+
 def build_run_table(config: dict[str, Any], config_dir: Path,
                     loaded: dict[str, tuple[dict[str, Any], Resolved | None]] | None = None) -> RunTable:
     """The runs and figures of config `papers` at config `scale`; with `readings: all`, also the runs and
@@ -630,6 +655,7 @@ def build_run_table(config: dict[str, Any], config_dir: Path,
     figures: dict[tuple[str, str], Figure] = {}
     readings: dict[str, dict[str, dict[str, Any]]] = {}
     alternatives: dict[str, list[Alternative]] = {}
+    tunings: dict[str, dict[str, dict[str, list]]] = {}
     raw_root = raw_data_root(config_dir)
     for paper in config["papers"]:
         paper_cfg, resolution = (loaded or {}).get(paper, (None, None))
@@ -642,9 +668,10 @@ def build_run_table(config: dict[str, Any], config_dir: Path,
         runs.update(paper_runs)
         figures.update(paper_figures)
         readings[paper] = paper_cfg.get("readings", {})
+        tunings[paper] = tunings_of(paper_cfg, config["scale"], config_dir)
         if config.get("readings") == "all":
             claims = read_yaml(config_dir / "claims" / f"{paper}.yaml").get("claims", [])
             alt_runs, alternatives[paper] = resolve_alternatives(paper_cfg, claims, config["scale"], raw_root,
                                                                  paper_figures)
             runs.update({rid: spec for rid, spec in alt_runs.items() if rid not in runs})
-    return RunTable(config["scale"], runs, figures, readings, alternatives)
+    return RunTable(config["scale"], runs, figures, readings, alternatives, tunings)
