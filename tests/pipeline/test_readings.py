@@ -77,6 +77,18 @@ def test_an_alternative_that_changes_no_run_or_is_not_evaluated_leaves_the_verdi
                                               "steps=words (not run))")
 
 
+def test_an_alternative_with_fewer_seeds_than_the_rule_needs_tests_nothing():
+    """The paper's single seed (`seeds=paper`): the rule decides nothing on one seed, so the alternative neither
+    flips the verdict nor agrees with it; with 3 seeds the same curves are judged (and here flip it)."""
+    one_seed = _table(_curve("fast", 0.1, 1, seeds=1), _curve("slow", 0.1, 5, seeds=1))
+    ledger = _ledger({"steps": {"grid": ({"f": one_seed}, {"f": LABELS})}, "interrupt": {"longer": ({}, {})}}, CLAIMS)
+    assert ledger.loc["X1", "status"] == "PASS" and ledger.loc["X1", "robustness"] == "untested"
+    assert text_of(ledger, "X1") == "untested (steps=grid (too few seeds for the rule), steps=words (not run))"
+    three = _table(_curve("fast", 0.1, 1), _curve("slow", 0.1, 5))
+    ledger = _ledger({"steps": {"grid": ({"f": three}, {"f": LABELS})}, "interrupt": {"longer": ({}, {})}}, CLAIMS)
+    assert text_of(ledger, "X1") == "depends (steps=grid: FAIL; untested: steps=words (not run))"
+
+
 def test_under_primary_readings_a_check_alternative_is_judged_but_robust_waits_for_the_runs():
     """An alternative of the check needs no run: readings: primary judges it. Its agreeing verdict alone does
     not make a claim robust while an alternative whose runs were not trained is unjudged."""

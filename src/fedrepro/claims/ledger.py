@@ -19,7 +19,7 @@ from fedrepro.claims.data_notes import stand_ins, with_data_notes
 from fedrepro.claims.kinds import IMPLEMENTATION, REPORT, counts_text, kind_of, verdict_counts
 from fedrepro.claims.kinds import PAPER as PAPER_KIND
 from fedrepro.claims.seal import ledger_seal
-from fedrepro.claims.robustness import DEPENDS, NOT_EVALUATED, Alternative, category, decode, encode
+from fedrepro.claims.robustness import DEPENDS, NOT_EVALUATED, TOO_FEW_SEEDS, Alternative, category, decode, encode
 from fedrepro.claims.validation import CLAIM_FIELDS, FigureLabels, validate_claims
 from fedrepro.errors import ConfigError, ResultsError
 from fedrepro.results.tables import in_paper_terms, merged_labels, read_figure_table
@@ -176,7 +176,8 @@ def robustness(claim: dict[str, Any], status: str, readings: dict[str, dict[str,
     the text follow from these): judged, or why not. An alternative that declares `check` (a reading of the
     check, not of the runs) judges the primary tables again with those parameters laid over the claim's, where
     its check takes them: it needs no run, so it is judged under `readings: primary` too (`alternatives` None),
-    where the alternatives that change runs are not evaluated."""
+    where the alternatives that change runs are not evaluated. An alternative whose runs have fewer seeds than the
+    rule decides on (the paper's single seed, `seeds=paper`) tests nothing: untested, its verdict not compared."""
     found: list[Alternative] = []
     for reading in _rests(claim, readings):
         for name, declared in (readings[reading].get("alternatives") or {}).items():
@@ -193,8 +194,11 @@ def robustness(claim: dict[str, Any], status: str, readings: dict[str, dict[str,
                 continue
             alt_tables = alternatives.get(reading, {}).get(name, ({}, {}))[0]
             if (reading, name) in under and set(alt_tables) & set(claim.get("figures", [])):
-                verdict = under[(reading, name)](claim).status
-                found.append(Alternative(reading, name, verdict, verdict != status))
+                judged = under[(reading, name)](claim)
+                if bootstrap_rule.too_few_units(judged.support, claim.get("min_seeds", 1)):
+                    found.append(Alternative(reading, name, untested=TOO_FEW_SEEDS))  # it can show no verdict
+                else:
+                    found.append(Alternative(reading, name, judged.status, judged.status != status))
             else:
                 found.append(Alternative(reading, name, untested="no_run_changed" if name in alternatives.get(reading, {})
                                          else "not_run"))

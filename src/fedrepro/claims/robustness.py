@@ -17,8 +17,9 @@ WHY_UNTESTED = {
     "no_run_changed": "changes none of its runs",  # at this scale its patch leaves the claim's runs alone
     "no_check_change": "changes nothing in its check",  # a reading of the check whose parameters it does not take
     "not_evaluated": "not evaluated: config readings: primary",  # runs an alternative needs were not trained
+    "too_few_seeds": "too few seeds for the rule",  # its runs have fewer seeds than the rule decides on
 }
-NOT_EVALUATED = "not_evaluated"
+NOT_EVALUATED, TOO_FEW_SEEDS = "not_evaluated", "too_few_seeds"
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,13 @@ def bootstrap(check: str, data: ClaimData, params: dict, result: Result, *seed_p
     return Support(units, unit, float(weights @ (statuses == PASS)), float(weights @ (statuses == FAIL)), spread)
 
 
+def too_few_units(support: Support, min_units: int = 1) -> bool:
+    """Whether the data have fewer units than the rule decides on: the claim's own minimum (`min_seeds`) for a
+    verdict the same in every resample, else also MIN_UNITS; never for a check that is not resampled."""
+    needed = min_units if support.kind == "invariant" else max(MIN_UNITS, min_units)
+    return support.kind != "none" and support.units < needed
+
+
 def decide(status: str, support: Support, min_units: int = 1) -> tuple[str, str, str]:
     """The ledger's verdict, a note on it and, where this rule makes it open, why (claims/causes.py: "seeds",
     too few units for the rule or the claim; "check", a bootstrap whose resamples do not agree enough, its error
@@ -109,8 +116,7 @@ def decide(status: str, support: Support, min_units: int = 1) -> tuple[str, str,
     own minimum of units (`min_seeds`)."""
     if support.kind == "none" or (support.kind == "test" and status == INCONCLUSIVE):
         return status, "", ""  # nothing to qualify: not resampled, or undecided on the full data
-    needed = min_units if support.kind == "invariant" else max(MIN_UNITS, min_units)
-    if support.units < needed:
+    if too_few_units(support, min_units):
         shown = "" if math.isnan(support.share) else f"support {support.share:.0%}, "
         why = (f"the rule needs >= {MIN_UNITS}" if support.units < MIN_UNITS
                else f"the claim needs >= {min_units}")
