@@ -32,8 +32,8 @@ def test_bad_top_level_config_names_key_and_allowed_values(override, expected):
 
 
 def _paper_config_dir(tmp_path: Path, edit, folder: str = "papers", paper: str = "fedpage") -> Path:
-    """A copy of config/papers/ and config/claims/ with <paper>.yaml of `folder` edited."""
-    for sub in ("papers", "claims"):
+    """A copy of config/papers/, config/claims/ and config/variants/ with <paper>.yaml of `folder` edited."""
+    for sub in ("papers", "claims", "variants"):
         (tmp_path / sub).mkdir(parents=True)
         for path in (CONFIG / sub).glob("*.yaml"):
             (tmp_path / sub / path.name).write_text(path.read_text())
