@@ -237,3 +237,20 @@ def test_each_run_is_counted_under_the_primary_reading_or_the_first_alternative_
     assert alternative - primary and {origins[r] for r in alternative - primary} == {"step_sizes=free_grid"}
     assert alternative & primary  # groups whose rate the free grid keeps share their runs
     assert {origins[r] for r in copied - primary - alternative} == {"step_sizes=scripts"}
+
+
+@pytest.mark.parametrize("paper", ["fedcluster", "tdcd"])
+def test_the_paper_scale_runs_the_seeds_the_rule_needs_and_the_papers_single_seed_is_a_reading(paper):
+    """Issue 44 item 8: 5 seeds at the paper scale; `seeds=paper` is the paper's one seed, with the run ids the
+    one-seed paper scale had, and changes no run of the reduced scales."""
+    cfg = load_paper_config(CONFIG / "papers" / f"{paper}.yaml")
+    runs, _ = resolve_paper(cfg, "paper")
+    assert {spec["seeds"] for spec in runs.values()} == {5}
+    single = patched(cfg, cfg["readings"]["seeds"]["alternatives"]["paper"]["set"])
+    single_runs, _ = resolve_paper(single, "paper")
+    before = {**cfg, "scales": {**cfg["scales"], "paper": {}}}  # the paper scale as it was: the paper's defaults
+    assert {spec["seeds"] for spec in single_runs.values()} == {1} and set(single_runs) == set(resolve_paper(before, "paper")[0])
+    for scale in ("quick", "smoke"):
+        assert set(resolve_paper(single, scale)[0]) == set(resolve_paper(cfg, scale)[0])
+    claims = yaml.safe_load((CONFIG / "claims" / f"{paper}.yaml").read_text())["claims"]
+    assert all("seeds" in c.get("rests_on", []) for c in claims if c.get("kind", "paper") == "paper")
