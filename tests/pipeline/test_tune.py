@@ -128,10 +128,10 @@ def test_score_is_the_mean_of_the_last_evaluations_and_a_diverged_trial_loses():
 
 
 def test_a_tuning_that_would_train_a_judged_seed_is_refused(project):
-    """Tuning never uses the judged seeds: seeds 0-2 of TDCD's runs are judged (quick, 3 seeds), so a tuning
-    on seeds 2-3 stops before training anything; one without `seeds` is no tuning."""
-    write_tuning(project, "judged", {**TUNING, "seeds": {"first": 2, "count": 2}})
-    with pytest.raises(ConfigError, match="variants judged: seeds 2-3 include seeds 2 that runs of tdcd are judged on"):
+    """Tuning never uses the judged seeds: seeds 0-4 of TDCD's runs are judged (the paper scale's 5), so a tuning
+    on seeds 4-5 stops before training anything, at whatever scale it tunes; one without `seeds` is no tuning."""
+    write_tuning(project, "judged", {**TUNING, "seeds": {"first": 4, "count": 2}})
+    with pytest.raises(ConfigError, match="variants judged: seeds 4-5 include seeds 4 that runs of tdcd are judged on"):
         run_variants("judged", jobs=1)
     assert not (project / "results" / "smoke" / "variants" / "judged").exists()
     write_tuning(project, "unseeded", {k: v for k, v in TUNING.items() if k != "seeds"})
