@@ -229,7 +229,9 @@ def test_each_run_is_counted_under_the_primary_reading_or_the_first_alternative_
     table = build_run_table({"scale": "quick", "papers": ["tdcd"], "readings": "all"}, CONFIG)
     origins = table.run_origins()
     primary = {rid for figure in table.paper_figures("tdcd") for rid in figure.run_ids}
-    free, scripts = table.alternatives["tdcd"]
+    by_name = {f"{a.reading}={a.name}": a for a in table.alternatives["tdcd"]}
+    free, scripts = by_name["step_sizes=free_grid"], by_name["step_sizes=scripts"]
+    assert not by_name["seeds=paper"].figures  # the paper's single seed changes no run at quick
     alternative = {rid for figure in free.figures.values() for rid in figure.run_ids}
     copied = {rid for figure in scripts.figures.values() for rid in figure.run_ids}
     assert set(origins) == set(table.runs) == primary | alternative | copied
