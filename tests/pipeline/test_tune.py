@@ -14,7 +14,7 @@ from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import load_paper_config, resolve_paper
 from fedrepro.validate import load_and_validate
 from fedrepro.variants.run import run_variants
-from fedrepro.variants.files import load_variants
+from fedrepro.experiments.variant_files import load_variants
 from fedrepro.variants.tune import chosen, groups_of, per_run_entries, score, trials_of
 from fedrepro.experiments.store import read_record
 from project_dir import REPO, make_project

@@ -25,7 +25,7 @@ from fedrepro.seeding import seeds_of
 from fedrepro.utils.digest import config_digest
 from fedrepro.utils.patch import patched
 from fedrepro.utils.yaml_file import read_yaml
-from fedrepro.variants.files import TUNING, load_variants, seed_range, tuned_settings
+from fedrepro.experiments.variant_files import TUNING, load_variants, seed_range, tuned_settings
 
 # Keys that describe how a curve is shown, not what is computed: kept out of the run spec.
 PRESENTATION_KEYS = ("label",)

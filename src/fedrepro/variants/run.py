@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fedrepro.variants.files import STUDY, load_variants
+from fedrepro.experiments.variant_files import STUDY, load_variants
 from fedrepro.variants.study import run_study
 from fedrepro.variants.tune import run_tuning
 

@@ -1,4 +1,4 @@
-"""A variants file, config/variants/<name>.yaml (read by variants/files.py), in one shape for both kinds: a paper,
+"""A variants file, config/variants/<name>.yaml (read by experiments/variant_files.py), in one shape for both kinds: a paper,
 the scale whose runs the variants start from, the figures whose runs they need and `set`, a patch over the
 paper's configuration laid under every variant (utils/patch.py, as an alternative reading's `set`). Then either
 named `variants`, each a `set` of its own, judged by the `claims` listed (STUDY), or a `grid` per group of runs

@@ -27,7 +27,7 @@ from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import judged_seeds, load_paper_config, raw_data_root, resolve_paper, run_id_of
 from fedrepro.experiments.store import read_verified_record, run_files
 from fedrepro.numerics import keying
-from fedrepro.variants.files import seed_range, tuned_settings
+from fedrepro.experiments.variant_files import seed_range, tuned_settings
 from fedrepro.variants.spec import base_config, settings_text, train_checked, write_result
 
 GOALS = ("min", "max")
