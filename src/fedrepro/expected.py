@@ -2,7 +2,8 @@
 
 docs/papers/<paper>/<scale>/ holds, taken from one results tree (`fedrepro docs --from-results SCALE`):
 - ledger.csv and ledger.json: the claims ledger and its record, as the run wrote them;
-- <figure>.png: each figure, shrunk to browse on a code host;
+- <figure>.png: each drawn figure (a table's figure is in the ledger's and digest's numbers), shrunk to browse on a
+  code host;
 - digest.csv: each figure's curves, the seed mean of every metric at up to DIGEST_POINTS rounds per curve;
 - stamp.json: what the runs ran on (commits, numerics versions, devices, platforms, packages).
 The paper pages render their verdict tables from these files (paper_docs.py), and `fedrepro compare` reads them.
@@ -31,6 +32,7 @@ from fedrepro.utils.atomic import write_bytes, write_json, write_text
 DOCS = Path("docs/papers")
 DIGEST_POINTS = 20  # rounds kept per curve: enough to see where two curves part, small enough to commit
 PNG_WIDTH = 900  # pixels: a figure as a code host shows it
+DIGEST_FLOATS = "%.9g"  # digits a digest keeps: a rerun's digest is compared as written, so equal runs read 0
 X = "round"  # the x of every digest: each engine's metrics.csv has it
 NOT_METRICS = ("seed", "round", "iteration")  # columns of metrics.csv that index rows, not measure them
 # the facts of a run's record that decide its floats besides the code: a difference here explains a difference
@@ -194,7 +196,7 @@ def write_reference(paper: str, scale: str, table: RunTable, root: Path = Path("
         raise ResultsError(f"{ledger} does not exist: run the {scale} scale (make reproduce SCALE={scale}) first")
     verify_ledger(ledger)  # a ledger edited by hand never becomes the reference
     figures = table.paper_figures(paper)
-    pngs = {f.name: layout.figure(paper, f.name, "png") for f in figures}
+    pngs = {f.name: layout.figure(paper, f.name, "png") for f in figures if f.plot.get("kind") != "table"}
     pngs["claims"] = layout.figure(paper, "claims", "png")
     absent = [str(p) for p in pngs.values() if not p.is_file()]
     if absent:
@@ -209,15 +211,20 @@ def write_reference(paper: str, scale: str, table: RunTable, root: Path = Path("
     shutil.copyfile(layout.ledger(paper, "json"), folder / "ledger.json")
     for name, png in pngs.items():
         write_bytes(folder / f"{name}.png", small_png(png))
-    write_text(folder / "digest.csv", digest_of(layout, table, paper).to_csv(index=False, float_format="%.9g"))
+    write_text(folder / "digest.csv", digest_of(layout, table, paper).to_csv(index=False, float_format=DIGEST_FLOATS))
     write_json(folder / "stamp.json", stamp)
     return folder
 
 
-def read_digest(folder: Path) -> pd.DataFrame:
-    """A reference's digest.csv as digest() made it (labels as text, a NaN mean as NaN)."""
-    return pd.read_csv(folder / "digest.csv", dtype={"figure": str, "panel": str, "curve": str, "metric": str},
+def read_digest(source: Path | io.StringIO) -> pd.DataFrame:
+    """A digest as written to digest.csv (labels as text, a NaN mean as NaN)."""
+    return pd.read_csv(source, dtype={"figure": str, "panel": str, "curve": str, "metric": str},
                        keep_default_na=False, na_values={"mean": ["", "nan", "NaN"]})
+
+
+def as_written(digest_: pd.DataFrame) -> pd.DataFrame:
+    """A digest as read back from its digest.csv: what a reference made of the same runs holds."""
+    return read_digest(io.StringIO(digest_.to_csv(index=False, float_format=DIGEST_FLOATS)))
 
 
 def read_reference(paper: str, scale: str, docs: Path = DOCS) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -273,7 +280,8 @@ def compare(paper: str, scale: str, table: RunTable, root: Path = Path("."), doc
                                                    suffixes=("_there", "_here"), sort=False)
     verdicts = verdicts.fillna("absent").rename(columns={"status_there": "there", "status_here": "here"})
     run_ids = sorted({rid for f in table.paper_figures(paper) for rid in f.run_ids})
-    curves = curve_differences(digest_of(layout, table, paper), read_digest(reference_dir(paper, scale, root / docs)))
+    curves = curve_differences(as_written(digest_of(layout, table, paper)),
+                               read_digest(reference_dir(paper, scale, root / docs) / "digest.csv"))
     local = stamp_of(records_of(layout.results, run_ids))
     return Comparison(paper, scale, verdicts, curves, stamp_differences(stamp, local))
 
