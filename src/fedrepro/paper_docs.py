@@ -1,7 +1,12 @@
 """The generated parts of each paper's page, docs/papers/<paper>.md: its figures at every scale, from the
 configuration, and its expected results, from the reference committed beside the page (expected.py). `fedrepro
 docs` rewrites each part between its markers and leaves the rest of the page, written by hand, as it is; `fedrepro
-docs --check` says whether every part is current (a test runs it, so the pages cannot drift from the reference)."""
+docs --check` says whether every part is current (a test runs it, so the pages cannot drift from the reference).
+
+What a person must say about a verdict (why a claim fails or stays open, what a reading changes) lives in
+docs/papers/<paper>/notes.yaml, keyed by scale and claim id and by the verdict it explains; the verdict table shows
+each note in its claim's row, and a note whose verdict is no longer the reference's stops `fedrepro docs` (and its
+test), so hand-written prose cannot drift from the ledgers it explains."""
 
 from __future__ import annotations
 
@@ -9,15 +14,17 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from fedrepro.claims.checks import FAIL, PASS
-from fedrepro.claims.kinds import IMPLEMENTATION, PAPER, REPORT, counts_text, kinds_of
+from fedrepro.claims.kinds import IMPLEMENTATION, PAPER, REPORT, VERDICTS, counts_text, kinds_of
 from fedrepro.claims.robustness import row_text
 from fedrepro.expected import DOCS, read_reference, reference_dir, reference_scales, stamp_text
 from fedrepro.errors import ConfigError
 from fedrepro.schemas import SCALES
 from fedrepro.experiments.runtable import RunTable
 
+NOTES = "notes.yaml"  # docs/papers/<paper>/notes.yaml: {scale: {claim_id: {verdict, note}}}
 QUOTED, MEASURED = 120, 160  # characters of the paper's words and of the measured value a page shows; ledger.csv has all
 
 
@@ -64,23 +71,57 @@ def support_text(row: pd.Series) -> str:
     return "; ".join(t for t in (support, row.get("error_rate", "")) if t)
 
 
-def verdicts_table(paper: str, scale: str, ledger: pd.DataFrame, stamp: dict) -> list[str]:
-    """One scale's reference verdicts: the paper's claims as a table, the other kinds on a line of their own."""
-    folder = f"{paper}/{scale}"
+def read_notes(paper: str, docs: Path = DOCS) -> dict[str, dict[str, dict[str, str]]]:
+    """The paper's hand-written notes ({} without a notes file); a ConfigError names what is malformed."""
+    path = docs / paper / NOTES
+    if not path.is_file():
+        return {}
+    try:
+        notes = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML ({err})") from err
+    for scale, claims in notes.items() if isinstance(notes, dict) else [(None, None)]:
+        if scale not in SCALES or not isinstance(claims, dict):
+            raise ConfigError(f"{path}: expected {{scale: {{claim_id: {{verdict, note}}}}}} with a scale of "
+                              f"{', '.join(SCALES)}; found {scale!r}")
+        for claim, entry in claims.items():
+            if not isinstance(entry, dict) or set(entry) != {"verdict", "note"} or entry["verdict"] not in VERDICTS:
+                raise ConfigError(f"{path}: {scale} {claim}: expected {{verdict: one of {', '.join(VERDICTS)}, "
+                                  f"note: text}}")
+    return notes
+
+
+def stale_notes(paper: str, scale: str, ledger: pd.DataFrame, notes: dict[str, dict[str, str]]) -> list[str]:
+    """The notes at `scale` that no longer explain the reference: their claim is gone or its verdict moved."""
+    verdicts = dict(zip(ledger["claim_id"], ledger["status"]))
+    return [f"docs/papers/{paper}/{NOTES}: {scale} {claim} explains {entry['verdict']}, the reference ledger says "
+            f"{verdicts.get(claim, 'nothing (no such claim)')}: rewrite or remove the note"
+            for claim, entry in notes.items() if verdicts.get(claim) != entry["verdict"]]
+
+
+def verdicts_table(paper: str, scale: str, ledger: pd.DataFrame, stamp: dict,
+                   notes: dict[str, dict[str, str]] | None = None) -> list[str]:
+    """One scale's reference verdicts: the paper's claims as a table, each with its hand-written note, the other
+    kinds on a line of their own."""
+    folder, notes = f"{paper}/{scale}", notes or {}
     lines = [f"#### At `{scale}`", "",
              f"{counts_text(ledger)}. From [{folder}/ledger.csv]({folder}/ledger.csv), {stamp_text(stamp)}.", "",
-             "| claim | the paper says | verdict | measured | support | cause | across readings |",
-             "|---|---|---|---|---|---|---|"]
+             "| claim | the paper says | verdict | measured | support | cause | across readings | why (by hand) |",
+             "|---|---|---|---|---|---|---|---|"]
     kinds = kinds_of(ledger)
     for _, row in ledger[kinds == PAPER].iterrows():
+        note = notes.get(row["claim_id"], {}).get("note", "")
         lines.append(f"| {row['claim_id']} | {_cell(row.get('quote', ''), QUOTED)} | {row['status']} | "
                      f"{_cell(row.get('measured', ''), MEASURED)} | {_cell(support_text(row))} | "
-                     f"{_cell(row.get('cause', ''))} | {_cell(row_text(row))} |")
+                     f"{_cell(row.get('cause', ''))} | {_cell(row_text(row))} | {_cell(note)} |")
     for kind, what in ((IMPLEMENTATION, "Implementation checks"), (REPORT, "Shown, not judged")):
         rows = ledger[kinds == kind]
         if len(rows):
             lines += ["", f"{what}: " + ", ".join(f"{r.claim_id} {r.status}" if kind == IMPLEMENTATION
                                                   else r.claim_id for r in rows.itertuples()) + "."]
+        explained = [f"- {r.claim_id}: {_cell(notes[r.claim_id]['note'])}" for r in rows.itertuples()
+                     if r.claim_id in notes]
+        lines += [""] + explained if explained else []
     return lines
 
 
@@ -93,11 +134,18 @@ def expected_part(paper: str, figures: list[str], docs: Path = DOCS) -> str | No
     lines = ["### Expected results", "",
              "What this project's runs gave, committed beside this page (`fedrepro docs --from-results SCALE` takes "
              "them from a results tree). `fedrepro compare --scale SCALE` compares your results with them; "
-             "[docs/ledgers.md](../ledgers.md) says why the claims that fail or stay open do, "
-             "[docs/claims.md](../claims.md) what the columns mean.", ""]
+             f"the last column is written by hand ([{paper}/{NOTES}]({paper}/{NOTES}), checked against each "
+             "verdict), [docs/claims.md](../claims.md) says what the columns mean.", ""]
+    notes = read_notes(paper, docs)
+    stale = [line for scale in scales for line in stale_notes(paper, scale, read_reference(paper, scale, docs)[0],
+                                                                notes.get(scale, {}))]
+    stale += [f"docs/papers/{paper}/{NOTES}: notes at {scale}, which has no reference" for scale in notes
+              if scale not in scales]
+    if stale:
+        raise ConfigError("notes that no longer explain their verdicts:\n  " + "\n  ".join(stale))
     for scale in scales:
         ledger, stamp = read_reference(paper, scale, docs)
-        lines += verdicts_table(paper, scale, ledger, stamp) + [""]
+        lines += verdicts_table(paper, scale, ledger, stamp, notes.get(scale)) + [""]
         shown = [f for f in [*figures, "claims"] if (reference_dir(paper, scale, docs) / f"{f}.png").is_file()]
         lines += ["<details><summary>Figures at " + f"<code>{scale}</code></summary>", ""]
         lines += [f"![{f} at {scale}]({paper}/{scale}/{f}.png)" for f in shown] + ["", "</details>", ""]
@@ -120,6 +168,12 @@ def current_part(text: str, part: str) -> str | None:
     begin, end = _markers(part)
     found = re.search(re.escape(begin) + r"\n(.*?)" + re.escape(end), text, re.DOTALL)
     return found.group(1) if found else None
+
+
+def hand_written(text: str) -> str:
+    """A page without its generated parts: what a person wrote."""
+    begin, end = (re.escape(m).replace("\\ ", " ") for m in _markers("PART"))
+    return re.sub(begin.replace("PART", r"\w+") + ".*?" + end.replace("PART", r"\w+"), "", text, flags=re.DOTALL)
 
 
 def run_tables(config_dir: Path = Path("config")) -> dict[str, RunTable]:

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedrepro.errors import ConfigError
 from fedrepro.expected import DIGEST_POINTS, curve_differences, digest, small_png, stamp_differences, stamp_of
 from fedrepro.paper_docs import current_part, write_docs
 from sealed import seal
@@ -114,3 +115,28 @@ def test_a_page_renders_the_reference_and_check_sees_when_it_changes(tmp_path):
     shutil.rmtree(docs / "fedvr" / "quick")
     reference(docs, {"C1": "FAIL", "C0": "PASS", "C4": "INCONCLUSIVE"})  # a new reference, the page not rewritten
     assert write_docs(["fedvr"], docs, check=True, root=tmp_path) == [str(docs / "fedvr.md")]
+
+
+def test_a_note_shows_in_its_claims_row_and_stops_docs_once_its_verdict_moves(tmp_path):
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(REPO / "docs" / "papers" / "fedvr.md", docs / "fedvr.md")
+    reference(docs, {"C1": "PASS", "C0": "PASS", "C4": "INCONCLUSIVE"})
+    notes = docs / "fedvr" / "notes.yaml"
+    notes.write_text("quick:\n  C4: {verdict: INCONCLUSIVE, note: the variance plateaus after round 40}\n"
+                     "  C0: {verdict: PASS, note: f* from the data}\n")
+    write_docs(["fedvr"], docs, root=tmp_path)
+    part = current_part((docs / "fedvr.md").read_text(), "expected")
+    assert "| seeds | - | the variance plateaus after round 40 |" in part
+    assert "- C0: f* from the data" in part
+    shutil.rmtree(docs / "fedvr" / "quick")
+    reference(docs, {"C1": "PASS", "C0": "PASS", "C4": "FAIL"})  # C4's verdict moved; its note did not
+    with pytest.raises(ConfigError, match="quick C4 explains INCONCLUSIVE, the reference ledger says FAIL"):
+        write_docs(["fedvr"], docs, check=True, root=tmp_path)
+    notes.write_text("paper:\n  C4: {verdict: FAIL, note: x}\n")  # a scale with no reference
+    with pytest.raises(ConfigError, match="notes at paper, which has no reference"):
+        write_docs(["fedvr"], docs, check=True, root=tmp_path)
+    notes.write_text("quick:\n  C4: {verdict: FAILED, note: x}\n")
+    with pytest.raises(ConfigError, match="quick C4: expected"):
+        write_docs(["fedvr"], docs, check=True, root=tmp_path)
