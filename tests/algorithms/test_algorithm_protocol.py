@@ -1,7 +1,8 @@
 """The protocol shared by the finite-sum methods: resume, determinism, counters, hyperparameter plumbing, sampling.
 Every method of the registry (algorithms/__init__.py METHODS["finite_sum"]) is built from one run's settings,
-SPEC, as the engine builds it: a new method is picked up by every test here (and stops them with a KeyError
-naming a setting SPEC lacks)."""
+SPEC (method_envs.py FINITE_SUM, the shape test's too), as the engine builds it: a new method is picked up by every
+test here (and stops them with a KeyError naming a setting SPEC lacks); one that subclasses FedAvg also by the tests
+of FedAvg's counters and step split."""
 
 from __future__ import annotations
 
@@ -13,13 +14,16 @@ import torch
 
 from algorithms_testdata import M, N_CLIENTS, Stepped, streams
 from fedrepro.algorithms import METHODS, method
+from fedrepro.algorithms.fedavg import FedAvg
 from fedrepro.algorithms.method import restore
 from fedrepro.algorithms.kernels import minibatches
 from fedrepro.sampling import sample_clients
+from method_envs import FINITE_SUM
 
-# One run's settings for every method: each reads its own (eta_tilde split its way, its minibatch sizes)
-SPEC = {"eta_tilde": 0.2, "K": 4, "c_l": 1.0, "S": 5, "b": 3, "b1": "full", "b2": "full", "b3": 1, "p": 0.3}
+SPEC = FINITE_SUM  # one run's settings for every method
 NAMES = sorted(METHODS["finite_sum"])
+# The methods that take FedAvg's local SGD, counters and step split (SCAFFOLD, a FedProx, ...): a subclass is one
+FEDAVG_LIKE = sorted(name for name, entry in METHODS["finite_sum"].items() if issubclass(entry, FedAvg))
 
 
 def build(name, problem, seed=0, spec=SPEC):
@@ -75,7 +79,7 @@ def test_same_streams_same_run_different_seed_different_run(name, problem):
     assert not torch.allclose(a.x, c.x)
 
 
-@pytest.mark.parametrize("name", ["scaffold", "fedavg"])
+@pytest.mark.parametrize("name", FEDAVG_LIKE)
 def test_baseline_counters(name, problem):
     """b*K sample gradients per participating client: 40 for b = 4, K = 10 (paper §6.2; claim C11)."""
     alg = build(name, problem, spec=SPEC | {"S": 20, "K": 10, "b": 4})
@@ -88,7 +92,7 @@ def test_effective_step_size_convention():
         {"eta_tilde": 0.1, "K": 10, "c_l": 0.1, "S": 10, "b1": "full", "b2": M, "b3": 1, "p": "auto"}, 3250, M)
     expected = {"K": 10, "eta_g": 0.1, "eta_l": pytest.approx(0.001), "S": 10, "b1": M, "b2": M, "b3": 1, "p": 10 / 3250}
     assert page == expected
-    for name in ("scaffold", "fedavg"):
+    for name in FEDAVG_LIKE:
         hp = algorithm(name).hyperparameters({"eta_tilde": 0.03, "K": 10, "c_l": 0.1, "S": 20, "b": 4}, 3250, M)
         assert hp == {"K": 10, "eta_g": 1.0, "eta_l": pytest.approx(0.003), "S": 20, "b": 4}
         assert hp["K"] * hp["eta_g"] * hp["eta_l"] == pytest.approx(0.03)
@@ -96,7 +100,7 @@ def test_effective_step_size_convention():
         algorithm("fedavg").hyperparameters({"eta_tilde": 0.1, "K": 10, "S": 2, "b": 4, "eta_l": 0.5}, 3250, M)
 
 
-@pytest.mark.parametrize("name", ["scaffold", "fedavg"])
+@pytest.mark.parametrize("name", FEDAVG_LIKE)
 def test_the_global_step_split_keeps_the_effective_step_and_moves_the_server_by_sqrt_S(name, problem):
     """step_split global_sqrt_S (reading step_split): eta_g = sqrt(S), eta_l = eta_tilde / (K sqrt(S)), the same
     eta_tilde; with one local step from x on the same minibatches, the server's move is sqrt(S) times the local
@@ -117,7 +121,7 @@ def test_the_global_step_split_keeps_the_effective_step_and_moves_the_server_by_
 
 def test_an_algorithm_validates_its_name_and_hyperparameters(problem):
     with pytest.raises(ValueError, match="unknown method"):
-        build("fedprox", problem)
+        build("no_such_method", problem)
     page = method("finite_sum", "fedpage").hyperparameters(SPEC, N_CLIENTS, M)
     with pytest.raises(ValueError, match=r"missing hyperparameters \['p'\], unknown \['q'\]"):
         construct("fedpage", problem, {k: v for k, v in page.items() if k != "p"} | {"q": 1}, streams())

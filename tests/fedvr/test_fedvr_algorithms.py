@@ -190,7 +190,7 @@ def test_determinism_and_batch_invariance(method, random_problem, streams):
 
 def test_unknown_method(random_problem, streams):
     with pytest.raises(ValueError, match="unknown method"):
-        run_monte_carlo("fedprox", random_problem(), {}, n_mc=1, rounds=1, streams=streams("x"))
+        run_monte_carlo("no_such_method", random_problem(), {}, n_mc=1, rounds=1, streams=streams("x"))
 
 
 def test_insurance_smoke_all_methods_descend(insurance_columns, streams):
