@@ -69,6 +69,7 @@ def load_and_validate(
         if not claims_path.exists():
             raise ConfigError(f"no claims file {claims_path} for paper {paper!r}")
         at_paper_scale = resolve_paper(paper_cfg, "paper", raw_root)
+        check_reading_methods(paper_cfg, at_paper_scale[0], str(path), schema_dir)
         claims = load_claims(claims_path, label_values(*at_paper_scale), paper_cfg.get("readings", {}))
         for claim in claims["claims"]:
             _check_columns(claim, paper_cfg["engine"], f"{claims_path}: claim {claim['id']}")
@@ -91,6 +92,49 @@ def load_and_validate(
         check_plot_options(figure, schema_dir)
         check_timelines(figure, table.runs, engines[paper])
     return config, table
+
+
+def check_reading_methods(paper_cfg: dict[str, Any], runs: dict[str, dict[str, Any]], where: str,
+                          schema_dir: Path = SCHEMA_DIR) -> None:
+    """An alternative reading that sets methods' settings (`set: {methods: ...}`) names every method of the paper
+    whose runs take one of those settings (the run schema and the engine accept it there): a method added to the
+    paper later, of an algorithm that reads the setting, would otherwise keep the primary reading under
+    `readings: all`, silently. A method the reading leaves as it is is named with `{}`. `runs`: the paper's, each
+    method judged on one of its runs (a method with none has nothing the reading could change)."""
+    methods = paper_cfg["methods"]
+    engine = ENGINES[paper_cfg["engine"]]
+    run_of = {}
+    for spec in runs.values():
+        run_of.setdefault(spec["method"], spec)
+    for reading, declared in paper_cfg.get("readings", {}).items():
+        for name, alternative in (declared.get("alternatives") or {}).items():
+            patch = alternative.get("set", {}).get("methods")
+            if not patch:
+                continue
+            at = f"{where}: readings.{reading}.alternatives.{name}.set.methods"
+            unknown = sorted(set(patch) - set(methods))
+            if unknown:
+                raise ConfigError(f"{at}: {', '.join(unknown)} is not a method of the paper; allowed values: "
+                                  f"{', '.join(methods)}")
+            given = {key: value for settings in patch.values() for key, value in settings.items()}
+            for method_name, spec in sorted(run_of.items()):
+                taken = [key for key, value in given.items()
+                         if method_name not in patch and _takes(engine, {**spec, key: value}, schema_dir)]
+                if taken:
+                    raise ConfigError(
+                        f"{at} sets {', '.join(taken)} on {', '.join(patch)} but does not name method "
+                        f"{method_name!r}, whose runs take it too: add it there ({method_name}: {{}} if the reading "
+                        f"leaves it as it is)")
+
+
+def _takes(engine: Any, spec: dict[str, Any], schema_dir: Path) -> bool:
+    """Whether a run with these settings passes the start-up checks of its engine."""
+    try:
+        check(spec, engine.schema, "", schema_dir)
+        engine.check_limits(spec, "")
+    except ConfigError:
+        return False
+    return True
 
 
 def check_device(device: str) -> None:

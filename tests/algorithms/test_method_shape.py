@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from fedrepro.algorithms import METHODS, method
+from fedrepro.algorithms import METHODS, foreign_settings, method
 from fedrepro.algorithms.method import Method, Rounds
 from method_envs import ENVS, env_for, same
 
@@ -38,6 +38,20 @@ def test_every_registered_method_builds_and_runs_two_rounds_as_pure_functions(en
     again = method(engine, name).build(spec, env, streams)
     assert same(again.init(), saved0)
     assert same(again.round(copy.deepcopy(saved1), 1)[0], state2)
+
+
+@pytest.mark.parametrize(("engine", "name"), REGISTERED, ids=[f"{e}-{n}" for e, n in REGISTERED])
+def test_a_method_runs_the_same_without_the_settings_only_other_methods_read(engine, name):
+    """What the engine refuses on a method's runs (foreign_settings: what other entries declare and this one does
+    not) is indeed what it never reads."""
+    spec, env, streams = env_for(engine, name)
+    lean = {key: value for key, value in spec.items() if key not in foreign_settings(engine, spec)}
+    rounds = []
+    for settings in (spec, lean):
+        _, env, streams = env_for(engine, name)
+        built = method(engine, name).build(settings, env, streams)
+        rounds.append(built.round(built.init(), 0)[0])
+    assert same(*rounds)
 
 
 def test_a_method_made_of_two_functions_has_it_too():

@@ -7,10 +7,10 @@ import yaml
 
 from fedrepro.engines import ENGINES
 from fedrepro.errors import ConfigError
-from fedrepro.experiments.runtable import OPERATIONAL_KEYS, build_run_table, run_id_of
+from fedrepro.experiments.runtable import OPERATIONAL_KEYS, build_run_table, load_paper_config, resolve_paper, run_id_of
 from fedrepro.numerics import VERSIONS
 from fedrepro.utils.digest import config_digest
-from fedrepro.validate import load_and_validate
+from fedrepro.validate import check_reading_methods, load_and_validate
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 
@@ -109,6 +109,51 @@ def test_a_setting_that_does_not_apply_to_the_algorithm_is_refused_by_name(tmp_p
         load_and_validate({"scale": "smoke"}, config_dir)
 
 
+def _run_of(cfg: dict, method: str) -> dict:
+    """One run of `method` in a paper's configuration, at the paper scale."""
+    return next(spec for spec in resolve_paper(cfg, "paper")[0].values() if spec["method"] == method)
+
+
+@pytest.mark.parametrize("paper, method, setting", [
+    ("fedpage", "scaffold", "c_l"),  # FedPAGE's local step (algorithms/fedpage.py settings)
+    ("fedpage", "fedpage", "b"),  # FedAvg's and SCAFFOLD's minibatch: FedPAGE has b1, b2, b3
+    ("fedvr", "fedavg_svrg", "local_steps"),  # the two FedAvg baselines' (algorithms/fedvr.py BASELINE_SETTINGS)
+    ("fedvr", "fedavg_prob", "agents_per_round"),  # [4]'s FedAvg only
+    ("fedvr", "fedavg_prob", "delta"),  # FedAvg-SVRG's step
+    ("defedavg", "fedbuff", "favano_reweight"),  # FAVANO's protocol option (asynchrony/simulate.py PROTOCOLS)
+])
+def test_a_setting_only_another_method_reads_is_refused_by_name(paper, method, setting):
+    """A setting the run's method never reads would be ignored, silently: the engine refuses what the registry says
+    only other methods read (and so an alternative reading that sets it need not name the method)."""
+    cfg = load_paper_config(CONFIG / "papers" / f"{paper}.yaml")
+    engine, spec = ENGINES[cfg["engine"]], _run_of(cfg, method)
+    engine.check_limits(spec, "a run")  # as it is, it passes
+    value = next(s[setting] for s in resolve_paper(cfg, "paper")[0].values() if setting in s)
+    with pytest.raises(ConfigError, match=f"a run: {setting} does not apply to algorithm '{spec['algorithm']}'"):
+        engine.check_limits({**spec, setting: value}, "a run")
+
+
+def test_a_reading_that_sets_methods_names_every_method_that_takes_the_setting():
+    """A method added to the paper whose runs take step_split (FedAvg-like) is named by the step_split reading's
+    alternative, or under readings=all it would keep the primary split, silently; {} says the reading leaves it."""
+    cfg = load_paper_config(CONFIG / "papers" / "fedpage.yaml")
+    where = "config/papers/fedpage.yaml"
+    check_reading_methods(cfg, resolve_paper(cfg, "paper")[0], where)
+    cfg["methods"]["fedavg_b8"] = {"algorithm": "fedavg", "label": "FedAvg-8", "S": 20, "b": 8}
+    cfg["figures"]["fig4"]["curves"].append({"method": "fedavg_b8"})
+    runs = resolve_paper(cfg, "paper")[0]
+    with pytest.raises(ConfigError, match=r"readings.step_split.alternatives.global_sqrt_S.set.methods sets step_split "
+                                          r"on scaffold, scaffold_full, fedavg, fedavg_full but does not name method "
+                                          r"'fedavg_b8', whose runs take it too: add it there \(fedavg_b8: \{\}"):
+        check_reading_methods(cfg, runs, where)
+    alternative = cfg["readings"]["step_split"]["alternatives"]["global_sqrt_S"]["set"]["methods"]
+    alternative["fedavg_b8"] = {}
+    check_reading_methods(cfg, runs, where)
+    alternative["fedavg_b9"] = {}
+    with pytest.raises(ConfigError, match="global_sqrt_S.set.methods: fedavg_b9 is not a method of the paper"):
+        check_reading_methods(cfg, runs, where)
+
+
 def test_wrong_type_in_paper_file_is_caught(tmp_path):
     config_dir = _paper_config_dir(tmp_path, lambda c: c["defaults"].update(K="ten"))
     with pytest.raises(ConfigError, match="K: .ten. is not of type .integer."):
@@ -137,8 +182,8 @@ def test_every_defedavg_claim_on_favano_rests_on_its_assumed_definition():
 
 
 def test_unknown_method_and_panel_name_allowed_values(tmp_path):
-    config_dir = _paper_config_dir(tmp_path, lambda c: c["figures"]["fig2a"]["curves"].append({"method": "fedprox"}))
-    with pytest.raises(ConfigError, match="unknown method 'fedprox'.*allowed: fedavg, fedavg_full, fedpage"):
+    config_dir = _paper_config_dir(tmp_path, lambda c: c["figures"]["fig2a"]["curves"].append({"method": "no_such_method"}))
+    with pytest.raises(ConfigError, match="unknown method 'no_such_method'.*allowed: fedavg, fedavg_full, fedpage"):
         load_and_validate({"scale": "smoke"}, config_dir)
     config_dir = _paper_config_dir(tmp_path / "b", lambda c: c["scales"]["quick"]["figures"]["fig4"].update(panels=["N=7"]))
     with pytest.raises(ConfigError, match="unknown panel 'N=7'.*allowed: N=10, M=3250"):

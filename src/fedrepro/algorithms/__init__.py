@@ -15,6 +15,8 @@ builds methods (the shape test, the finite-sum protocol tests) reads it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from fedrepro.algorithms import fedcluster, fedvr
 from fedrepro.algorithms.asynchronous import AsyncAlgorithm
 from fedrepro.algorithms.fedavg import FedAvg
@@ -28,9 +30,9 @@ from fedrepro.errors import ConfigError
 METHODS: dict[str, dict[str, Builder]] = {
     "finite_sum": {"fedpage": FedPAGE, "scaffold": Scaffold, "fedavg": FedAvg},
     "monte_carlo": {
-        "fedavg_svrg": fedvr.AgentsMethod(fedvr.fedavg_svrg),
-        "fedavg_prob": fedvr.AgentsMethod(fedvr.fedavg_prob),
-        "fedavg_uniform": fedvr.AgentsMethod(fedvr.fedavg_uniform),
+        "fedavg_svrg": fedvr.AgentsMethod(fedvr.fedavg_svrg, ("delta",)),
+        "fedavg_prob": fedvr.AgentsMethod(fedvr.fedavg_prob, fedvr.BASELINE_SETTINGS),
+        "fedavg_uniform": fedvr.AgentsMethod(fedvr.fedavg_uniform, (*fedvr.BASELINE_SETTINGS, "agents_per_round")),
     },
     "federated_nn": {"fedavg": fedcluster.FedAvg, "fedcluster": fedcluster.FedCluster,
                      "csgd": fedcluster.CentralizedSGD},
@@ -46,6 +48,17 @@ METHODS: dict[str, dict[str, Builder]] = {
 }
 
 
+def foreign_settings(engine: str, spec: dict[str, Any]) -> list[str]:
+    """The settings of a run that only other methods of its engine read (their entries' `settings`): the run's
+    method would ignore them, silently, so the engine refuses them (engines/contract.py check_limits). An entry
+    declares the run settings that it reads and some other method of its engine does not; one that declares none
+    (the network and vertical methods) is not checked."""
+    entries = METHODS[engine].values()
+    others = {key for entry in entries for key in getattr(entry, "settings", ())}
+    own = set(getattr(method(engine, spec.get("algorithm")), "settings", ()))
+    return sorted((others - own) & set(spec))
+
+
 def method(engine: str, name: str | None = None) -> Builder:
     """The entry of `engine`'s method `name` (a run's `algorithm`); without a name, the engine's only method."""
     methods = METHODS.get(engine)
@@ -58,4 +71,4 @@ def method(engine: str, name: str | None = None) -> Builder:
     return methods[name]
 
 
-__all__ = ["METHODS", "method"]
+__all__ = ["METHODS", "foreign_settings", "method"]

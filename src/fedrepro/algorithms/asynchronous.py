@@ -57,6 +57,11 @@ class AsyncAlgorithm:
     def name(self) -> str:
         return self.protocol.name
 
+    @property
+    def settings(self) -> tuple[str, ...]:
+        """The run settings only it reads: its protocol's options (FedBuff's staleness weight, ...)."""
+        return tuple(self.protocol.options)
+
     def rates(self, lr_global: float, lr_local: float, K: int) -> tuple[float, float]:
         """(eta, eta_bar) after the algorithm's own rules; the config must not pretend otherwise."""
         if not self.global_lr and lr_global != 1.0:

@@ -17,9 +17,10 @@ from fedrepro.seeding import Streams
 class Algorithm:
     """A finite-sum method (algorithms/method.py): its state holds the server model x (d,), float64, starting
     at x0 = 0 (docs/papers/fedpage.md R3), and what else its rounds read of the past. Subclasses list their
-    hyperparameter names in HP."""
+    hyperparameter names in HP, and in `settings` the run settings only they read (algorithms/__init__.py)."""
 
     HP: tuple[str, ...] = ()
+    settings: tuple[str, ...] = ()
 
     def __init__(self, problem: FiniteSumProblem, hp: dict, streams: Streams) -> None:
         missing, unknown = set(self.HP) - hp.keys(), hp.keys() - set(self.HP)

@@ -24,6 +24,7 @@ class FedAvg(Algorithm):
     """hp: S clients per round, K local steps of minibatch size b, step sizes eta_g, eta_l."""
 
     HP = ("S", "K", "eta_g", "eta_l", "b")
+    settings = ("b", "step_split")
 
     @classmethod
     def hyperparameters(cls, spec: dict, n_clients: int, samples_per_client: int) -> dict:

@@ -21,6 +21,7 @@ class FedPAGE(Algorithm):
     b3 (later local steps), p (probability of a full round for r >= 1)."""
 
     HP = ("S", "K", "eta_g", "eta_l", "b1", "b2", "b3", "p")
+    settings = ("c_l", "b1", "b2", "b3", "p")
 
     @classmethod
     def hyperparameters(cls, spec: dict, n_clients: int, samples_per_client: int) -> dict:

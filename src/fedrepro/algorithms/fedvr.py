@@ -142,6 +142,7 @@ class AgentsMethod:
     horizon."""
 
     step: Callable[[LeastSquaresProblem, dict[str, Any], torch.Tensor, int, dict[str, Any]], RoundStep]
+    settings: tuple[str, ...] = ()  # the run settings (DEFAULT_HP) only it reads (algorithms/__init__.py)
 
     def build(self, spec: Mapping[str, Any], runs: Runs, streams: Streams) -> Rounds:
         """The method for runs.n_mc Monte Carlo runs at once: its state is their θ (n_mc, d), θ^0 at init().
@@ -159,7 +160,9 @@ class AgentsMethod:
         return Rounds(lambda: theta0, lambda theta, k: (step(theta, k), {}))
 
 
-# The round steps of the three methods (the registry's AgentsMethod records), from the resolved hp, p and horizon
+# The round steps of the three methods (the registry's AgentsMethod records), from the resolved hp, p and horizon,
+# and the settings only the two FedAvg baselines read
+BASELINE_SETTINGS = ("K", "eta_schedule", "eta", "local_steps", "batch_size", "sampling")
 
 def fedavg_svrg(problem: LeastSquaresProblem, hp: dict[str, Any], p: torch.Tensor, rounds: int,
                 common: dict[str, Any]) -> RoundStep:

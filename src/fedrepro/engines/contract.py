@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from fedrepro.algorithms import foreign_settings
 from fedrepro.data.registry import get_dataset
 from fedrepro.engines.context import RunContext
 from fedrepro.errors import ConfigError
@@ -193,11 +194,14 @@ class Engine:
         return limits
 
     def check_limits(self, spec: dict[str, Any], where: str) -> None:
-        """Stop a run whose settings exceed a limit, with a message naming the key, value and limit, or whose list
-        setting has the wrong length, naming the key and the length it needs."""
+        """Stop a run whose settings exceed a limit, with a message naming the key, value and limit, whose list
+        setting has the wrong length, naming the key and the length it needs, or that sets what only another method
+        of the engine reads (algorithms/__init__.py foreign_settings), naming it."""
         over = [f"{lim.key} = {lim.value} exceeds {lim.what} ({lim.limit})"
                 for lim in self.size_limits(spec) + self.limits(spec) if lim.value > lim.limit]
         over += wrong_lengths(spec, self.lengths(spec))
+        over += [f"{key} does not apply to algorithm {spec.get('algorithm')!r} (only other methods of engine "
+                 f"{self.name} read it)" for key in foreign_settings(self.name, spec)]
         if over:
             raise ConfigError(f"{where}: " + "; ".join(over))
 
