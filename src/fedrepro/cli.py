@@ -214,6 +214,56 @@ def known(name: str, allowed: list[str], what: str) -> str:
     raise ConfigError(f"unknown {what} {name!r}{hint} {what}s: {', '.join(allowed)}")
 
 
+def figure_sharing(text: str) -> dict[str, list[str]]:
+    """What a paper's YAML anchors share between its figures, which the loaded mapping no longer shows: figure ->
+    lines saying which figure it merges (`<<: *anchor`) and what it takes from it, and which other figures its
+    curves reach (a curve added to fig2a is also fig2b's, 3a's and 3b's, so run once per figure's panels)."""
+    import yaml
+
+    root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    figures = next(v for k, v in root.value if k.value == "figures").value
+    names = {id(node): key.value for key, node in figures}
+
+    def curves(node: yaml.Node, key: str = "") -> set[int]:
+        """The ids of the curve nodes under `node`, through aliases and merges (an alias is the anchored node)."""
+        if isinstance(node, yaml.SequenceNode):
+            return {id(item) for item in node.value} if key == "curves" else set().union(
+                *(curves(item) for item in node.value))
+        if isinstance(node, yaml.MappingNode):
+            return set().union(*(curves(v, k.value) for k, v in node.value))
+        return set()
+
+    def keys(node: yaml.MappingNode) -> set[str]:
+        """A mapping's keys, with those it merges."""
+        return set().union(*(keys(v) if k.value == "<<" else {k.value} for k, v in node.value))
+
+    reach = {key.value: curves(node) for key, node in figures}
+    out: dict[str, list[str]] = {}
+    for key, node in figures:
+        name = key.value
+        for k, v in node.value:
+            if k.value == "<<" and id(v) in names:
+                taken = sorted(keys(v) - {kk.value for kk, _ in node.value})
+                out.setdefault(name, []).append(f"merges {names[id(v)]} (a YAML <<): {', '.join(taken)}")
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if k.value == "panels" and isinstance(v, yaml.MappingNode):  # `from`: the panels of other figures
+                    sources = [item.value for kk, vv in v.value if kk.value == "from" for item in vv.value]
+                    out.setdefault(name, []).append(f"reuses the panels and curves of {', '.join(sources)}")
+        shared = [other for other, ids in reach.items() if other != name and ids & reach[name]]
+        if shared:
+            out.setdefault(name, []).append(f"its curves are also drawn in {', '.join(shared)} (YAML anchor)")
+    return out
+
+
+def _methods_drawn(figures: dict, name: str) -> set[str]:
+    """The methods of a figure's curves, as written (a figure whose panels are `from` others: theirs)."""
+    fig = figures[name]
+    if isinstance(fig["panels"], dict):
+        return set().union(*(_methods_drawn(figures, source) for source in fig["panels"]["from"]))
+    return {c["method"] for c in fig.get("curves", []) + [c for p in fig["panels"] for c in p.get("curves", [])]}
+
+
 def _paper_files(paper: str, config_dir: Path = Path("config")) -> tuple[dict, dict]:
     """A paper's configuration and claims files as written (no resolution: instant)."""
     import yaml
@@ -236,13 +286,21 @@ def claims_heading(claims: list[dict]) -> str:
     return f"claims ({kinds[PAPER]} of the paper's" + "".join(f"; {o}" for o in others) + "):"
 
 
-def listing(paper: str | None) -> str:
+def listing(paper: str | None, config_dir: Path = Path("config")) -> str:
     """What can be built: the papers with their titles, or one paper's figures, claims and readings."""
     if paper is None:
         return "\n".join(f"{key:12s} {_paper_files(key)[0]['title']}" for key in known_papers())
-    cfg, claims = _paper_files(paper)
+    cfg, claims = _paper_files(paper, config_dir)
+    sharing = figure_sharing((config_dir / "papers" / f"{paper}.yaml").read_text())
     lines = [cfg["title"], "", "figures:"]
-    lines += [f"  {name:14s} {fig.get('title', '')}" for name, fig in cfg["figures"].items()]
+    for name, fig in cfg["figures"].items():
+        lines.append(f"  {name:14s} {fig.get('title', '')}")
+        lines += [f"  {'':14s} ^ {line}" for line in sharing.get(name, [])]
+    lines += ["", "methods (algorithm: the figures with its curves):"]
+    for name, settings in cfg["methods"].items():
+        drawn = [f for f in cfg["figures"] if name in _methods_drawn(cfg["figures"], f)]
+        algorithm = settings.get("algorithm", "the engine's one")
+        lines.append(f"  {name:14s} {algorithm}: {', '.join(drawn) or 'none'}")
     from fedrepro.claims.kinds import PAPER, kind_of
 
     lines += ["", claims_heading(claims["claims"])]

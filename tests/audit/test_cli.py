@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fedrepro.cli import main
+from fedrepro.cli import listing, main
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -97,6 +97,28 @@ def test_list_names_the_papers_and_a_papers_figures_claims_and_readings():
     assert done.returncode == 0
     assert "  table1 " in done.stdout and "  C1b " in done.stdout and "favano" in done.stdout
     assert "(assumption) FAVANO's server period" in done.stdout
+
+
+def test_list_says_which_figures_a_curve_reaches_through_a_yaml_anchor(tmp_path):
+    """FedPAGE's fig2a is an anchor that fig2b, 3a and 3b merge: a curve added to it is drawn (and run) in all four,
+    which the loaded mapping no longer shows; `fedrepro list` says so, per figure and per method."""
+    text = (REPO / "config" / "papers" / "fedpage.yaml").read_text()
+    text = text.replace("  fedavg_full:   {algorithm: fedavg,", "  fedavg_b8: {algorithm: fedavg, S: 20, b: 8}\n"
+                        "  fedavg_full:   {algorithm: fedavg,")
+    text = text.replace("curves: [{method: fedpage}, {method: scaffold}, {method: fedavg}]\n    grid: {eta_tilde: "
+                        "[0.1, 0.03, 0.01]}\n  fig2b:", "curves: [{method: fedpage}, {method: scaffold}, {method: fedavg}, "
+                        "{method: fedavg_b8}]\n    grid: {eta_tilde: [0.1, 0.03, 0.01]}\n  fig2b:")
+    for kind in ("papers", "claims"):
+        (tmp_path / kind).mkdir()
+        (tmp_path / kind / "fedpage.yaml").write_text(
+            text if kind == "papers" else (REPO / "config" / kind / "fedpage.yaml").read_text())
+    lines = listing("fedpage", tmp_path).splitlines()
+    assert "  fedavg_b8      fedavg: fig2a, fig2b, fig3a, fig3b" in lines
+    after = {line.split()[0]: lines[i + 1:i + 3] for i, line in enumerate(lines) if line.startswith("  fig")}
+    assert after["fig2a"][0].endswith("^ its curves are also drawn in fig2b, fig3a, fig3b (YAML anchor)")
+    assert after["fig3b"][0].endswith("^ merges fig2a (a YAML <<): caption, caption_settings, curves, grid")
+    assert not after["fig1a"][0].strip().startswith("^")
+    assert "reuses the panels and curves of fig2, fig3, fig4, fig5" in listing("defedavg", REPO / "config")
 
 
 @pytest.mark.parametrize("args, expected", [
