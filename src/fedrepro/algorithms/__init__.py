@@ -8,9 +8,10 @@ engine gives its methods:
     async          asynchronous.Fleet                 the DeFedAvg paper's six methods on the simulated clock
     vertical       tdcd.Tiers                         TDCD
 
-Adding a method is its class or record and one line here (docs/development.md, "Adding a method"); the run
-schema's `algorithm` enum is tied to this registry by tests/test_schema_registries.py, and every test that
-builds methods (the shape test, the finite-sum protocol tests) reads it.
+Adding a method is its class or record and one line here, then the places docs/development.md "Adding a method"
+lists; the run schema's `algorithm` enum is tied to this registry by tests/test_schema_registries.py, and every
+test that builds methods (the shape test, the finite-sum protocol tests) reads it. An entry's `settings` are the
+run settings only it reads among its engine's methods: the engine refuses them on the others' runs.
 """
 
 from __future__ import annotations
