@@ -92,9 +92,9 @@ def test_effective_step_size_convention():
         {"eta_tilde": 0.1, "K": 10, "c_l": 0.1, "S": 10, "b1": "full", "b2": M, "b3": 1, "p": "auto"}, 3250, M)
     expected = {"K": 10, "eta_g": 0.1, "eta_l": pytest.approx(0.001), "S": 10, "b1": M, "b2": M, "b3": 1, "p": 10 / 3250}
     assert page == expected
-    for name in FEDAVG_LIKE:
-        hp = algorithm(name).hyperparameters({"eta_tilde": 0.03, "K": 10, "c_l": 0.1, "S": 20, "b": 4}, 3250, M)
-        assert hp == {"K": 10, "eta_g": 1.0, "eta_l": pytest.approx(0.003), "S": 20, "b": 4}
+    for name in FEDAVG_LIKE:  # FedAvg's hyperparameters, and a subclass's own ones from SPEC
+        hp = algorithm(name).hyperparameters(SPEC | {"eta_tilde": 0.03, "K": 10, "c_l": 0.1, "S": 20, "b": 4}, 3250, M)
+        assert {k: hp[k] for k in FedAvg.HP} == {"K": 10, "eta_g": 1.0, "eta_l": pytest.approx(0.003), "S": 20, "b": 4}
         assert hp["K"] * hp["eta_g"] * hp["eta_l"] == pytest.approx(0.03)
     with pytest.raises(ValueError, match="derived"):
         algorithm("fedavg").hyperparameters({"eta_tilde": 0.1, "K": 10, "S": 2, "b": 4, "eta_l": 0.5}, 3250, M)
@@ -105,7 +105,7 @@ def test_the_global_step_split_keeps_the_effective_step_and_moves_the_server_by_
     """step_split global_sqrt_S (reading step_split): eta_g = sqrt(S), eta_l = eta_tilde / (K sqrt(S)), the same
     eta_tilde; with one local step from x on the same minibatches, the server's move is sqrt(S) times the local
     split's over S times smaller local steps: the same to rounding, for a step linear in eta_l (one SGD step)."""
-    spec = {"eta_tilde": 0.03, "K": 10, "S": 16, "b": 4}
+    spec = SPEC | {"eta_tilde": 0.03, "K": 10, "S": 16, "b": 4}
     hp = method("finite_sum", name).hyperparameters({**spec, "step_split": "global_sqrt_S"}, 3250, M)
     assert hp["eta_g"] == 4.0 and hp["eta_l"] == pytest.approx(0.03 / 40)
     assert hp["K"] * hp["eta_g"] * hp["eta_l"] == pytest.approx(0.03)
