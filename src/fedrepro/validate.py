@@ -118,11 +118,13 @@ def check_reading_methods(paper_cfg: dict[str, Any], runs: dict[str, dict[str, A
                                   f"{', '.join(methods)}")
             given = {key: value for settings in patch.values() for key, value in settings.items()}
             for method_name, spec in sorted(run_of.items()):
-                taken = [key for key, value in given.items()
-                         if method_name not in patch and _takes(engine, {**spec, key: value}, schema_dir)]
+                if method_name in patch:
+                    continue
+                taken = [key for key, value in given.items() if _takes(engine, {**spec, key: value}, schema_dir)]
                 if taken:
+                    setters = [m for m, settings in patch.items() if set(settings) & set(taken)]
                     raise ConfigError(
-                        f"{at} sets {', '.join(taken)} on {', '.join(patch)} but does not name method "
+                        f"{at} sets {', '.join(taken)} on {', '.join(setters)} but does not name method "
                         f"{method_name!r}, whose runs take it too: add it there ({method_name}: {{}} if the reading "
                         f"leaves it as it is)")
 
