@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import html
+import textwrap
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,10 +15,10 @@ from typing import Any
 import pandas as pd
 
 from fedrepro.claims.causes import not_found_at_paper_scale
-from fedrepro.claims.kinds import IMPLEMENTATION, PAPER, verdict_counts
-from fedrepro.claims.robustness import row_text
+from fedrepro.claims.kinds import IMPLEMENTATION, KINDS, PAPER, kinds_of, verdict_counts
+from fedrepro.claims.robustness import MEANING, row_text
 from fedrepro.claims.seal import read_ledger
-from fedrepro.claims.table import STATUS_COLOURS, plain_words
+from fedrepro.claims.table import STATUS_COLOURS, VERDICT_WORDS, plain_words
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import Figure
 from fedrepro.layout import Layout, scales_on_disk
@@ -29,10 +30,16 @@ VERDICTS = tuple(STATUS_COLOURS)  # PASS, FAIL, INCONCLUSIVE
 SHOWN_PACKAGES = ("python", "torch", "numpy", "pandas", "snakemake", "fedrepro")
 INTRO = ("fedrepro reproduces the figures and checks the claims of five federated-learning optimization papers: "
          "FedPAGE, the SVRG method for probabilistically activated agents (fedvr), FedCluster, DeFedAvg and TDCD. "
-         "Each figure's page gives the setting it ran, the scale and every deviation from the paper, what its runs "
-         "ran on, and the claims that read it. A verdict that rests on our reading of an open choice says so "
-         "(column robustness).")
-
+         "It trains every method under each figure's settings, redraws the figure, and judges each claim of the "
+         "paper on its own numbers: " + "; ".join(f"**{v}**: {w}" for v, w in VERDICT_WORDS.items()) + ".")
+GUIDE = ("In the menu on the left, *Results* has one entry per paper: its figures, each on a page with the drawing, "
+         "the settings it ran and every deviation from the paper at this scale, what its runs ran on, and the "
+         "claims that read it; its *claims*: the ledger as a table (what each column means is above it), as CSV, "
+         "and a figure of how solid each verdict is; its *audit*: the results checked against their records. "
+         "The graph on this page is the pipeline, a dot per step (a rule of the workflow); a click on a step "
+         "shows its code.")
+SCALES_TEXT = ("smoke: a few rounds and seeds, to test the pipeline in minutes, too few to decide most claims; "
+               "quick: minutes to an hour on a laptop CPU; paper: each paper's own settings")
 
 # --- provenance of a set of runs ----------------------------------------------------------------------------
 
@@ -100,13 +107,49 @@ def _counted(counter: Counter, most: int = SHOWN) -> str:
 def _rst_table(header: list[str], rows: list[list[str]]) -> str:
     lines = [".. list-table::", "   :header-rows: 1", ""]
     for row in [header, *rows]:
-        lines += [f"   * - {row[0]}", *(f"     - {cell}" for cell in row[1:])]
+        lines += [f"   * - {row[0] or '..'}", *(f"     - {cell or '..'}" for cell in row[1:])]  # "..": an empty cell
     return "\n".join(lines) + "\n"
 
 
+def report_link(text: str, path: str) -> str:
+    """An RST link that opens the report's item `path` (its key in the report: the file's path from the workflow's
+    directory) in place, with its caption in the menu: what a click on the item in the report's own list does
+    (Snakemake's components/abstract_results.js, `ToggleViewManager.handleHtml`, and `app.showResultInfo`)."""
+    return (f"`{text} <javascript:app.setView({{navbarMode:'resultinfo',resultPath:'{path}',content:'html',"
+            f"contentPath:results['{path}'].data_uri}})>`__")
+
+
+def _verdict_cells(counts: Counter, table: str | None) -> list[str]:
+    """PASS, FAIL, INCONCLUSIVE: each count a link to the ledger's table in the report (`table`), where it is one."""
+    return [report_link(str(counts.get(v, 0)), table) if table else str(counts.get(v, 0)) for v in VERDICTS]
+
+
+def _readings(ledger: pd.DataFrame, kind: str) -> str:
+    """"1 depends, 1 robust": the claims of `kind` by their robustness across readings."""
+    rows = ledger.loc[kinds_of(ledger) == kind]
+    kinds = Counter(r for r in rows.get("robustness", pd.Series(dtype=str)).fillna("") if r)
+    return ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+
+
+FRONT_STYLE = """
+/* Snakemake's front page is a row of two: a column of this text, at most 32rem wide (Tailwind max-w-lg), and the
+   rule graph (#rulegraph). The verdict table overflowed the column into the graph. Here the text takes the width
+   it needs and the graph moves below it where the two do not fit side by side; the view starts at the top, so a
+   page taller than the window scrolls from its start. */
+div:has(> div > #rulegraph) { align-items: flex-start; }
+div:has(> #rulegraph) { flex-wrap: wrap; }
+div:has(> .prose .fedrepro-front) { flex: 0 1 56rem; min-width: 0; }
+.prose:has(.fedrepro-front) { max-width: 56rem; }
+.fedrepro-front table { display: block; overflow-x: auto; }
+.fedrepro-front td, .fedrepro-front th { padding: 0.3em 0.6em; }
+"""
+
+
 def overview(root: Path, scale: str) -> str:
-    """The report's front page (reStructuredText): every paper with a claims ledger at any scale on disk, each
-    verified (claims/seal.py)."""
+    """The report's front page (reStructuredText): what the project does and how to read the report; every paper
+    with a claims ledger at any scale on disk (each verified, claims/seal.py), the verdicts of the paper's claims
+    on one line and of its implementation checks on their own, each count of the report's scale a link to the
+    ledger's table in the report."""
     rows = []
     for on_disk in scales_on_disk(root):
         out = Layout(on_disk, root)
@@ -114,28 +157,40 @@ def overview(root: Path, scale: str) -> str:
         for ledger_path in sorted((out.results / "claims").glob("*.csv")):
             paper = ledger_path.stem
             ledger = read_ledger(ledger_path)
-            counts = verdict_counts(ledger)  # the paper's claims alone (claims/kinds.py)
-            implementation = verdict_counts(ledger, IMPLEMENTATION)
-            kinds = Counter(r for r in ledger.get("robustness", pd.Series(dtype=str)) if r)
+            table = out.ledger(paper, "html")  # in the report where it is of the report's scale
+            key = str(table.relative_to(root)) if on_disk == scale and table.is_file() else None
             mine = [r for r in records if (r.get("spec") or {}).get("paper") == paper]
             provenance = Provenance.of_records(mine, len(mine))
+            counts = verdict_counts(ledger)  # the paper's claims alone (claims/kinds.py)
             rows.append([f"``{paper}``", f"**{on_disk}**" if on_disk == scale else on_disk,
-                         *(str(counts.get(v, 0)) for v in VERDICTS),
-                         ", ".join(f"{n} {v}" for v in VERDICTS if (n := implementation.get(v))) or "-",
-                         ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "-",
-                         provenance.sources, _counted(provenance.commits, most=1) or "-"])
-    header = ["paper", "scale", "PASS", "FAIL", "INCONCLUSIVE", "implementation checks", "across readings", "data",
-              "code (runs per commit)"]
+                         f"the paper's ({sum(counts.values())})", *_verdict_cells(counts, key),
+                         _readings(ledger, PAPER) or "-", provenance.sources,
+                         _counted(provenance.commits, most=1) or "-"])
+            implementation = verdict_counts(ledger, IMPLEMENTATION)
+            if implementation:
+                rows.append(["", "", f"*implementation checks* ({sum(implementation.values())})",
+                             *_verdict_cells(implementation, key), _readings(ledger, IMPLEMENTATION), "", ""])
+    header = ["paper", "scale", "claims", *VERDICTS, "across readings", "data", "code (runs per commit)"]
     table = _rst_table(header, rows) if rows else "No claims ledger on disk yet.\n"
     unfound = [f"``{paper}`` at {scale_}: {', '.join(claims)}" for paper, scale_, claims in passes_not_at_paper(root)]
     if unfound:
         table += ("\nPASS at a reduced scale but not at the paper scale (the reduced scale shows what the paper's "
                   "settings do not find): " + "; ".join(unfound) + ".\n")
-    return (f"{INTRO}\n\nThis report shows the ``{scale}`` scale. Verdicts of the paper's claims of every paper and "
-            f"scale on disk (``results/<scale>/claims/<paper>.csv``; *implementation checks*: statements true by "
-            f"construction, counted apart; claims that are only reported are in neither; *data*: where the runs read "
-            f"it, canonical host, offline "
-            f"mirror or a synthetic stand-in; *code*: the runs per commit, {COMMIT_NOTE}):\n\n{table}")
+    notes = "\n".join(f"- *{term}*: {text}" for term, text in (
+        ("claims", f"the paper's claims are what it asserts, and only they count towards its verdicts; "
+                   f"*implementation checks*, on their own line, are {KINDS[IMPLEMENTATION]}; claims only "
+                   f"reported, not judged, are in neither"),
+        ("across readings", "where the paper leaves a choice open, we read it one way; "
+                            + "; ".join(f"{k}: {w}" for k, w in MEANING.items())),
+        ("data", "where the runs read it: the canonical host, an offline mirror, or a synthetic stand-in for the "
+                 "paper's data"),
+        ("code", f"the commit most runs ran, with their number; {COMMIT_NOTE}")))
+    body = (f"{INTRO}\n\nThis report shows the **{scale}** scale ({SCALES_TEXT}). {GUIDE}\n\n"
+            f"The verdicts of every paper and scale on disk (``results/<scale>/claims/<paper>.csv``); a count at "
+            f"the {scale} scale opens its ledger's table:\n\n{table}\n{notes}\n")
+    style = "".join(f"   {line}\n" for line in FRONT_STYLE.strip().splitlines())
+    return (f".. raw:: html\n\n   <style>\n{style}   </style>\n\n.. container:: fedrepro-front\n\n"
+            + textwrap.indent(body, "   ", lambda line: line.strip() != "") + "\n")
 
 
 def passes_not_at_paper(root: Path) -> list[tuple[str, str, list[str]]]:

@@ -1,6 +1,7 @@
 """The report's own pages, read from files on disk: the front page's verdicts per paper and scale, and a figure's
 page with what its runs ran on and only the claims that read it, rendered in a real headless browser."""
 
+import html
 import json
 from html.parser import HTMLParser
 from pathlib import Path
@@ -9,13 +10,14 @@ import pandas as pd
 import pytest
 from docutils.core import publish_parts
 
-from browser import needs_chromium, rendered_dom
-from fedrepro.claims.table import ledger_html
+from browser import needs_chromium, probed, rendered_dom
+from fedrepro.claims.table import ledger_html, write_ledger_html
 from fedrepro.layout import Layout
 from fedrepro.claims.robustness import Alternative, encode
 from fedrepro.report_pages import Overview, report_group, write_figure_page
 from fedrepro.validate import load_and_validate
 from sealed import seal
+from workflow_copy import BIN, REPO, run
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cf"
@@ -96,16 +98,22 @@ def fedvr_on_disk(tmp_path):
 
 
 def test_the_front_page_counts_the_verdicts_of_every_paper_and_scale_on_disk(fedvr_on_disk):
-    root, _, _, _ = fedvr_on_disk
+    root, out, _, _ = fedvr_on_disk
+    write_ledger_html(out.ledger("fedvr"), out.ledger("fedvr", "html"), "fedvr")  # the table in the report
     page = publish_parts(str(Overview(root, "smoke")), writer="html")["html_body"]  # as the report renders it
     rows = _table(page)
-    assert list(rows["scale"]) == ["smoke", "quick"] and set(rows["paper"]) == {"fedvr"}
-    smoke = rows.iloc[0]
+    assert list(rows["scale"]) == ["smoke", "", "quick", ""] and list(rows["paper"]) == ["fedvr", "", "fedvr", ""]
+    smoke, checks = rows.iloc[0], rows.iloc[1]
+    assert smoke["claims"] == "the paper's (3)" and checks["claims"] == "implementation checks (1)"
     assert (smoke["PASS"], smoke["FAIL"], smoke["INCONCLUSIVE"]) == ("1", "1", "1")  # the paper's claims only
-    assert smoke["implementation checks"] == "1 PASS"
+    assert (checks["PASS"], checks["FAIL"], checks["INCONCLUSIVE"]) == ("1", "0", "0")  # C0, on its own line
     assert smoke["across readings"] == "1 depends, 1 robust" and smoke["data"] == "mirror"
     assert smoke["code (runs per commit)"].startswith("0123456")  # runs of the quick scale: none on disk
-    assert rows.iloc[1]["data"] == "none recorded"
+    assert rows.iloc[2]["data"] == "none recorded"
+    # each count of the report's scale opens the ledger's table in the report (its key there: the path from the
+    # workflow's directory); another scale's table is not in the report
+    opens = "app.setView({navbarMode:'resultinfo',resultPath:'results/smoke/claims/fedvr.html'"
+    assert page.count(opens) == 6 and page.count("javascript:") == 6
 
 
 def test_the_front_page_names_a_pass_at_a_reduced_scale_that_the_paper_scale_does_not_find(tmp_path):
@@ -135,6 +143,96 @@ def test_a_figure_page_gives_what_its_runs_ran_on_and_only_its_claims(fedvr_on_d
     assert report_group(figure) == "Monte Carlo statistics"
 
 
+# Snakemake's report of a small workflow with the project's front page (workflow/report/workflow.rst) and a rule
+# graph of as many steps as the project's, the last the ledger's table; the page as Snakemake's template lays it out
+STEPS = ["download", "prepare", "train", "aggregate", "claims", "plot", "figure_page", "audit_paper", "fedvr"]
+SNAKEFILE = f"""from pathlib import Path
+from fedrepro.report_pages import Overview
+
+report: "{REPO}/workflow/report/workflow.rst"
+config["overview"] = Overview(Path("."), "smoke")
+STEPS = {STEPS}
+TABLE = "results/smoke/claims/fedvr.html"
+
+rule all:
+    input: TABLE
+
+for step, after in zip(STEPS, [None, *STEPS]):
+    rule:
+        name: step
+        input: [f"steps/{{after}}"] if after else []
+        output: f"steps/{{step}}"
+        shell: "touch {{output}}"
+
+rule claims_table:
+    input: f"steps/{{STEPS[-1]}}"
+    output: report(TABLE, category="fedvr", subcategory="claims", labels={{"figure": "claims ledger"}})
+    shell: "touch {{output}}"
+"""
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    _ledger(Layout("smoke", root).ledger("fedvr"), "smoke")
+    (root / "Snakefile").write_text(SNAKEFILE)
+    run(BIN / "snakemake", "--cores", "1", "--quiet", cwd=root)
+    write_ledger_html(Layout("smoke", root).ledger("fedvr"), Layout("smoke", root).ledger("fedvr", "html"), "fedvr")
+    run(BIN / "snakemake", "--cores", "1", "--report", "report.html", cwd=root)
+    return root / "report.html"
+
+
+# the front page's text and tables, and the rule graph, as boxes [left, top, right, bottom] in the window
+BOXES = """setTimeout(() => {
+  const box = el => { const r = el.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const text = document.querySelectorAll(".fedrepro-front p, .fedrepro-front li, .fedrepro-front table");
+  const graph = document.querySelector("#rulegraph svg, #rulegraph canvas");
+  const pre = document.createElement("pre");
+  pre.id = "probe";
+  const paragraphs = [...document.querySelectorAll(".fedrepro-front p")].map(box);
+  pre.textContent = JSON.stringify({width: innerWidth, text: [...text].map(box), paragraphs, graph: graph && box(graph)});
+  document.body.appendChild(pre);
+}, 3000);"""
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", [1280, 1920])
+def test_the_front_pages_text_and_the_rule_graph_do_not_overlap_in_a_browser(report, width):
+    """Snakemake's own layout drew the rule graph over the verdict table, which overflowed its column; the
+    front page's style lets the text take its width and puts the graph beside it or below."""
+    boxes = json.loads(probed(report, BOXES, size=f"{width},1000"))
+    graph, text = boxes["graph"], boxes["text"]
+    assert graph and graph[2] - graph[0] > 50 and len(text) >= 6, boxes  # drawn; paragraphs, the table, the notes
+    overlaps = [b for b in text if b[0] < graph[2] and graph[0] < b[2] and b[1] < graph[3] and graph[1] < b[3]]
+    assert overlaps == [], f"at {width} px the rule graph {graph} overlaps the text at {overlaps}"
+    column = max(b[2] for b in boxes["paragraphs"])
+    assert all(b[2] <= column + 1 for b in text), boxes  # nothing spills out of the text's column (the table did)
+    assert all(0 <= b[0] and b[2] <= boxes["width"] and b[1] >= 0 for b in [*text, graph]), boxes  # all in view
+
+
+# a click on the front page's first count, then the page the report shows (its iframe's data: URI) and the menu
+CLICK = """setTimeout(() => {
+  const count = document.querySelector(".fedrepro-front td a");
+  count.click();
+  setTimeout(() => {
+    const shown = document.querySelector("iframe");
+    const pre = document.createElement("pre");
+    pre.id = "probe";
+    pre.textContent = JSON.stringify({count: count.textContent, shown: shown ? atob(shown.src.split(",")[1]) : "",
+                                      menu: document.body.innerText});
+    document.body.appendChild(pre);
+  }, 1000);
+}, 3000);"""
+
+
+@needs_chromium
+def test_a_count_on_the_front_page_opens_the_ledgers_table_in_a_browser(report):
+    clicked = json.loads(probed(report, CLICK))
+    assert clicked["count"] == "1"  # fedvr's PASS of the paper's claims
+    assert "<h3>Claims ledger of fedvr (scale smoke)</h3>" in clicked["shown"], clicked["shown"][:500]
+    assert "claims ledger" in clicked["menu"].lower()  # the table's entry, in place of the menu
+
+
 @needs_chromium
 def test_a_figure_page_renders_its_provenance_and_claims_in_a_browser(fedvr_on_disk, tmp_path):
     root, out, figure, table = fedvr_on_disk
@@ -157,3 +255,8 @@ def test_the_claims_table_leads_with_the_quote_and_verdict_in_plain_words(tmp_pa
     assert rows.loc["C2", "across readings"] == "depends (r=a: PASS)"  # rendered from the fields
     assert "FedAvg-SVRG 0.001 vs FedAvg of [15] 0.01" in page and "fedavg_svrg" not in page
     assert "-0.2 (2.5 sd)" in page and "max-width: 1380px" in page
+    # every column shown is explained above the table, in the order of the table
+    legend = html.unescape(page[page.index("What the columns mean"):page.index("<table")])
+    terms = [t.split("</dt>")[0].removesuffix(":") for t in legend.split("<dt>")[1:]]
+    assert terms == headers and "PASS: our results show the claim" in legend
+    assert "<dt>support:</dt><dd>of a check without a test: the share of bootstrap resamples" in legend

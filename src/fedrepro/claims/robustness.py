@@ -11,6 +11,10 @@ from dataclasses import asdict, dataclass
 
 ROBUST, DEPENDS, UNTESTED = "robust", "depends", "untested"
 CATEGORIES = (ROBUST, DEPENDS, UNTESTED)
+# what each category tells a reader (the report's front page and the ledger's table explain the column with it)
+MEANING = {ROBUST: "the same verdict under every alternative reading judged",
+           DEPENDS: "an alternative reading flips the verdict",
+           UNTESTED: "no alternative reading was judged (or one that changes the runs was not run: readings: primary)"}
 # why an alternative was not judged: code -> what the text says
 WHY_UNTESTED = {
     "not_run": "not run",  # declared without `set` or `check`: nothing to run

@@ -11,9 +11,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from fedrepro.claims.kinds import counts_text
-from fedrepro.claims.robustness import row_text
+from fedrepro.claims.causes import CAUSES
+from fedrepro.claims.checks.inference import ALPHA
+from fedrepro.claims.kinds import KINDS, VERDICTS, counts_text
+from fedrepro.claims.robustness import MEANING, row_text
 from fedrepro.claims.seal import verify_ledger
+from fedrepro.claims.support import DECIDE
 from fedrepro.utils.atomic import write_text
 
 STATUS_COLOURS = {"PASS": "#c8e6c9", "FAIL": "#ffcdd2", "INCONCLUSIVE": "#e0e0e0"}
@@ -24,6 +27,32 @@ COLUMNS = {"quote": "claim (the paper's words)", "status": "verdict", "cause": "
            "expected": "expected", "p_pass": "p pass", "p_fail": "p fail", "error_rate": "error rate",
            "equivalence_margin": "equivalence margin", "support": "support", "margin": "margin", "note": "note", "claim_id": "id", "kind": "kind",
            "figure": "figures"}
+VERDICT_WORDS = dict(zip(VERDICTS, ("our results show the claim", "they show it does not hold",
+                                     "they cannot decide it (column cause: why)")))
+# What each column means, above the table: a reader meets p pass or margin without docs/claims.md at hand.
+EXPLAINED = {
+    "quote": "what the paper says, in its words",
+    "status": "; ".join(f"{v}: {w}" for v, w in VERDICT_WORDS.items()),
+    "cause": "of a FAIL or INCONCLUSIVE: " + "; ".join(f"{c}: {w}" for c, w in CAUSES.items()),
+    "seeds_needed": "for cause seeds: the seeds at which the claim's own test would decide it, its effect and spread "
+                    "held fixed (unknown: one seed has no spread, or the check does not test its seeds)",
+    "robustness": "where the paper leaves a choice open and we read it one way (the reading, in the note): "
+                  + "; ".join(f"{k}: {w}" for k, w in MEANING.items()),
+    "measured": "what our runs give, cell by cell, the methods by their names in the figures",
+    "expected": "what the claim needs, as its check reads it",
+    "p_pass": f"p-value of the claim's test of the seeds that it holds: PASS when <= {ALPHA:g}",
+    "p_fail": f"p-value of the test that it fails: FAIL when <= {ALPHA:g}",
+    "error_rate": "the error rate the verdict's rule states: a test's, or uncalibrated for a bootstrap",
+    "equivalence_margin": "of a claim that two things are the same: how far apart they may be, in the check's units",
+    "support": "of a check without a test: the share of bootstrap resamples of the seeds (or Monte Carlo runs) in "
+               f"which it holds; its verdict stands when >= {DECIDE:.0%} agree (empty: no bootstrap, the note says why)",
+    "margin": "how far the measured value lies from the check's threshold, in the check's units (> 0: holds); in "
+              "brackets, in bootstrap standard deviations",
+    "note": "the rule's reasoning, the readings the claim rests on, remarks",
+    "claim_id": "the claim's id (config/claims/<paper>.yaml)",
+    "kind": "; ".join(f"{k}: {w}" for k, w in KINDS.items()),
+    "figure": "the figures the claim is judged on (each figure's page lists its claims)",
+}
 STYLE = """
 body { font-family: sans-serif; font-size: 13px; margin: 8px; }
 table { border-collapse: collapse; table-layout: fixed; width: 100%; max-width: 1380px; }
@@ -35,6 +64,8 @@ col.expected { width: 11%; } col.p_pass, col.p_fail { width: 4.5em; } col.error_
 col.equivalence_margin { width: 5.5em; }
 col.support { width: 4.5em; } col.margin { width: 6.5em; } col.note { width: 14%; }
 col.claim_id { width: 3.5em; } col.figure { width: 5em; }
+dl.columns { max-width: 1380px; margin: 4px 0 8px; } dl.columns dt { font-weight: bold; float: left; clear: left;
+  margin-right: 0.4em; } dl.columns dd { margin: 0 0 2px; }
 """
 
 
@@ -75,7 +106,14 @@ def ledger_html(ledger: pd.DataFrame, title: str, note: str = "", names: dict[st
     return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
             f"<style>{STYLE}</style></head>\n<body><h3>{html.escape(title)}</h3><p>{counts}</p>\n"
             + (f"<p>{html.escape(note)}</p>\n" if note else "") +
-            f"{table}</body></html>\n")
+            f"{legend(columns)}\n{table}</body></html>\n")
+
+
+def legend(columns: list[str]) -> str:
+    """What the shown columns mean (EXPLAINED), folded under one click."""
+    terms = "".join(f"<dt>{html.escape(COLUMNS[c])}:</dt><dd>{html.escape(EXPLAINED[c])}</dd>" for c in columns)
+    return f'<details><summary>What the columns mean</summary><dl class="columns">{terms}</dl></details>'
+
 
 
 def write_ledger_html(ledger_csv: Path, out: Path, paper: str, note: str = "", names: dict[str, str] | None = None
