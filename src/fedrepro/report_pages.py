@@ -18,7 +18,7 @@ from fedrepro.claims.causes import not_found_at_paper_scale
 from fedrepro.claims.kinds import IMPLEMENTATION, KINDS, PAPER, kinds_of, verdict_counts
 from fedrepro.claims.robustness import MEANING, row_text
 from fedrepro.claims.seal import read_ledger
-from fedrepro.claims.table import STATUS_COLOURS, VERDICT_WORDS, plain_words
+from fedrepro.claims.table import COLUMNS, LEGEND_STYLE, STATUS_COLOURS, VERDICT_WORDS, legend, plain_words
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import Figure
 from fedrepro.layout import Layout, scales_on_disk
@@ -237,15 +237,16 @@ def report_group(figure: Figure) -> str:
 PAGE_STYLE = """body {font-family: sans-serif; font-size: 13px; margin: 10px; max-width: 1200px}
 img {max-width: 100%} table {border-collapse: collapse; margin: 6px 0}
 th, td {border: 1px solid #bbb; padding: 3px 6px; text-align: left; vertical-align: top}
-th {background: #f0f0f0} .stand-in {color: #b71c1c; font-weight: bold}
-""" + " ".join(f".{status} {{background: {colour}}}" for status, colour in STATUS_COLOURS.items())
+th {background: #f0f0f0} .stand-in {color: #b71c1c; font-weight: bold} .caption {max-width: 60em}
+""" + LEGEND_STYLE + " ".join(f".{status} {{background: {colour}}}" for status, colour in STATUS_COLOURS.items())
 
 
-def _html_table(header: list[str], rows: list[list[str]], row_class: list[str] | None = None) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+def _html_table(header: list[str] | None, rows: list[list[str]], row_class: list[str] | None = None) -> str:
+    """A table of escaped `rows`' cells as given; without `header`, none (a table of facts)."""
+    head = f"<tr>{''.join(f'<th>{html.escape(h)}</th>' for h in header)}</tr>" if header else ""
     body = "".join(f'<tr class="{cls}">' + "".join(f"<td>{c}</td>" for c in row) + "</tr>"
                    for row, cls in zip(rows, row_class or [""] * len(rows)))
-    return f"<table><tr>{head}</tr>{body}</table>"
+    return f"<table>{head}{body}</table>"
 
 
 def _folded(text: str, shown: int = 240) -> str:
@@ -258,6 +259,10 @@ def _folded(text: str, shown: int = 240) -> str:
 def claim_rows(ledger: pd.DataFrame, figure: str) -> pd.DataFrame:
     """The ledger rows whose claim reads `figure`."""
     return ledger[ledger["figure"].str.split().apply(lambda names: figure in names)]
+
+
+# the ledger's columns a figure's page shows of each claim that reads it (the ledger's table has them all)
+FIGURE_CLAIM_COLUMNS = ("claim_id", "quote", "status", "cause", "robustness", "measured", "expected")
 
 
 def figure_page(figure: Figure, drawing: Path, ledger_csv: Path, results: Path, names: dict[str, str] | None = None
@@ -280,24 +285,29 @@ def figure_page(figure: Figure, drawing: Path, ledger_csv: Path, results: Path, 
     data = [[html.escape(d), html.escape(name), html.escape(source), f"<code>{html.escape(digest[:12])}</code>"]
             for (d, name), (source, digest) in sorted(prov.data.items())]
     claims = claim_rows(read_ledger(ledger_csv), figure.name)
-    claim_table = _html_table(
-        ["claim", "quote", "verdict", "why open or failed", "robustness", "measured", "expected"],
+    claim_table = (legend([*FIGURE_CLAIM_COLUMNS[:4], "seeds_needed", *FIGURE_CLAIM_COLUMNS[4:]]) + _html_table(
+        [COLUMNS[c] for c in FIGURE_CLAIM_COLUMNS],
         [[html.escape(r["claim_id"]) + (f" ({html.escape(r['kind'])})" if r.get("kind", PAPER) != PAPER else ""),
           html.escape(r.get("quote", "")), html.escape(r["status"]),
-          html.escape(" ".join(x for x in (r.get("cause", ""), r.get("seeds_needed", "") and
-                                           f"({r['seeds_needed']} seeds)") if x)),
+          html.escape(r.get("cause", "") + (r.get("seeds_needed", "") and
+                                            f" ({COLUMNS['seeds_needed']}: {r['seeds_needed']})")),
           html.escape(row_text(r)), _folded(plain_words(r.get("measured", ""), names or {})),
           html.escape(r.get("expected", ""))]
-         for _, r in claims.iterrows()], list(claims["status"])) if len(claims) else "<p>No claim reads this figure.</p>"
+         for _, r in claims.iterrows()], list(claims["status"]))
+        if len(claims) else "<p>No claim reads this figure.</p>")
     stand_in = (f'<p class="stand-in">Stand-in data, not the paper\'s: {html.escape("; ".join(figure.stand_ins))}</p>'
                 if figure.stand_ins else "")
+    deviations = (f" Unlike the paper at this scale: {html.escape('; '.join(figure.deviations))}."
+                  if figure.deviations else " The paper's settings.")
     return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(figure.title)}</title>'
             f"<style>{PAGE_STYLE}</style></head>\n<body><h2>{html.escape(figure.title)}</h2>\n{stand_in}"
-            f"<p>{html.escape(figure.paper)} {html.escape(figure.name)} at scale {html.escape(figure.scale)}"
-            + "</p>\n" + (f"<details><summary>{len(figure.deviations)} deviation(s) from the paper's settings at this "
-                           f"scale</summary><p>{html.escape('; '.join(figure.deviations))}</p></details>"
-                           if figure.deviations else "")
-            + f"\n{shown}\n<h3>Provenance</h3>\n{_html_table(['', ''], facts)}\n"
+            f'<p class="caption">{html.escape(figure.caption)}</p>\n'
+            f'<p class="caption">{html.escape(figure.paper)} {html.escape(figure.name)} at scale '
+            f"{html.escape(figure.scale)}.{deviations}</p>\n{shown}\n<h3>Provenance</h3>\n"
+            f"<p>What the figure's runs ran on, as each recorded it "
+            f"(<code>results/{html.escape(figure.scale)}/runs/&lt;run_id&gt;/run.json</code>), and the data files "
+            f"they read: where from (canonical host, offline mirror or synthetic stand-in) and their sha256.</p>\n"
+            f"{_html_table(None, facts)}\n"
             f"{_html_table(['dataset', 'file', 'source', 'sha256'], data) if data else '<p>No data files recorded.</p>'}"
             f"\n<h3>Claims that read this figure</h3>\n{claim_table}\n</body></html>\n")
 

@@ -140,6 +140,10 @@ def test_a_figure_page_gives_what_its_runs_ran_on_and_only_its_claims(fedvr_on_d
     assert "three algorithms" not in text  # C3 reads fig9 only
     assert "C0 (implementation)" in text and "depends (r=a: PASS)" in text  # rendered from the fields
     assert "FedAvg-SVRG (ours) 0.001 vs FedAvg of [15] 0.01" in text  # method keys in plain words
+    # for a reader new to it: the caption the figure's title points to, how this scale differs from the paper, the
+    # columns' meaning and the ledger table's names for them; no table with an empty header row
+    assert html.escape(figure.caption) in text and "Unlike the paper at this scale: rounds = " in text
+    assert "What the columns mean" in text and "<th>across readings</th>" in text and "<tr><th></th>" not in text
     assert report_group(figure) == "Monte Carlo statistics"
 
 
@@ -255,6 +259,7 @@ def test_the_claims_table_leads_with_the_quote_and_verdict_in_plain_words(tmp_pa
     assert rows.loc["C2", "across readings"] == "depends (r=a: PASS)"  # rendered from the fields
     assert "FedAvg-SVRG 0.001 vs FedAvg of [15] 0.01" in page and "fedavg_svrg" not in page
     assert "-0.2 (2.5 sd)" in page and "max-width: 1380px" in page
+    assert "p pass" not in headers and "equivalence margin" not in headers  # empty in every row: left out
     # every column shown is explained above the table, in the order of the table
     legend = html.unescape(page[page.index("What the columns mean"):page.index("<table")])
     terms = [t.split("</dt>")[0].removesuffix(":") for t in legend.split("<dt>")[1:]]

@@ -194,7 +194,7 @@ def test_the_claims_table_counts_and_the_claims_figure_marks_what_depends_on_a_r
     ticks = [t.get_text() for t in claims_figure(ledger, "p", "quick", 0.9).axes[0].get_yticklabels()]
     assert ticks == ["X1 [PASS] depends", "X2 [FAIL]", "X3 [PASS]"]
     none = ledger.assign(robustness=float("nan"))  # a paper that rests on no reading: an empty column
-    assert "; across readings:" not in ledger_html(none, "t")  # no count (the column header stays)
+    assert "; across readings:" not in ledger_html(none, "t")  # no count (and the empty column is left out)
 
 
 def test_an_alternative_reading_of_the_check_judges_the_same_tables_with_its_parameters():

@@ -1,6 +1,8 @@
-"""What the HTML report shows: a figure's settings as text, the claims ledger as a table."""
+"""What the HTML report shows: a figure's settings as text, the claims ledger as a table, captions that name
+only what their rules have."""
 
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -9,7 +11,8 @@ from fedrepro.claims.table import write_ledger_html
 from fedrepro.validate import load_and_validate
 from sealed import seal
 
-CONFIG = Path(__file__).resolve().parents[2] / "config"
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "config"
 
 
 def test_a_figures_parameters_read_as_text():
@@ -40,3 +43,18 @@ def test_the_ledger_becomes_an_html_table_with_escaped_text(tmp_path):
     assert "&lt;b&gt;much&lt;/b&gt;" in page and "<b>much" not in page and "a &amp; b" in page
     assert ">95.5%<" in page and ">0.123 (2 sd)<" in page and "nan" not in page.lower()
     assert "#c8e6c9" in page  # PASS coloured
+
+
+def test_a_caption_names_only_params_its_rules_have():
+    """Jinja renders a param a rule lacks as nothing: the audit's and the claims figure's captions read
+    ``{{ snakemake.params.scale }}``, which neither rule has, and the report showed "````" and a docutils warning."""
+    problems = []
+    for smk in sorted((ROOT / "workflow" / "rules").glob("*.smk")):
+        for block in re.split(r"\n(?=rule )", smk.read_text()):
+            name = block.split(":")[0].removeprefix("rule ").strip()
+            params = set(re.findall(r"\n {8}(\w+)=", block.split("\n    params:")[1].split("\n    log:")[0])) \
+                if "\n    params:" in block else set()
+            for caption in re.findall(r'caption="\.\./report/([\w.]+)"', block):
+                used = set(re.findall(r"snakemake\.params\.(\w+)", (ROOT / "workflow" / "report" / caption).read_text()))
+                problems += [f"{caption} names params.{p}, which rule {name} lacks" for p in sorted(used - params)]
+    assert problems == []

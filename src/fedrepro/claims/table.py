@@ -53,19 +53,21 @@ EXPLAINED = {
     "kind": "; ".join(f"{k}: {w}" for k, w in KINDS.items()),
     "figure": "the figures the claim is judged on (each figure's page lists its claims)",
 }
+LEFT_OUT = "A column empty for every claim is left out; the CSV has every column."
 STYLE = """
 body { font-family: sans-serif; font-size: 13px; margin: 8px; }
-table { border-collapse: collapse; table-layout: fixed; width: 100%; max-width: 1380px; }
+table { border-collapse: collapse; table-layout: fixed; width: 100%; min-width: 1200px; max-width: 1380px; }
 th, td { border: 1px solid #bbb; padding: 3px 6px; vertical-align: top; text-align: left; overflow-wrap: anywhere; }
 th { background: #f0f0f0; position: sticky; top: 0; }
-col.quote { width: 15%; } col.status { width: 7.5em; } col.cause { width: 5em; } col.seeds_needed { width: 4.5em; }
-col.robustness { width: 10%; } col.measured { width: 22%; } col.kind { width: 6em; }
+col.quote { width: 15%; } col.status { width: 8.5em; } col.cause { width: 5.5em; } col.seeds_needed { width: 5.5em; }
+col.robustness { width: 10%; } col.measured { width: 22%; }
 col.expected { width: 11%; } col.p_pass, col.p_fail { width: 4.5em; } col.error_rate { width: 7em; }
-col.equivalence_margin { width: 5.5em; }
-col.support { width: 4.5em; } col.margin { width: 6.5em; } col.note { width: 14%; }
-col.claim_id { width: 3.5em; } col.figure { width: 5em; }
-dl.columns { max-width: 1380px; margin: 4px 0 8px; } dl.columns dt { font-weight: bold; float: left; clear: left;
-  margin-right: 0.4em; } dl.columns dd { margin: 0 0 2px; }
+col.equivalence_margin { width: 7em; }
+col.support { width: 5em; } col.margin { width: 6.5em; } col.note { width: 14%; }
+col.claim_id { width: 3.5em; } col.figure { width: 5em; } col.kind { width: 8.5em; }
+"""
+LEGEND_STYLE = """dl.columns { max-width: 1380px; margin: 4px 0 8px; } dl.columns dt { font-weight: bold; float: left;
+  clear: left; margin-right: 0.4em; } dl.columns dd { margin: 0 0 2px; }
 """
 
 
@@ -88,7 +90,9 @@ def ledger_html(ledger: pd.DataFrame, title: str, note: str = "", names: dict[st
     if {"margin", "margin_se"} <= set(shown):  # one cell: the margin and its bootstrap standard deviations
         shown["margin"] = [("" if pd.isna(m) else f"{m:.3g}") + ("" if pd.isna(se) else f" ({se:.3g} sd)")
                            for m, se in zip(shown["margin"], shown["margin_se"])]
-    columns = [c for c in COLUMNS if c in shown]
+    # a column empty in every row (p pass where no claim is tested) is left out: the CSV has them all
+    columns = [c for c in COLUMNS if c in shown and not shown[c].isna().all()
+               and not shown[c].astype("string").fillna("").str.strip().eq("").all()]
     shown = shown[columns]
     styled = (shown.style.hide(axis="index")
               .format({c: f for c, f in {"support": "{:.1%}", "p_pass": "{:.2g}", "p_fail": "{:.2g}",
@@ -104,15 +108,16 @@ def ledger_html(ledger: pd.DataFrame, title: str, note: str = "", names: dict[st
         if len(kinds):
             counts += "; across readings: " + ", ".join(f"{n} {k}" for k, n in kinds.value_counts().items())
     return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f"<style>{STYLE}</style></head>\n<body><h3>{html.escape(title)}</h3><p>{counts}</p>\n"
+            f"<style>{STYLE}{LEGEND_STYLE}</style></head>\n<body><h3>{html.escape(title)}</h3><p>{counts}</p>\n"
             + (f"<p>{html.escape(note)}</p>\n" if note else "") +
-            f"{legend(columns)}\n{table}</body></html>\n")
+            f"{legend(columns, LEFT_OUT)}\n{table}</body></html>\n")
 
 
-def legend(columns: list[str]) -> str:
-    """What the shown columns mean (EXPLAINED), folded under one click."""
+def legend(columns: list[str], more: str = "") -> str:
+    """What the shown columns mean (EXPLAINED), and `more`, folded under one click."""
     terms = "".join(f"<dt>{html.escape(COLUMNS[c])}:</dt><dd>{html.escape(EXPLAINED[c])}</dd>" for c in columns)
-    return f'<details><summary>What the columns mean</summary><dl class="columns">{terms}</dl></details>'
+    return (f'<details><summary>What the columns mean</summary><dl class="columns">{terms}</dl>'
+            + (f"<p>{html.escape(more)}</p>" if more else "") + "</details>")
 
 
 
