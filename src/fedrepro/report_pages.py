@@ -114,9 +114,11 @@ def _rst_table(header: list[str], rows: list[list[str]]) -> str:
 def report_link(text: str, path: str) -> str:
     """An RST link that opens the report's item `path` (its key in the report: the file's path from the workflow's
     directory) in place, with its caption in the menu: what a click on the item in the report's own list does
-    (Snakemake's components/abstract_results.js, `ToggleViewManager.handleHtml`, and `app.showResultInfo`)."""
-    return (f"`{text} <javascript:app.setView({{navbarMode:'resultinfo',resultPath:'{path}',content:'html',"
-            f"contentPath:results['{path}'].data_uri}})>`__")
+    (Snakemake's components/abstract_results.js, `ToggleViewManager.handleHtml`, and `app.showResultInfo`); nothing
+    where the report lacks the item."""
+    item = f"results['{path}']"  # (no ">" in the link: RST ends the address at one)
+    return (f"`{text} <javascript:{item}&&app.setView({{navbarMode:'resultinfo',resultPath:'{path}',content:'html',"
+            f"contentPath:{item}.data_uri}})>`__")
 
 
 def _verdict_cells(counts: Counter, table: str | None) -> list[str]:

@@ -1,7 +1,8 @@
 """The claims ledger as a readable HTML table (results/<scale>/claims/<paper>.html) for the HTML report, which
 shows an HTML file in place but a CSV only as a download: one row per claim, the paper's words and our verdict
-first, its verdict coloured, methods by their names, the numbers rounded, every text escaped, within the page's
-width."""
+first, its verdict coloured, methods by their names, the numbers rounded, every text escaped, what each column
+means above it. The table keeps its width: in the report's frame beside the menu (about 640 px) a table within the
+frame's width squeezed its text columns to a character per line; it scrolls instead."""
 
 from __future__ import annotations
 
@@ -56,10 +57,10 @@ EXPLAINED = {
 LEFT_OUT = "A column empty for every claim is left out; the CSV has every column."
 STYLE = """
 body { font-family: sans-serif; font-size: 13px; margin: 8px; }
-table { border-collapse: collapse; table-layout: fixed; width: 100%; min-width: 1200px; max-width: 1380px; }
+table { border-collapse: collapse; table-layout: fixed; width: 1380px; }
 th, td { border: 1px solid #bbb; padding: 3px 6px; vertical-align: top; text-align: left; overflow-wrap: anywhere; }
 th { background: #f0f0f0; position: sticky; top: 0; }
-col.quote { width: 15%; } col.status { width: 8.5em; } col.cause { width: 5.5em; } col.seeds_needed { width: 5.5em; }
+col.quote { width: 15%; } col.status { width: 9.5em; } col.cause { width: 5.5em; } col.seeds_needed { width: 5.5em; }
 col.robustness { width: 10%; } col.measured { width: 22%; }
 col.expected { width: 11%; } col.p_pass, col.p_fail { width: 4.5em; } col.error_rate { width: 7em; }
 col.equivalence_margin { width: 7em; }
