@@ -16,13 +16,13 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from fedrepro.claims.checks import FAIL, PASS
-from fedrepro.claims.kinds import IMPLEMENTATION, PAPER, REPORT, VERDICTS, counts_text, kinds_of
+from fedrepro.claims.kinds import IMPLEMENTATION, PAPER, REPORT, counts_text, kinds_of
 from fedrepro.claims.robustness import row_text
 from fedrepro.expected import DOCS, read_reference, reference_dir, reference_scales, stamp_text
 from fedrepro.errors import ConfigError
 from fedrepro.schemas import SCALES
 from fedrepro.experiments.runtable import RunTable
+from fedrepro.verdicts import FAIL, PASS, VERDICTS
 
 NOTES = "notes.yaml"  # docs/papers/<paper>/notes.yaml: {scale: {claim_id: {verdict, note}}}
 QUOTED, MEASURED = 120, 160  # characters of the paper's words and of the measured value a page shows; ledger.csv has all

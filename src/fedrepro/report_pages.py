@@ -25,8 +25,8 @@ from fedrepro.layout import Layout, scales_on_disk
 from fedrepro.experiments.store import read_record, run_files
 from fedrepro.results.tables import verify_drawn
 from fedrepro.utils.atomic import write_text
+from fedrepro.verdicts import VERDICTS
 
-VERDICTS = tuple(STATUS_COLOURS)  # PASS, FAIL, INCONCLUSIVE
 SHOWN_PACKAGES = ("python", "torch", "numpy", "pandas", "snakemake", "fedrepro")
 INTRO = ("fedrepro reproduces the figures and checks the claims of five federated-learning optimization papers: "
          "FedPAGE, the SVRG method for probabilistically activated agents (fedvr), FedCluster, DeFedAvg and TDCD. "

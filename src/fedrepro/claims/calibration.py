@@ -35,10 +35,11 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from fedrepro.claims.checks import CHECKS, EQUIVALENCE, FAIL, PASS
+from fedrepro.claims.checks import CHECKS, EQUIVALENCE
 from fedrepro.claims.checks.common import claim_test
 from fedrepro.claims.checks.inference import Test, decide, effect_test, equivalent, t_pvalues, tost
 from fedrepro.claims.data import ClaimData
+from fedrepro.verdicts import FAIL, PASS
 
 NOISES = ("normal", "t3")
 SMALL = 0.1  # the small true effect of the false-FAIL rate (the 0.1-0.3 seed SD; 0.1 is the worst)

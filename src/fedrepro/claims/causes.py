@@ -33,8 +33,8 @@ from dataclasses import dataclass
 import pandas as pd
 from scipy import stats
 
-from fedrepro.claims.checks import FAIL, INCONCLUSIVE, PASS
 from fedrepro.claims.checks.inference import ALPHA, Test
+from fedrepro.verdicts import FAIL, INCONCLUSIVE, PASS
 
 PAPER, READING, SCALE, SEEDS, CHECK = "paper", "reading", "scale", "seeds", "check"
 CAUSES = {

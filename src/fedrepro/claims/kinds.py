@@ -10,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from fedrepro.claims.checks import FAIL, INCONCLUSIVE, PASS, REPORTING
+from fedrepro.claims.checks import REPORTING
+from fedrepro.verdicts import VERDICTS
 
 PAPER, IMPLEMENTATION, REPORT = "paper", "implementation", "report"
 KINDS = {
@@ -20,7 +21,6 @@ KINDS = {
                     "the ledger",
     REPORT: f"shown, not judged (checks {', '.join(sorted(REPORTING))}): outside every count",
 }
-VERDICTS = (PASS, FAIL, INCONCLUSIVE)
 
 
 def kind_of(claim: dict[str, Any]) -> str:

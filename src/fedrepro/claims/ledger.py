@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 from pathlib import Path
@@ -12,7 +11,7 @@ import pandas as pd
 
 from fedrepro.claims import causes
 from fedrepro.claims import support as bootstrap_rule
-from fedrepro.claims.checks import CHECKS, EQUIVALENCE, FAIL, INCONCLUSIVE, TESTED, UNITS, Result
+from fedrepro.claims.checks import CHECKS, EQUIVALENCE, TESTED, UNITS, Result, check_parameters
 from fedrepro.claims.checks.inference import ALPHA
 from fedrepro.claims.data import ClaimData
 from fedrepro.claims.data_notes import stand_ins, with_data_notes
@@ -25,6 +24,7 @@ from fedrepro.errors import ConfigError, ResultsError
 from fedrepro.results.tables import in_paper_terms, merged_labels, read_figure_table
 from fedrepro.utils.atomic import atomic_path
 from fedrepro.utils.yaml_file import read_yaml
+from fedrepro.verdicts import FAIL, INCONCLUSIVE
 
 # kind: paper, implementation or report (claims/kinds.py); cause, seeds_needed: why a FAIL or INCONCLUSIVE row is so,
 # and for cause seeds how many would decide it (claims/causes.py); robustness, alternatives: the verdict under the
@@ -182,7 +182,8 @@ def robustness(claim: dict[str, Any], status: str, readings: dict[str, dict[str,
     for reading in _rests(claim, readings):
         for name, declared in (readings[reading].get("alternatives") or {}).items():
             if "check" in declared:
-                taken = {k: v for k, v in declared["check"].items() if k in check_parameters(claim["check"])}
+                takes = set().union(*check_parameters(claim["check"]))  # required and optional
+                taken = {k: v for k, v in declared["check"].items() if k in takes}
                 if taken and any(claim.get(k) != v for k, v in taken.items()):
                     verdict = judge({**claim, **taken}).status
                     found.append(Alternative(reading, name, verdict, verdict != status))
@@ -213,11 +214,6 @@ def _rests(claim: dict[str, Any], readings: dict[str, dict[str, Any]]) -> list[s
 def assumed(claim: dict[str, Any], readings: dict[str, dict[str, Any]]) -> list[str]:
     """The readings a claim rests on whose source is our assumption: a verdict on them tests our definition."""
     return [name for name in _rests(claim, readings) if readings[name]["source"] == "assumption"]
-
-
-def check_parameters(check: str) -> set[str]:
-    """The parameters a check takes (claims/checks)."""
-    return set(inspect.signature(CHECKS[check]).parameters) - {"data"}
 
 
 def rests_on_readings(claim: dict[str, Any], readings: dict[str, dict[str, Any]], status: str,

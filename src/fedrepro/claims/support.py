@@ -33,9 +33,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedrepro.claims.checks import CHECKS, FAIL, INCONCLUSIVE, NOT_RESAMPLED, PASS, TESTED, UNITS, Result
+from fedrepro.claims.checks import CHECKS, NOT_RESAMPLED, TESTED, UNITS, Result
 from fedrepro.claims.checks.inference import ALPHA
 from fedrepro.claims.data import ClaimData
+from fedrepro.verdicts import FAIL, INCONCLUSIVE, PASS
 
 RESAMPLES = 200  # bootstrap resamples per set of figures (recorded in results/claims/<paper>.json)
 SEED = 13  # seeds the bootstrap streams with the claim's figures (fedrepro.seeding)

@@ -19,8 +19,9 @@ from fedrepro.claims.robustness import MEANING, row_text
 from fedrepro.claims.seal import verify_ledger
 from fedrepro.claims.support import DECIDE
 from fedrepro.utils.atomic import write_text
+from fedrepro.verdicts import VERDICTS
 
-STATUS_COLOURS = {"PASS": "#c8e6c9", "FAIL": "#ffcdd2", "INCONCLUSIVE": "#e0e0e0"}
+STATUS_COLOURS = dict(zip(VERDICTS, ("#c8e6c9", "#ffcdd2", "#e0e0e0")))
 # The columns a reader reads first lead: the paper's words, our verdict and whether it rests on a reading; the
 # numbers and names follow. Plain headers for the ledger's columns.
 COLUMNS = {"quote": "claim (the paper's words)", "status": "verdict", "cause": "why open or failed",

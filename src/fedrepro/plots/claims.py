@@ -15,8 +15,9 @@ from fedrepro.claims.causes import SEEDS
 from fedrepro.claims.kinds import IMPLEMENTATION, REPORT
 from fedrepro.claims.robustness import DEPENDS
 from fedrepro.plots.common import plt, save_pdf_png, theme
+from fedrepro.verdicts import VERDICTS
 
-COLOURS = {"PASS": "#2a9d55", "FAIL": "#c0392b", "INCONCLUSIVE": "#9a9a9a"}
+COLOURS = dict(zip(VERDICTS, ("#2a9d55", "#c0392b", "#9a9a9a")))
 
 
 KIND_MARKS = {IMPLEMENTATION: " impl.", REPORT: " report"}

@@ -40,6 +40,7 @@ from fedrepro.experiments.store import (METRICS_SHA256, RunFiles, canonical_json
                                         run_files, verify_metrics, verify_record)
 from fedrepro.results.tables import figure_table_csv, recorded_sha256
 from fedrepro.utils.digest import file_sha256, tree_sha256
+from fedrepro.verdicts import VERDICTS
 
 OK, WARN, MISSING, FAIL = "OK", "WARN", "MISSING", "FAIL"
 _RANK = {OK: 0, WARN: 1, MISSING: 2, FAIL: 3}
@@ -528,7 +529,7 @@ def _counts(record: Path, ledger: pd.DataFrame) -> str:
         return json.loads(record.read_text())["counts"]["text"]
     except (OSError, ValueError, KeyError, TypeError):
         counts = ledger["status"].value_counts()
-        return ", ".join(f"{counts.get(s, 0)} {s}" for s in ("PASS", "FAIL", "INCONCLUSIVE")) + " (all rows)"
+        return ", ".join(f"{counts.get(s, 0)} {s}" for s in VERDICTS) + " (all rows)"
 
 
 def _claims(paper: str, out: Layout, checkout: Checkout) -> tuple[pd.DataFrame | None, Finding]:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from fedrepro.results.audit import FAIL, MISSING, OK, WARN, Checkout, Finding, PaperAudit, status_of, worst
 from fedrepro.utils import atomic
+from fedrepro.verdicts import VERDICTS
 
-VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE")
 FIGURE_CHECKS = ("table", "files", "DVC")
 RUN_CHECKS = ("run.json", "metrics.csv", "data", "code", "packages", "DVC", "rerun")
 LEGEND = ("FAIL: what is on disk contradicts a record (a hash differs, run.json is broken); MISSING: never "

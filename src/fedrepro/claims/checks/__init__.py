@@ -15,7 +15,7 @@ import typing
 from typing import Any, Callable
 
 from fedrepro.claims.checks import final_values, learning_curves, monte_carlo, run_facts, time_model
-from fedrepro.claims.checks.common import FAIL, INCONCLUSIVE, PASS, Result
+from fedrepro.claims.checks.common import Result
 
 _MODULES = (  # (module, what its `seed` column counts, its checks)
     (final_values, "seed", ["compare_final", "log_ratio_within", "monotone_time_to_target", "time_to_target",
@@ -52,7 +52,7 @@ NOT_RESAMPLED: dict[str, str] = {
 # (claims/kinds.py), and only such a claim
 REPORTING: frozenset[str] = frozenset({"diverged_runs", "not_tested"})
 
-__all__ = ["CHECKS", "UNITS", "TESTED", "EQUIVALENCE", "NOT_RESAMPLED", "REPORTING", "PASS", "FAIL", "INCONCLUSIVE", "Result", "check_parameters",
+__all__ = ["CHECKS", "UNITS", "TESTED", "EQUIVALENCE", "NOT_RESAMPLED", "REPORTING", "Result", "check_parameters",
            "check_hints"]
 
 

@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 
 from fedrepro.claims.checks.inference import Test, certain, combine, decide, effect_test, required_of
-
-PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
+from fedrepro.verdicts import FAIL, INCONCLUSIVE, PASS
 
 
 class Result(NamedTuple):

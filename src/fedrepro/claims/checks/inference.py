@@ -53,6 +53,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from fedrepro.verdicts import FAIL, INCONCLUSIVE, PASS
+
 ALPHA = 0.05  # the error rate each verdict is held to: false PASS and false FAIL, each at most this
 
 
@@ -199,5 +201,5 @@ def holm(p_values: list[float]) -> list[float]:
 def decide(test: Test) -> str:
     """PASS, FAIL or INCONCLUSIVE from a claim's combined Test (combine)."""
     if test.p_holds <= ALPHA:
-        return "PASS"
-    return "FAIL" if test.p_against <= ALPHA else "INCONCLUSIVE"
+        return PASS
+    return FAIL if test.p_against <= ALPHA else INCONCLUSIVE
