@@ -1,9 +1,9 @@
-# rule train: one run spec -> results/runs/<run_id>/{metrics.csv,run.json}.
+# rule train: one run spec -> results/<scale>/runs/<run_id>/{metrics.csv,run.json}.
 from pathlib import Path
 
 from fedrepro.cli import run_step
 from fedrepro.experiments.execute import execute_run
-from fedrepro.results.store import RunFiles
+from fedrepro.experiments.store import RunFiles
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 run_step(
