@@ -10,7 +10,6 @@ from snakemake.utils import min_version
 
 from fedrepro.data import absolute_mirror_env
 from fedrepro.errors import ConfigError
-from fedrepro.layout import old_layout
 from fedrepro.report_pages import Overview
 from fedrepro.validate import check_device, load_and_validate
 
@@ -25,12 +24,6 @@ report: "workflow/report/workflow.rst"
 
 # $FEDREPRO_DATA_MIRROR as given, made absolute here: every job inherits the folder it names, wherever it runs
 absolute_mirror_env()
-
-
-if OLD := old_layout():
-    raise WorkflowError(f"{', '.join(map(str, OLD))}: outputs of the layout before one tree per scale; "
-                        f"`fedrepro migrate` moves them once into results/<scale>/ and figures/<scale>/ (nothing is "
-                        f"retrained)")
 
 
 def run_table(scale):

@@ -157,12 +157,6 @@ def parser() -> argparse.ArgumentParser:
     compare.add_argument("papers", nargs="*", metavar="PAPER", help="papers (default: every paper with results here "
                          "and a reference)")
     compare.add_argument("--scale", choices=list(SCALES), help="default: `scale` of config/config.yaml")
-    migrate = sub.add_parser("migrate", help="move results of the old layout (results/runs, figures/<paper>, ...) "
-                             "into their scale's tree, once", description="Move results/runs, results/claims, "
-                             "results/audit, results/<paper>, figures/<paper> and the jobs' logs into results/<scale>/, "
-                             "figures/<scale>/ and logs/<scale>/ by renaming them: nothing is retrained.")
-    migrate.add_argument("--scale", choices=list(SCALES), help="their scale (default: the one their claims ledgers "
-                         "record)")
     return top
 
 
@@ -192,8 +186,6 @@ def main(argv: list[str] | None = None) -> None:
         agree: list[bool] = []
         run_step(lambda: agree.append(compare_results(args)))
         sys.exit(0 if agree[0] else 1)
-    if args.command == "migrate":
-        run_step(lambda: print(migrated(args.scale)))
     if args.command == "fetch":
         from fedrepro.data import fetch_dataset, prepare_dataset, resolve_mirror
 
@@ -422,15 +414,6 @@ def compare_results(args: argparse.Namespace) -> bool:
     comparisons = [compare(paper, scale, table) for paper in papers]
     print("\n\n".join(comparison_text(c) for c in comparisons))
     return all(c.agree for c in comparisons)
-
-
-def migrated(scale: str | None) -> str:
-    from fedrepro.layout import migrate
-
-    moves = migrate(Path("."), scale)
-    if not moves:
-        return "nothing to migrate: no results of the old layout here"
-    return "\n".join(f"{source} -> {dest}" for source, dest in moves)
 
 
 def ledger_rebuilder(paper: str, scale: str, settings: dict, root: Path = Path(".")) -> Callable[[Path, Path], None]:
