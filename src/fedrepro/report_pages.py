@@ -212,10 +212,10 @@ def passes_not_at_paper(root: Path) -> list[tuple[str, str, list[str]]]:
 
 @dataclass(frozen=True)
 class Overview:
-    """The front page, read from disk only when the report renders it (config["overview"] in the Snakefile): the
+    """The front page, read from disk only when the report renders it (config["overview"] in workflow/rules/common.smk): the
     ledgers it counts are written by the run before the report, not known when the workflow is parsed. A ledger or
     a figure of the report's scale that is not as written stops the report: `error` (Snakemake's WorkflowError in
-    the Snakefile: its message, no traceback) with the message of the check."""
+    the workflow: its message, no traceback) with the message of the check."""
     root: Path
     scale: str
     error: type[Exception] = ResultsError

@@ -141,7 +141,7 @@ def _takes(engine: Any, spec: dict[str, Any], schema_dir: Path) -> bool:
 
 def check_device(device: str) -> None:
     """Jobs that run on this machine with `device: cuda` need a GPU here: checked before the first job
-    (Snakefile onstart), not when every train job fails after the data was fetched."""
+    (workflow/rules/common.smk onstart), not when every train job fails after the data was fetched."""
     try:
         resolve_device(device)
     except (RuntimeError, ConfigError):  # the run's own check, raised here before any job

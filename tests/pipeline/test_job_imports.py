@@ -29,7 +29,7 @@ def test_the_jobs_after_training_load_neither_torch_nor_the_download_stack():
 
 
 def test_the_report_pages_that_the_workflow_reads_when_parsed_load_no_matplotlib():
-    """The Snakefile builds the report's front page object when it is parsed, in every invocation and every
+    """The workflow builds the report's front page object when it is parsed, in every invocation and every
     cluster job: its module must not pull in the figure builders (matplotlib and seaborn, ~1.6 s)."""
     code = ("import sys, fedrepro.report_pages\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'seaborn', 'torch'))[:3])")

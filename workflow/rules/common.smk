@@ -1,15 +1,57 @@
-# Helpers shared by the rules: everything is looked up in the run table of the job's scale (Snakefile run_table),
-# and written in that scale's tree: OUT's patterns have a {scale} wildcard (fedrepro/layout.py).
-from fedrepro.data import REGISTRY
+# What the rules share: the configuration, validated once; the run table of each scale; the wildcards; the input
+# and param functions. Everything is looked up in the run table of the job's scale (run_table) and written in that
+# scale's tree: OUT's patterns have a {scale} wildcard (fedrepro/layout.py).
+from pathlib import Path
+
+from fedrepro.data import REGISTRY, absolute_mirror_env
 from fedrepro.data.mimic3_ihm import raw_files as mimic3_raw_files
 from fedrepro.data.sources import STAND_INS, USER_DATASETS
 from fedrepro.data.views import VIEWS
 from fedrepro.engines import ENGINES
+from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import Figure, FigureList
 from fedrepro.layout import Layout
-from fedrepro.report_pages import report_group
+from fedrepro.report_pages import Overview, report_group
 from fedrepro.schemas import SCALES
 from fedrepro.utils.digest import config_digest
+from fedrepro.validate import check_device, load_and_validate
+
+# $FEDREPRO_DATA_MIRROR as given, made absolute here: every job inherits the folder it names, wherever it runs
+absolute_mirror_env()
+
+
+SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
+try:
+    config, RUNS = load_and_validate(config, Path("config"), SCHEMAS)
+except ConfigError as error:
+    raise WorkflowError(str(error)) from None
+RUN_TABLES = {config["scale"]: RUNS}
+SETTINGS = dict(config)  # as validated; the report's front page is no setting
+# read when the report renders (workflow.rst), which a ledger or figure not as written stops with a WorkflowError
+config["overview"] = Overview(Path("."), config["scale"], WorkflowError)
+PAPERS = sorted({paper for paper, _ in RUNS.figures})
+
+
+def run_table(scale):
+    """The runs and figures of a scale, resolved and validated once: the configured scale's at start-up, another
+    (a target such as figures/smoke/...) when a rule first asks for it."""
+    if scale not in RUN_TABLES:
+        try:
+            RUN_TABLES[scale] = load_and_validate({**SETTINGS, "scale": scale}, Path("config"), SCHEMAS)[1]
+        except ConfigError as error:
+            raise WorkflowError(str(error)) from None
+    return RUN_TABLES[scale]
+
+
+onstart:
+    # Before the first job, when jobs run on this machine (a cluster's nodes are not this machine; a dry run
+    # runs nothing): device=cuda needs a GPU here.
+    if workflow.local_exec and not workflow.touch:
+        try:
+            check_device(config["device"])
+        except ConfigError as error:
+            raise WorkflowError(str(error)) from None
+
 
 OUT = Layout("{scale}")
 
