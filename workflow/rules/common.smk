@@ -3,10 +3,12 @@
 # scale's tree: OUT's patterns have a {scale} wildcard (fedrepro/layout.py).
 from pathlib import Path
 
-from fedrepro.data import REGISTRY, absolute_mirror_env
-from fedrepro.data.mimic3_ihm import raw_files as mimic3_raw_files
+from fedrepro.data import REGISTRY, absolute_mirror_env, mimic3_ihm
+from fedrepro.data.inputs import MULTIVIEW_DATASETS, folder_path, npz_path, provenance_path
+from fedrepro.data.multiview import CHANNEL_MODES, folder_name
+from fedrepro.data.registry import RAW_DIR
 from fedrepro.data.sources import STAND_INS, USER_DATASETS
-from fedrepro.data.views import VIEWS
+from fedrepro.data.views import VIEW_NAME, VIEWS
 from fedrepro.engines import ENGINES
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import Figure, FigureList
@@ -54,15 +56,22 @@ onstart:
 
 
 OUT = Layout("{scale}")
+# The data's names, from their registries (data/registry.py, data/sources.py): what the user provides or a stand-in
+# replaces, as one .npz or as a multi-view folder (data/inputs.py).
+USER_NPZ = [key for key in USER_DATASETS if key not in MULTIVIEW_DATASETS]
+STANDIN_NPZ = [key for key in STAND_INS if key not in MULTIVIEW_DATASETS]
+MULTIVIEW, MULTIVIEW_STANDIN = MULTIVIEW_DATASETS
+CHANNELS = {mode: channels for channels, mode in CHANNEL_MODES.items()}  # a folder's <rgb|gray> -> image channels
+GRAY = CHANNEL_MODES[1]  # the multi-view stand-in's only mode (data/synthetic.py twelve_view_batches)
 
 
 wildcard_constraints:
     scale="|".join(SCALES),
     paper="|".join(PAPERS),
-    dataset="|".join([*REGISTRY, "cifar10_splitpair"]),  # download and prepare narrow it to REGISTRY
+    dataset="|".join([*REGISTRY, *STANDIN_NPZ]),  # a view's; download and prepare narrow it to REGISTRY
     user_dataset="|".join(USER_DATASETS),
     standin="|".join(STAND_INS),
-    mode="rgb|gray",
+    mode="|".join(CHANNEL_MODES.values()),
     side=r"\d+",
     run_id="[0-9a-f]{16}",
     figure=r"(?!claims\b)[A-Za-z0-9_]+",  # figures/<scale>/<paper>/claims.* is the claims rule's figure
@@ -74,8 +83,8 @@ wildcard_constraints:
 def user_raw_files(wildcards):
     """The user's files rule register_user_data hashes (MIMIC-III's; ModelNet40's PNGs are listed by the
     rule itself), so that replacing one registers and prepares the data again."""
-    if wildcards.user_dataset == "mimic3_ihm":
-        return [str(p) for p in mimic3_raw_files(f"data/raw/{wildcards.user_dataset}")]
+    if wildcards.user_dataset == mimic3_ihm.KEY:
+        return [str(p) for p in mimic3_ihm.raw_files(f"{RAW_DIR}/{wildcards.user_dataset}")]
     return []
 
 

@@ -1,4 +1,7 @@
 # Download (canonical host or mirror, checksummed) and decode each dataset once.
+# Paths and names come from the code (data/inputs.py, data/views.py, data/multiview.py): data/raw/<key>/
+# PROVENANCE.json, data/prepared/<key>.npz, its views data/prepared/<key>-<view>.npz, and a multi-view dataset's
+# folder data/prepared/<key>_<rgb|gray><side>/ (tests/pipeline/test_workflow_names.py).
 
 
 localrules:
@@ -9,7 +12,7 @@ localrules:
 
 rule download:
     output:
-        "data/raw/{dataset}/PROVENANCE.json",
+        provenance_path("{dataset}"),
     wildcard_constraints:
         dataset="|".join(REGISTRY),
     params:
@@ -28,9 +31,9 @@ rule download:
 
 rule prepare:
     input:
-        "data/raw/{dataset}/PROVENANCE.json",
+        provenance_path("{dataset}"),
     output:
-        "data/prepared/{dataset}.npz",
+        npz_path("{dataset}"),
     wildcard_constraints:
         dataset="|".join(REGISTRY),
     log:
@@ -48,13 +51,13 @@ rule prepare:
 # Model inputs (crop, pool, standardise) computed once per dataset and view, not in every job.
 rule view:
     input:
-        "data/prepared/{dataset}.npz",
+        npz_path("{dataset}"),
     output:
-        "data/prepared/{dataset}-{view}.npz",
+        npz_path(VIEW_NAME),
     log:
-        "logs/view/{dataset}-{view}.log",
+        f"logs/view/{VIEW_NAME}.log",
     benchmark:
-        "logs/benchmarks/view/{dataset}-{view}.tsv",
+        f"logs/benchmarks/view/{VIEW_NAME}.tsv",
     threads: 1
     resources:
         mem_mb=4000,
@@ -69,7 +72,7 @@ rule register_user_data:
     input:
         user_raw_files,
     output:
-        "data/raw/{user_dataset}/PROVENANCE.json",
+        provenance_path("{user_dataset}"),
     log:
         "logs/register/{user_dataset}.log",
     benchmark:
@@ -84,11 +87,11 @@ rule register_user_data:
 
 rule prepare_user:
     input:
-        "data/raw/{user_dataset}/PROVENANCE.json",
+        provenance_path("{user_dataset}"),
     output:
-        "data/prepared/{user_dataset}.npz",
+        npz_path("{user_dataset}"),
     wildcard_constraints:
-        user_dataset="mimic3_ihm",
+        user_dataset="|".join(USER_NPZ),
     params:
         dataset=lambda wildcards: wildcards.user_dataset,
         options={},
@@ -107,16 +110,16 @@ rule prepare_user:
 # ModelNet40 12-view as uint8 memmaps at one image side, RGB or grey (data/multiview.py).
 rule prepare_multiview:
     input:
-        "data/raw/modelnet40_12view/PROVENANCE.json",
+        provenance_path(MULTIVIEW),
     output:
-        directory("data/prepared/modelnet40_12view_{mode}{side}"),
+        directory(folder_path(folder_name(MULTIVIEW, "{mode}", "{side}"))),
     params:
-        dataset="modelnet40_12view",
-        options=lambda wildcards: {"side": int(wildcards.side), "channels": 3 if wildcards.mode == "rgb" else 1},
+        dataset=MULTIVIEW,
+        options=lambda wildcards: {"side": int(wildcards.side), "channels": CHANNELS[wildcards.mode]},
     log:
-        "logs/prepare/modelnet40_12view_{mode}{side}.log",
+        f"logs/prepare/{folder_name(MULTIVIEW, '{mode}', '{side}')}.log",
     benchmark:
-        "logs/benchmarks/prepare/modelnet40_12view_{mode}{side}.tsv",
+        f"logs/benchmarks/prepare/{folder_name(MULTIVIEW, '{mode}', '{side}')}.tsv",
     threads: 1
     resources:
         mem_mb=4000,
@@ -128,7 +131,7 @@ rule prepare_multiview:
 # Synthetic stand-ins (data/synthetic.py): what generated them, then the data at the paper's sizes.
 rule describe_standin:
     output:
-        "data/raw/{standin}/PROVENANCE.json",
+        provenance_path("{standin}"),
     log:
         "logs/synthesize/{standin}-provenance.log",
     benchmark:
@@ -143,11 +146,11 @@ rule describe_standin:
 
 rule synthesize:
     input:
-        "data/raw/{standin}/PROVENANCE.json",
+        provenance_path("{standin}"),
     output:
-        "data/prepared/{standin}.npz",
+        npz_path("{standin}"),
     wildcard_constraints:
-        standin="cifar10_splitpair|synthetic_ihm",
+        standin="|".join(STANDIN_NPZ),
     params:
         dataset=lambda wildcards: wildcards.standin,
         options={},
@@ -165,16 +168,16 @@ rule synthesize:
 
 rule synthesize_multiview:
     input:
-        "data/raw/synthetic_12view/PROVENANCE.json",
+        provenance_path(MULTIVIEW_STANDIN),
     output:
-        directory("data/prepared/synthetic_12view_gray{side}"),
+        directory(folder_path(folder_name(MULTIVIEW_STANDIN, GRAY, "{side}"))),
     params:
-        dataset="synthetic_12view",
+        dataset=MULTIVIEW_STANDIN,
         options=lambda wildcards: {"side": int(wildcards.side)},
     log:
-        "logs/synthesize/synthetic_12view_gray{side}.log",
+        f"logs/synthesize/{folder_name(MULTIVIEW_STANDIN, GRAY, '{side}')}.log",
     benchmark:
-        "logs/benchmarks/synthesize/synthetic_12view_gray{side}.tsv",
+        f"logs/benchmarks/synthesize/{folder_name(MULTIVIEW_STANDIN, GRAY, '{side}')}.tsv",
     threads: 1
     resources:
         mem_mb=4000,

@@ -15,10 +15,28 @@ from typing import Any
 
 from fedrepro.data import multiview
 from fedrepro.data.prepare import load_prepared
+from fedrepro.data.registry import PROVENANCE_NAME, RAW_DIR
+from fedrepro.data.sources import USER_DATASETS
 from fedrepro.data.views import view_name
 
-MULTIVIEW_DATASETS = ("modelnet40_12view", "synthetic_12view")
+# the user's multi-view renders and their stand-in
+MULTIVIEW_DATASETS = (multiview.KEY, USER_DATASETS[multiview.KEY].stand_in.key)
 PREPARED_DIR = "data/prepared"
+
+
+def provenance_path(dataset: str) -> str:
+    """data/raw/<dataset>/PROVENANCE.json: where a dataset came from (a download, the user's files, a generator)."""
+    return f"{RAW_DIR}/{dataset}/{PROVENANCE_NAME}"
+
+
+def npz_path(name: str) -> str:
+    """data/prepared/<name>.npz (the workflow's patterns give a wildcard: "{dataset}")."""
+    return f"{PREPARED_DIR}/{name}.npz"
+
+
+def folder_path(name: str) -> str:
+    """data/prepared/<name>, a multi-view dataset's folder."""
+    return f"{PREPARED_DIR}/{name}"
 
 
 def prepared_name(spec: dict[str, Any]) -> str:
@@ -31,8 +49,7 @@ def prepared_name(spec: dict[str, Any]) -> str:
 
 def prepared_path(spec: dict[str, Any]) -> str:
     """data/prepared/<name>.npz, or the folder data/prepared/<name> for a multi-view dataset."""
-    name = prepared_name(spec)
-    return f"{PREPARED_DIR}/{name}" if spec["dataset"] in MULTIVIEW_DATASETS else f"{PREPARED_DIR}/{name}.npz"
+    return (folder_path if spec["dataset"] in MULTIVIEW_DATASETS else npz_path)(prepared_name(spec))
 
 
 def load_input(path: Path) -> dict[str, Any]:

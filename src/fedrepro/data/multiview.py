@@ -46,7 +46,12 @@ HOW_TO_PROVIDE = (
 
 def prepared_name(key: str, channels: int, side: int) -> str:
     """The prepared folder's name under data/prepared/: <key>_<rgb|gray><side>."""
-    return f"{key}_{CHANNEL_MODES[channels]}{side}"
+    return folder_name(key, CHANNEL_MODES[channels], side)
+
+
+def folder_name(key: str, mode: str, side: int | str) -> str:
+    """prepared_name by the folder's <rgb|gray> (the workflow's patterns give wildcards: "{mode}", "{side}")."""
+    return f"{key}_{mode}{side}"
 
 
 CHANNEL_MODES = {3: "rgb", 1: "gray"}  # image channels -> the prepared folder's <rgb|gray>

@@ -13,7 +13,9 @@ from typing import Literal
 
 from fedrepro.errors import DataError
 
-# What each dataset's raw directory records of where its files came from (download.py, sources.py).
+# Where each dataset's raw files lie (data/raw/<key>/), and what its directory records of where they came from
+# (download.py, sources.py).
+RAW_DIR = "data/raw"
 PROVENANCE_NAME = "PROVENANCE.json"
 
 ChecksumAlgo = Literal["md5", "sha256"]

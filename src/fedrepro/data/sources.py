@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fedrepro.data import mimic3_ihm, multiview
-from fedrepro.data.registry import PROVENANCE_NAME
+from fedrepro.data.registry import PROVENANCE_NAME, RAW_DIR
 from fedrepro.errors import DataError
 from fedrepro.utils.atomic import write_json, write_text
 from fedrepro.utils.digest import file_sha256
@@ -68,7 +68,7 @@ class DataSource:
     note: str  # empty for real data; how to provide it otherwise
 
 
-def resolve_source(key: str, raw_root: Path | str = "data/raw") -> DataSource:
+def resolve_source(key: str, raw_root: Path | str = RAW_DIR) -> DataSource:
     """The user's data for `key` if present under raw_root/<key>/, else its synthetic stand-in."""
     if key not in USER_DATASETS:
         raise DataError(f"{key!r} is not a user-provided dataset; known: {', '.join(USER_DATASETS)}")
@@ -78,7 +78,7 @@ def resolve_source(key: str, raw_root: Path | str = "data/raw") -> DataSource:
     return DataSource(key, dataset.stand_in.key, False, dataset.stand_in.label, dataset.how_to_provide)
 
 
-def write_user_provenance(key: str, raw_root: Path | str = "data/raw") -> dict[str, Any]:
+def write_user_provenance(key: str, raw_root: Path | str = RAW_DIR) -> dict[str, Any]:
     """data/raw/<key>/PROVENANCE.json for the user's files, in download.py's record format. ModelNet40's
     ~150k PNGs are listed with their sha256 in FILES.sha256 beside it, and the record names that list."""
     raw_dir = Path(raw_root) / key
@@ -124,7 +124,7 @@ def generator_defaults(key: str) -> dict[str, Any]:
             if p.default is not inspect.Parameter.empty and k != "seed"}
 
 
-def write_standin_provenance(key: str, raw_root: Path | str = "data/raw", seed: int | None = None) -> dict[str, Any]:
+def write_standin_provenance(key: str, raw_root: Path | str = RAW_DIR, seed: int | None = None) -> dict[str, Any]:
     """data/raw/<stand-in>/PROVENANCE.json: no files; the label, the generator and its data seed (sizes and
     image side are in the prepared file's name or meta)."""
     from fedrepro.data.synthetic import SEED

@@ -40,11 +40,15 @@ FIXED_STATS: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
 }
 
 
+# a view's name, as the workflow's pattern (rule view) and filled in by view_name
+VIEW_NAME = "{dataset}-{view}"
+
+
 def view_name(dataset: str, view: str) -> str:
     """The name of a view's file, data/prepared/<name>.npz (also its key in the engine's data)."""
     if view not in VIEWS:
         raise DataError(f"unknown input view {view!r}; allowed: {', '.join(VIEWS)}")
-    return f"{dataset}-{view}"
+    return VIEW_NAME.format(dataset=dataset, view=view)
 
 
 def view_images(images: np.ndarray, view: str) -> np.ndarray:

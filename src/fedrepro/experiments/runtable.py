@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fedrepro.data.inputs import MULTIVIEW_DATASETS, prepared_path
+from fedrepro.data.inputs import MULTIVIEW_DATASETS, prepared_path, provenance_path
+from fedrepro.data.registry import RAW_DIR
 from fedrepro.data.sources import STAND_INS, USER_DATASETS, DataSource, resolve_source
 from fedrepro.errors import ConfigError
 from fedrepro.layout import Layout
@@ -300,7 +301,7 @@ class RunTable:
         gets as its arrays, and the datasets' provenance records."""
         return {
             "prepared": prepared_path(self.runs[run_id]),
-            "provenance": [f"data/raw/{d}/PROVENANCE.json" for d in self.datasets(run_id)],
+            "provenance": [provenance_path(d) for d in self.datasets(run_id)],
         }
 
 
@@ -496,7 +497,7 @@ def raw_data_root(config_dir: Path) -> Path:
     return config_dir.parent / "data" / "raw"
 
 
-def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path("data/raw")) -> Resolved:
+def resolve_paper(paper_cfg: dict[str, Any], scale: str, raw_root: Path = Path(RAW_DIR)) -> Resolved:
     """The runs and figures of a paper at a scale; `raw_root` is where user-provided data would be
     (data/sources.py: without it, the runs read its stand-in, and each caption says so)."""
     paper = paper_cfg["key"]
