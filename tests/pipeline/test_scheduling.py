@@ -1,13 +1,19 @@
 """workflow/rules/scheduling.smk: Snakemake's scheduler keeps one pending re-evaluation timer, where the
-unpatched one starts a timer per scheduling pass (each a chain of passes without end)."""
+unpatched one starts a timer per scheduling pass (each a chain of passes without end). The patch replaces a private
+method, so it holds for the Snakemake that pyproject.toml pins, and only while that one still needs it; no public
+option turns the timer off (--max-jobs-per-timespan only lengthens it: docs/performance.md)."""
 
+import re
 import threading
 import time
 from pathlib import Path
 
+import snakemake
 from snakemake.scheduling.job_scheduler import JobScheduler
 
-PATCH = Path(__file__).parents[2] / "workflow" / "rules" / "scheduling.smk"
+ROOT = Path(__file__).parents[2]
+PATCH = ROOT / "workflow" / "rules" / "scheduling.smk"
+RELEASED = JobScheduler._schedule_reevalutation  # as Snakemake ships it (sic: its spelling)
 
 
 class Scheduler:
@@ -36,3 +42,14 @@ def test_many_passes_leave_one_timer_and_a_fired_timer_makes_room(monkeypatch):
     JobScheduler._schedule_reevalutation(scheduler, 0.1)  # the fired timer's pass starts the next one
     time.sleep(0.4)
     assert passes(scheduler) == 1
+
+
+def test_the_patched_snakemake_is_the_pinned_one_and_still_starts_a_timer_per_pass():
+    # an upgrade of the pin fails here first: check its scheduler, then update or drop scheduling.smk
+    pinned = re.search(r'"snakemake==([^"]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    assert snakemake.__version__ == pinned
+    scheduler = Scheduler()
+    for _ in range(20):
+        RELEASED(scheduler, 0.1)
+    time.sleep(0.4)
+    assert passes(scheduler) == 20  # the patch's reason: were this 1, Snakemake would no longer need it

@@ -3,7 +3,8 @@
 # whose pass starts the next one: each finished job adds one more endless chain of passes, and each pass stats
 # every input of every ready job. After a few hundred jobs the main process spent 43% of a core on it. The
 # timer is there so that jobs the rate limiter held back start once the timespan is over; one pending timer
-# does that as well.
+# does that as well. No public option turns the timer off. The patch is for the Snakemake pyproject.toml pins:
+# tests/pipeline/test_scheduling.py fails when the pin moves or the released method no longer needs it.
 import threading
 
 from snakemake.scheduling.job_scheduler import JobScheduler
