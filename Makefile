@@ -65,8 +65,9 @@ test: install
 test-fast: install
 	$(BIN)/python -m pytest -m "not slow"
 
+# snakemake --lint, green but for its conda recommendation, which does not apply (tests/pipeline/test_lint.py)
 lint: install
-	$(BIN)/snakemake --lint
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/pipeline/test_lint.py
 
 # The scales the configuration defines (config.schema.yaml `scale`). A target that deletes takes its scale only through
 # CHECKED_SCALE: one of them, as one word, or make stops before any command (under `make -n` too). SCALE= would delete

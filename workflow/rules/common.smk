@@ -135,7 +135,7 @@ def paper_outputs(paper, scale):
 
 
 def paper_targets(paper, scale):
-    """A paper's outputs, their audit (rule audit_paper) and the runs behind them: Snakemake does not remake a
+    """A paper's outputs, their audit (what audit_paper writes) and the runs behind them: Snakemake does not remake a
     missing input of a job whose output is up to date, so a run deleted after its figure was built is remade
     (and everything built from it redone) only because the target names it."""
     table = run_table(scale)
