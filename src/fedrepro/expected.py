@@ -26,7 +26,7 @@ from fedrepro.claims.seal import read_ledger, verify_ledger
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import RunTable
 from fedrepro.experiments.store import read_record, run_files
-from fedrepro.layout import Layout
+from fedrepro.layout import CLAIMS_FIGURE, Layout
 from fedrepro.utils.atomic import write_bytes, write_json, write_text
 
 DOCS = Path("docs/papers")
@@ -197,7 +197,7 @@ def write_reference(paper: str, scale: str, table: RunTable, root: Path = Path("
     verify_ledger(ledger)  # a ledger edited by hand never becomes the reference
     figures = table.paper_figures(paper)
     pngs = {f.name: layout.figure(paper, f.name, "png") for f in figures if f.plot.get("kind") != "table"}
-    pngs["claims"] = layout.figure(paper, "claims", "png")
+    pngs[CLAIMS_FIGURE] = layout.claims_figure(paper, "png")
     absent = [str(p) for p in pngs.values() if not p.is_file()]
     if absent:
         raise ResultsError(f"{paper} at {scale}: figures missing: {', '.join(absent)}")

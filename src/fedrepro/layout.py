@@ -14,6 +14,8 @@ from pathlib import Path
 
 from fedrepro.schemas import SCALES
 
+CLAIMS_FIGURE = "claims"  # figures/<scale>/<paper>/claims.{pdf,png,sha256}: the claims figure's name
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -57,6 +59,10 @@ class Layout:
 
     def figure(self, paper: str, name: str, ext: str) -> Path:
         return self.figures / paper / f"{name}.{ext}"
+
+    def claims_figure(self, paper: str, ext: str) -> Path:
+        """The claims figure (rule claims), beside the paper's figures under a name none of them may take."""
+        return self.figure(paper, CLAIMS_FIGURE, ext)
 
     @property
     def variants(self) -> Path:

@@ -10,6 +10,7 @@ from fedrepro.claims.ledger import load_claims
 from fedrepro.engines import ENGINES
 from fedrepro.engines.context import resolve_device
 from fedrepro.errors import ConfigError
+from fedrepro.layout import CLAIMS_FIGURE
 from fedrepro.experiments.runtable import (Figure, RunTable, build_run_table, label_values, load_paper_config,
                                            raw_data_root, resolve_paper)
 from fedrepro.schemas import SCHEMA_DIR, check, check_against, known_papers, schema
@@ -63,8 +64,8 @@ def load_and_validate(
                               f"{', '.join(ENGINES)}")
         engines[paper] = paper_cfg["engine"]
         methods[paper] = sorted(paper_cfg["methods"])
-        if "claims" in paper_cfg["figures"]:  # figures/<paper>/claims.* is the claims figure (rule claims)
-            raise ConfigError(f"{path}: a figure may not be named 'claims'; that name is the claims figure's")
+        if CLAIMS_FIGURE in paper_cfg["figures"]:  # figures/<scale>/<paper>/claims.* is the claims figure
+            raise ConfigError(f"{path}: a figure may not be named {CLAIMS_FIGURE!r}; that name is the claims figure's")
         claims_path = config_dir / "claims" / f"{paper}.yaml"
         if not claims_path.exists():
             raise ConfigError(f"no claims file {claims_path} for paper {paper!r}")

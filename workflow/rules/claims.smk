@@ -21,15 +21,15 @@ rule claims:
             labels={"figure": "claims ledger (CSV)"},
         ),
         record=str(OUT.ledger("{paper}", "json")),
-        pdf=str(OUT.figure("{paper}", "claims", "pdf")),
+        pdf=str(OUT.claims_figure("{paper}", "pdf")),
         png=report(
-            str(OUT.figure("{paper}", "claims", "png")),
+            str(OUT.claims_figure("{paper}", "png")),
             caption="../report/claims_figure.rst",
             category="{paper}",
             subcategory="claims",
             labels={"figure": "claims support"},
         ),
-        figure_record=str(OUT.figure("{paper}", "claims", "sha256")),  # the claims figure's sha256 as drawn
+        figure_record=str(OUT.claims_figure("{paper}", "sha256")),  # the claims figure's sha256 as drawn
     params:
         figures=claims_settings,
         scale_note=lambda wildcards: run_table(wildcards.scale).scale_note(wildcards.paper),

@@ -12,10 +12,10 @@ from fedrepro.data.views import VIEW_NAME, VIEWS
 from fedrepro.engines import ENGINES
 from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import Figure, FigureList
-from fedrepro.layout import Layout
+from fedrepro.layout import CLAIMS_FIGURE, Layout
 from fedrepro.report_pages import Overview, report_group
 from fedrepro.schemas import SCALES
-from fedrepro.utils.digest import config_digest
+from fedrepro.utils.digest import DIGEST_HEX, config_digest
 from fedrepro.validate import check_device, load_and_validate
 
 # $FEDREPRO_DATA_MIRROR as given, made absolute here: every job inherits the folder it names, wherever it runs
@@ -73,8 +73,8 @@ wildcard_constraints:
     standin="|".join(STAND_INS),
     mode="|".join(CHANNEL_MODES.values()),
     side=r"\d+",
-    run_id="[0-9a-f]{16}",
-    figure=r"(?!claims\b)[A-Za-z0-9_]+",  # figures/<scale>/<paper>/claims.* is the claims rule's figure
+    run_id=f"[0-9a-f]{{{DIGEST_HEX}}}",
+    figure=rf"(?!{CLAIMS_FIGURE}\b)[A-Za-z0-9_]+",  # figures/<scale>/<paper>/claims.* is the claims rule's figure
     view="|".join(VIEWS),
     reading="[A-Za-z0-9_]+",
     alternative="[A-Za-z0-9_]+",
@@ -130,7 +130,7 @@ def paper_outputs(paper, scale):
             for ext in (*f.formats, "html")] + [
         str(out.ledger(paper, "csv")),
         str(out.ledger(paper, "html")),
-        str(out.figure(paper, "claims", "png")),
+        str(out.claims_figure(paper, "png")),
     ]
 
 

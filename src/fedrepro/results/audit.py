@@ -389,7 +389,7 @@ def audit_paper(paper: str, figures: list[Figure], scale: str, scale_from: str, 
         findings += (_ledger_findings(out, paper, checkout, rebuild_ledger) if not unverified else [
             Finding("claims", WARN, f"{checkout.relative(ledger)} not recomputed: the table(s) of "
                                     f"{', '.join(unverified)} are not verified")])
-    drawn = [out.figure(paper, "claims", ext) for ext in ("pdf", "png")]
+    drawn = [out.claims_figure(paper, ext) for ext in ("pdf", "png")]
     if any(p.is_file() for p in drawn):
         findings += _drawn_findings([p for p in drawn if p.is_file()], checkout)
     dvc = checkout.dvc.finding([checkout.relative(ledger)]) if ledger.is_file() else None

@@ -10,10 +10,12 @@ from typing import Any
 
 import numpy as np
 
+DIGEST_HEX = 16  # the hex digits of a digest below (a run id: the workflow's run_id wildcard)
+
 
 def array_digest(array: np.ndarray) -> str:
     """The first 16 hex digits of the sha256 of the array's bytes (C order)."""
-    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
+    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:DIGEST_HEX]
 
 
 def _plain(value: Any) -> Any:
@@ -30,7 +32,7 @@ def config_digest(value: Any) -> str:
     """The first 16 hex digits of the sha256 of `value` as canonical JSON (keys sorted, no spaces, other
     objects as str): equal settings give equal digests in every process, whatever their key order."""
     canonical = json.dumps(_plain(value), sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:DIGEST_HEX]
 
 
 def file_sha256(path: Path | str) -> str:
