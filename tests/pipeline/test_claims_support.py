@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from fedrepro.claims.calibration_verdicts import MC_LABELS, two_curves
 from fedrepro.claims.checks.common import deciding_margin
 from fedrepro.claims.data import ClaimData, take_seeds
 from fedrepro.claims.ledger import evaluate_claims
@@ -59,7 +60,7 @@ def test_half_the_seeds_flip_gives_no_verdict():
     assert _ledger(_half_flip(18))["status"] == "PASS"  # 18 of 21: firm
 
 
-FALLS = {"check": "falls", "select": {"method": "a"}}  # a check the bootstrap qualifies: a's seed median falls
+FALLS = {"check": "falls", "select": {"method": "a"}}  # a's loss falls below its first value: tested on its seeds
 
 
 def _from_10(table: pd.DataFrame) -> pd.DataFrame:
@@ -67,21 +68,55 @@ def _from_10(table: pd.DataFrame) -> pd.DataFrame:
     return table.assign(grad_norm=table["grad_norm"].where(table["round"] > 0, 10.0))
 
 
+def test_falls_tests_each_runs_seeds():
+    row = _ledger(_from_10(_runs(a=[1, 2, 3], b=[10, 10, 10])), **FALLS)
+    assert row["status"] == "PASS" and row["error_rate"].startswith("<= 5%") and row["p_pass"] < 0.05
+    row = _ledger(_from_10(_half_flip(10)), **FALLS)  # a falls to 1 or rises to 100 by the seed: no verdict
+    assert row["status"] == "INCONCLUSIVE" and row["p_pass"] > 0.05 and row["p_fail"] > 0.05
+    diverged = _from_10(_runs(a=[1, 2, 3], b=[10, 10, 10]))
+    diverged.loc[(diverged["seed"] == 0) & (diverged["method"] == "a"), "diverged"] = True
+    assert _ledger(diverged, **FALLS)["status"] == "FAIL"  # a diverged seed: the run does not converge
+
+
+MC = {"check": "compare_mc", "a": {"method": "a"}, "b": {"method": "b"}, "per": ["panel"], "stats": ["cep_full"]}
+
+
+def _mc(scale_b: float, runs: int = 21, seed: int = 1) -> pd.DataFrame:
+    """Monte Carlo runs of a (scale 1) and b (`scale_b`): a check the bootstrap qualifies (a CEP radius)."""
+    return pd.DataFrame(two_curves(scale_b)(runs, "normal", np.random.default_rng(seed)))
+
+
+def _mc_ledger(table: pd.DataFrame, claim: dict) -> pd.Series:
+    return evaluate_claims({"claims": [{"id": "X", "figures": ["f"], **claim}]}, {"f": table}, "quick",
+                           {"f": MC_LABELS}).iloc[0]
+
+
 def test_bootstrap_is_deterministic_and_seeded():
-    table = _from_10(_half_flip(10))  # a's median is 1 or 100 by the draw: below its first 10 or not
-    first, again = _ledger(table, **FALLS), _ledger(table.copy(), **FALLS)
+    table = _mc(1.0)  # a and b alike: the CEP radii's order turns on the draw
+    first, again = _mc_ledger(table, MC), _mc_ledger(table.copy(), MC)
     pd.testing.assert_series_equal(first, again)
     assert first["error_rate"].startswith("uncalibrated") and math.isnan(first["p_pass"])
-    data = ClaimData(table, LABELS)
-    params = {"select": {"method": "a"}, "metric": "grad_norm"}
-    result = __import__("fedrepro.claims.checks", fromlist=["CHECKS"]).CHECKS["falls"](data, **params)
-    ours = bootstrap("falls", data, params, result, "f")
-    assert ours.share == pytest.approx(first["support"]) and 0.1 < ours.share < 0.9
-    other = bootstrap("falls", ClaimData(table, LABELS), params, result, "f", seed=SEED + 1)
-    assert other.share != ours.share  # another stream draws other seeds
-    # the resamples are equal draws of seeds, shared by claims on the same figures
+    data = ClaimData(table, MC_LABELS)
+    params = {k: v for k, v in MC.items() if k != "check"}
+    result = __import__("fedrepro.claims.checks", fromlist=["CHECKS"]).CHECKS["compare_mc"](data, **params)
+    ours = bootstrap("compare_mc", data, params, result, "f")
+    assert ours.share == pytest.approx(first["support"]) and 0.05 < ours.share < 0.95
+    other = bootstrap("compare_mc", ClaimData(table, MC_LABELS), params, result, "f", seed=SEED + 1)
+    assert other.share != ours.share  # another stream draws other runs
+    # the resamples are equal draws of runs, shared by claims on the same figures
     assert data.resamples(200, SEED, "f") is data.resamples(200, SEED, "f")
     assert sum(n for _, n in data.resamples(200, SEED, "f")) == 200
+
+
+def test_a_variance_across_runs_is_not_decided_by_its_bootstrap():
+    """The calibration measured the bootstrap of a variance across runs above 5% false PASS (support.UNBACKED):
+    a claim reading one is INCONCLUSIVE, however far apart the data, with cause `check`."""
+    for claim in ({**MC, "stats": ["mean_err_final", "var_final"]},
+                  {**{k: v for k, v in MC.items() if k != "stats"}, "check": "series_ratio", "window": [1, 20]}):
+        row = _mc_ledger(_mc(100.0), claim)
+        assert row["status"] == "INCONCLUSIVE" and row["cause"] == "check", row
+        assert "variance" in row["note"] and "PASS on the full data" in row["note"]
+    assert _mc_ledger(_mc(100.0), {**MC, "stats": ["mean_err_final"]})["status"] == "PASS"
 
 
 def test_a_resample_draws_whole_seeds_with_replacement_and_renumbers_them():
@@ -121,14 +156,15 @@ def test_checks_that_a_bootstrap_cannot_qualify_have_no_support():
 
 
 def test_a_result_that_no_resample_changes_has_no_support():
-    # every seed alike: each resample measures what the full data does
-    row = _ledger(_from_10(_runs(a=[1, 1, 1], b=[10, 10, 10])), **FALLS)
+    # f* is the same in every run: each resample measures what the full data does
+    f_star = {"check": "mc_stat_within", "select": {"method": "a"}, "stat": "f_star", "low": 0.5, "high": 1.5}
+    row = _mc_ledger(_mc(1.0), f_star)
     assert row["status"] == "PASS" and math.isnan(row["support"]) and "same in every resample" in row["note"]
     # a tested check reads seeds that agree exactly as certain: the quantity does not depend on the seed
     row = _ledger(_runs(a=[1, 1, 1], b=[10, 10, 10]))
     assert row["status"] == "PASS" and row["p_pass"] == 0.0
     # the verdict is the same in every resample, the values are not: a bootstrap's support, not NA
-    row = _ledger(_from_10(_runs(a=[1, 2, 3], b=[10, 10, 10])), **FALLS)
+    row = _mc_ledger(_mc(100.0), MC)
     assert row["status"] == "PASS" and row["support"] == 1.0 and row["error_rate"].startswith("uncalibrated")
 
 

@@ -13,7 +13,11 @@ Two kinds of check (docs/claims.md, "The decision rule"):
   ClaimData.resamples) in which the check rerun on the resample says PASS. Its verdict stands only when at
   least DECIDE = 1 - ALPHA = 95% of the resamples agree (the one-sided 95% percentile-bootstrap bound on the
   verdict's side); otherwise INCONCLUSIVE, "not decided by N seeds (support x%)". Its error rate is not
-  calibrated: the ledger says so (ERROR_RATES).
+  calibrated: the ledger says so (ERROR_RATES). These are the statistics over fedvr's Monte Carlo runs (a
+  variance, a CEP radius, a mean error), which have no per-run value to pair. Where the calibration measured
+  the bootstrap's rate above ALPHA (UNBACKED: a variance across runs, whose percentile bootstrap is too narrow
+  at 20 runs; docs/claims.md, "Calibration"), the claim is INCONCLUSIVE whatever its support (kind "unbacked"),
+  its measurement shown for information.
 
 With fewer than MIN_UNITS = 3 units there is no test and no bootstrap (the calibration starts at 3; 2
 seeds give 3 distinct resamples, one of which is each seed alone). A claim's own `min_seeds` (e.g. 10
@@ -48,6 +52,19 @@ ERROR_RATES = {
     "equivalence": f"<= {ALPHA:.0%} (TOST of paired t / sign tests; IUT, Holm)",
     "bootstrap": f"uncalibrated (bootstrap, {DECIDE:.0%} agreement)",
 }
+# statistics over Monte Carlo runs whose bootstrap's false PASS rate the calibration measured above ALPHA
+# (benchmarks/calibrate_rule.py): a claim that reads one (a check's `stats`, `stat` or `series`) cannot be decided
+UNBACKED = {"var_final": "the variance across runs at K", "var": "the variance series across runs"}
+SERIES_CHECKS = ("series_ratio", "series_trend")  # checks whose `series` defaults to var
+
+
+def unbacked(check: str, params: dict) -> str:
+    """Why a bootstrapped claim's verdict cannot be backed ("" when it can): it reads a statistic in UNBACKED."""
+    read = {*params.get("stats", ()), params.get("stat"),
+            params.get("series", "var") if check in SERIES_CHECKS else None}
+    names = [UNBACKED[s] for s in UNBACKED if s in read]
+    return (f"{', '.join(names)}: its bootstrap's false PASS rate is above {ALPHA:.0%} (docs/claims.md, "
+            f"Calibration), so no verdict") if names else ""
 
 
 @dataclass(frozen=True)
@@ -59,7 +76,7 @@ class Support:
     margin_sd: float = math.nan  # standard deviation of the margin over the resamples
     reason: str = ""  # why there is no support ("" when there is one)
     kind: str = "bootstrap"  # or: test (TESTED), too_few (units), invariant (same in every resample),
-    # none (not resampled, undecided)
+    # none (not resampled, undecided), unbacked (a statistic whose bootstrap's rate is above ALPHA: no verdict)
 
     def units_text(self) -> str:
         return f"{self.units} {self.unit}{'' if self.units == 1 else 's'}"
@@ -81,6 +98,8 @@ def bootstrap(check: str, data: ClaimData, params: dict, result: Result, *seed_p
         return Support(units, unit, reason=NOT_RESAMPLED[check], kind="none")
     if check in TESTED:
         return Support(units, unit, kind="test")
+    if why := unbacked(check, params):
+        return Support(units, unit, reason=why, kind="unbacked")
     if result.status == INCONCLUSIVE:
         return Support(units, unit, reason="undecided on the full data", kind="none")
     if units < MIN_UNITS:
@@ -125,6 +144,9 @@ def decide(status: str, support: Support, min_units: int = 1) -> tuple[str, str,
                               f"shown for information)"), "seeds"
     if support.kind in ("invariant", "test"):
         return status, "", ""
+    if support.kind == "unbacked":
+        return INCONCLUSIVE, f"not decided: {support.reason} ({status} on the full data, shown for information)", \
+            "check"
     agree = support.share if status == PASS else support.against
     if agree >= DECIDE:
         return status, "", ""

@@ -36,7 +36,7 @@ UNITS: dict[str, str] = {name: unit for _, unit, names in _MODULES for name in n
 TESTED: frozenset[str] = frozenset({
     "compare_final", "compare_fact", "time_to_target", "time_to_target_trend", "monotone_time_to_target",
     "faster", "ordered", "slight", "less_sensitive", "gain_by_group", "comparable", "log_ratio_within",
-    "rank_correlation"})
+    "rank_correlation", "falls", "time_win_ratio", "time_ratio_by_group", "oscillation_falls"})
 # checks that test equivalence (inference.equivalent, TOST), each with the parameter that holds its margin, which the
 # claims file declares and the ledger shows (column equivalence_margin); rank_correlation only when given `within`
 EQUIVALENCE: dict[str, str] = {"comparable": "tol", "log_ratio_within": "max_abs_log10", "rank_correlation": "within"}

@@ -40,11 +40,12 @@ from fedrepro.claims.checks.common import (
     ratio_span,
     rows_matching,
     selector_name,
+    shown_outcome,
     span,
     tally,
     values_of,
 )
-from fedrepro.claims.checks.inference import equivalent
+from fedrepro.claims.checks.inference import Test, effect_test, equivalent
 from fedrepro.claims.data import ClaimData
 from fedrepro.experiments.runtable import LABEL_COLUMNS
 from fedrepro.numerics import KEYING
@@ -228,10 +229,12 @@ def time_ratio_by_group(data: ClaimData, *, a: Selector, b: Selector, per: Colum
     """The mean over cells of T(b) / T(a) (how many times faster A is) is larger where `group` takes a value
     in `greater` than where it takes one in `than` (DeFedAvg claim 4b: FedBuff's edge over FedAvg shrinks as
     n grows). A cell where neither reaches the target is left out. A censored time (time_to_target) makes its
-    ratio an interval, and the means intervals: the check decides only when they do not overlap.
-    Margin: decades, log10(mean ratio of `greater` / mean ratio of `than`) (of the bounds, when censored)."""
+    ratio an interval, and the means intervals. Shown: the ratios of the seed-`seeds` curves. Tested on the
+    seeds (_group_ratio_test): each seed's effect log10(its mean ratio at `greater` / at `than`). Margin:
+    decades, log10(mean ratio of `greater` / mean ratio of `than`) (of the bounds, when censored)."""
     times = data.times_to_target(metric, target, higher, x, seeds)
     ratios: dict[str, list[tuple[float, float]]] = {"greater": [], "than": []}
+    runs: dict[str, list[tuple[str, str]]] = {"greater": [], "than": []}
     parts = []
     for name, ra, rb in pair_rows(times, a, b, per) if len(times) else []:
         sa, sb, value = span(ra), span(rb), ra[group]
@@ -239,21 +242,48 @@ def time_ratio_by_group(data: ClaimData, *, a: Selector, b: Selector, per: Colum
         if side is None or never(sa, sb):
             continue
         ratios[side].append(ratio_span(sb, sa))
+        runs[side].append((ra["run_id"], rb["run_id"]))
         low, high = ratios[side][-1]
         shown = fmt(low) if low == high else f"[{fmt(low)}, {fmt(high)}]"
         parts.append(f"[{name}] {fmt_span(sb)} / {fmt_span(sa)} = {shown}")
     if not (ratios["greater"] and ratios["than"]):
         return Result(INCONCLUSIVE, f"decided cells: {len(ratios['greater'])} with {group} in {greater}, "
                                     f"{len(ratios['than'])} with {group} in {than}")
-    (g_low, g_high), (t_low, t_high) = (tuple(float(np.mean(v)) for v in zip(*ratios[k])) for k in ("greater", "than"))
+    (g_low, g_high), (t_low, t_high) = (_mean_span(ratios[k]) for k in ("greater", "than"))
     ok = True if g_low > t_high else False if g_high <= t_low else None
+    test = _group_ratio_test(data.seed_times(metric, target, higher, x), runs["greater"], runs["than"])
 
     def shown(low: float, high: float) -> str:
         return fmt(low) if low == high else f"in [{fmt(low)}, {fmt(high)}] (censored times)"
 
     measured = (f"mean T(b)/T(a) {shown(g_low, g_high)} at {group} in {greater} ({len(ratios['greater'])} cells) vs "
-                f"{shown(t_low, t_high)} at {group} in {than} ({len(ratios['than'])} cells): " + "; ".join(parts))
-    return judged([ok], [margin_below(t_high, g_low) if ok else margin_below(t_low, g_high)], measured)
+                f"{shown(t_low, t_high)} at {group} in {than} ({len(ratios['than'])} cells){open_text(test)}: "
+                + "; ".join(parts))
+    return judged([test], [margin_below(t_high, g_low) if ok else margin_below(t_low, g_high)], measured)
+
+
+def _mean_span(spans: list[tuple[float, float]]) -> tuple[float, float]:
+    """The mean of values known as intervals (low, high): the interval of the mean."""
+    return tuple(float(np.mean(v)) for v in zip(*spans))
+
+
+def _group_ratio_test(per_seed: pd.DataFrame, greater: list[tuple[str, str]], than: list[tuple[str, str]]) -> Test:
+    """The Test of mean T(b)/T(a) over the (run a, run b) pairs `greater` above that over `than`, on each seed's
+    own times (summaries.seed_times, paired by seed): the per-seed effect is log10 of the ratio of the two means,
+    an interval where a time is censored (inference.effect_test: the t-test, else the sign test)."""
+    spans = {(r, s): (lo, hi) for r, s, lo, hi in per_seed[["run_id", "seed", "t_lower", "t_target"]].itertuples(
+        index=False)}
+    seeds = sorted({s for _, s in spans})
+    low, high = [], []
+    for s in seeds:
+        if not all((r, s) in spans for pair in greater + than for r in pair):
+            continue  # a seed some run lacks
+        (g_low, g_high), (t_low, t_high) = (_mean_span([ratio_span(spans[rb, s], spans[ra, s]) for ra, rb in pairs])
+                                            for pairs in (greater, than))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            low.append(np.log10(g_low) - np.log10(t_high))
+            high.append(np.log10(g_high) - np.log10(t_low))
+    return effect_test(low, high)
 
 
 def rate_within(data: ClaimData, *, select: Selector, rate: str, target: str, rel_tol: float, x: str = "round") -> Result:
@@ -321,19 +351,24 @@ def participation_rate(data: ClaimData, *, select: Selector, population: Column,
 def falls(data: ClaimData, *, select: Selector, metric: str, x: str = "round", window: Fraction = 0.1,
           require: Require = "all", fraction: Fraction | None = None) -> Result:
     """Every selected run converges in the weak sense of TDCD claim C5: all its values finite and its final
-    value (seed median of the geometric mean over the last `window` of x) below its first. Margin: decades,
-    log10(first / final) of the deciding run."""
+    value below its first. A run with a diverged seed does not (certain); any other is a Test of its seeds, each
+    seed's effect log10(first / final), final the geometric mean over the last `window` of x (inference.effect_test:
+    the t-test). Shown: the seed medians. Margin: decades, log10(first / final) of the deciding run's medians."""
     medians = data.medians(metric, x, window)
     runs = rows_matching(medians, select) if len(medians) else medians
+    per_seed = data.seed_summaries(metric, x, window) if len(runs) else None
     holds, parts, margins = [], [], []
     for _, run in runs.iterrows():
         first, final = float(run["g0"]), float(run["final"])
-        ok = run["diverged_seeds"] == 0 and np.isfinite(final) and final < first
-        holds.append(bool(ok))
-        margins.append(margin_below(final, first) if ok or np.isfinite(final) else -math.inf)
-        parts.append(f"[{run['panel']}, {run['curve']}] {fmt(first)} -> {fmt(final)}")
-    failing = [p for p, ok in zip(parts, holds) if not ok]
-    measured = (f"{sum(holds)}/{len(holds)} runs fall" + (": not " + "; ".join(failing) if failing else "")
+        seeds = per_seed[per_seed["run_id"] == run["run_id"]]
+        finite = run["diverged_seeds"] == 0 and np.isfinite(final)
+        outcome = effect_test([margin_below(f, g) for f, g in zip(seeds["final"], seeds["g0"])]) if finite else False
+        holds.append(outcome)
+        margins.append(margin_below(final, first) if np.isfinite(final) else -math.inf)
+        parts.append(f"[{run['panel']}, {run['curve']}] {fmt(first)} -> {fmt(final)}" + open_text(outcome))
+    shown = [shown_outcome(h) for h in holds]
+    failing = [p for p, ok in zip(parts, shown) if not ok]
+    measured = (f"{tally(holds, 'runs')}" + (": not " + "; ".join(failing) if failing else "")
                 + (f"; e.g. {parts[0]}" if parts and not failing else "")) if parts else "no runs"
     return judged(holds, margins, measured, require, fraction)
 

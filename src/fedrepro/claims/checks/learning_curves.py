@@ -282,8 +282,10 @@ def oscillation_falls(data: ClaimData, *, select: Selector, per: Columns, along:
                       x: str = "round", window: Fraction = 0.5) -> Result:
     """The curves oscillate less as `along` grows (DeFedAvg claim 12: "when n is small, there is greater
     variance ... more oscillations"): Spearman's rho of the value of `along` and the oscillation (the s.d.
-    of the curve's steps over the last `window` of the x range, mean over seeds;
-    results.summaries.oscillation_per_seed) is negative in each cell. Margin: -rho."""
+    of the curve's steps over the last `window` of the x range; results.summaries.oscillation_per_seed) is
+    negative in each cell. Tested on the seeds: each seed's rho over the runs (its effect -rho, inference.effect_test:
+    the t-test; a seed whose rho is undefined counts for neither side). Shown: rho of the seed-mean oscillations.
+    Margin: -rho of those."""
     frame = data.oscillation(metric, x, window)
     holds, parts, margins = [], [], []
     for name, cell in cells_of(rows_matching(frame, select), per, named=True) if len(frame) else []:
@@ -292,9 +294,11 @@ def oscillation_falls(data: ClaimData, *, select: Selector, per: Columns, along:
         if len(runs) < 3 or runs["osc"].isna().any():
             continue
         rho = spearman(runs["value"], runs["osc"])
-        holds.append(rho < 0)
+        by_seed = cell.pivot_table(index="seed", columns="run_id", values="oscillation").dropna()
+        test = effect_test([-spearman(runs["value"], seed[runs.index]) for _, seed in by_seed.iterrows()])
+        holds.append(test)
         margins.append(-rho)
         parts.append(f"[{name}] Spearman {rho:+.2f} (" + ", ".join(f"{along}={v}: {fmt(o)}" for v, o in
-                                                              zip(runs["value"], runs["osc"])) + ")")
-    measured = f"{sum(holds)}/{len(holds)} cells hold: " + "; ".join(parts) if parts else "no cell has 3 or more curves"
+                                                              zip(runs["value"], runs["osc"])) + ")" + open_text(test))
+    measured = f"{tally(holds)}: " + "; ".join(parts) if parts else "no cell has 3 or more curves"
     return judged(holds, margins, measured)

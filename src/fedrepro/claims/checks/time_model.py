@@ -22,6 +22,8 @@ from fedrepro.claims.checks.common import (
     judged,
     margin_below,
     never,
+    open_text,
+    paired_below,
     ratio_span,
     rows_matching,
     span,
@@ -42,9 +44,13 @@ def time_win_ratio(data: ClaimData, *, a: Selector, b: Selector, per: Columns, m
     iteration H is censored (n > H; final_values.time_to_target), so the ratio is known only as an interval:
     the pair is decided when the whole interval lies on one side of the smallest threshold, and open
     otherwise ("n/n_1 > 1.5; threshold 7.75"). A pair where neither reaches the target is undecided (listed,
-    not counted), as one where both start at it. Margin: decades by which the ratio lies below the smallest
-    threshold (of its bounds: the least the data guarantee, or the most they allow)."""
+    not counted), as one where both start at it. The pair is a Test of the seeds' own iterations, paired by seed
+    (common.paired_below of n_a < n_b x the smallest threshold: the t-test of the per-seed log10 ratios while every
+    seed reaches the target, else the sign test of the seeds the censored bounds settle); the ratios shown are of
+    the seed-`seeds` curves. Margin: decades by which the ratio lies below the smallest threshold (of its bounds:
+    the least the data guarantee, or the most they allow)."""
     times = data.times_to_target(metric, target, higher, x, seeds)
+    per_seed = data.seed_times(metric, target, higher, x) if len(times) else None
     holds, margins, parts = [], [], []
     for name, cell in cells_of(times, per) if len(times) else []:
         rb = rows_matching(cell, b)
@@ -62,7 +68,8 @@ def time_win_ratio(data: ClaimData, *, a: Selector, b: Selector, per: Columns, m
             low, high = ratio_span(sa, sb)  # n_a / n_b
             bound = min(thresholds.values())
             ok = True if high < bound else False if low >= bound else None
-            holds.append(ok)
+            test = paired_below(per_seed, ra["run_id"], rb.iloc[0]["run_id"], "t_target", bound, lower="t_lower")
+            holds.append(test)
             margins.append(margin_below(high, bound) if ok else margin_below(low, bound))
             ratio = f"n/n_1 = {fmt_span(sa)}/{fmt_span(sb)} " + (
                 f"= {fmt(high)}" if low == high else f"> {fmt(low)}" if math.isinf(high) else f"< {fmt(high)}")
@@ -73,6 +80,6 @@ def time_win_ratio(data: ClaimData, *, a: Selector, b: Selector, per: Columns, m
                                 for c, v in thresholds.items())
             else:
                 why = "decided by the censored bound"
-            parts.append(f"[{name}, {q}={Q}] {ratio} vs thresholds {shown}; {why}")
+            parts.append(f"[{name}, {q}={Q}] {ratio} vs thresholds {shown}; {why}" + open_text(test))
     measured = f"{tally(holds, 'pairs')}: " + "; ".join(parts) if parts else "no cell has both curves"
     return judged(holds, margins, measured)
