@@ -15,6 +15,12 @@ Each for the one-sided kinds and for the equivalence kinds (checks.EQUIVALENCE: 
                  false_fail   every cell exactly at its margin of 0.1 seed SD: FAIL is an error (the worst case)
                  power_m<m>   every cell at 0 with a margin of m seed SD: the share of PASS
 
+3. whole verdicts: for oscillation_falls (a per-seed Spearman rho, no drawn effect) and, with --mc, the Monte Carlo
+   kinds of fedvr, claims judged as the ledger judges them (check, support.bootstrap, support.decide;
+   claims.calibration_verdicts), at the unit counts the claims use, `verdict_pool` claims per rate. The Monte Carlo
+   kinds are bootstrapped (200 resamples a claim, about 2 s): --mc measures their boundary and small-effect rates
+   only, and takes about 2 h at --verdict-pool 100 on 1 core.
+
     .venv/bin/python benchmarks/calibrate_rule.py                      # every kind (about 25 min on 1 core)
     .venv/bin/python benchmarks/calibrate_rule.py --kinds faster --pool 100
     .venv/bin/python benchmarks/calibrate_rule.py --markdown            # the tables of docs/claims.md
@@ -30,6 +36,7 @@ import argparse
 import pandas as pd
 
 from fedrepro.claims.calibration import EQUIVALENT, KINDS, check_rates, claim_rates
+from fedrepro.claims.calibration_verdicts import VERDICTS, verdict_rates
 from fedrepro.claims.checks import EQUIVALENCE
 from fedrepro.claims.checks.inference import ALPHA
 
@@ -40,6 +47,8 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[3, 5, 10])
     parser.add_argument("--pool", type=int, default=300, help="cells per (kind, seeds, noise, effect)")
     parser.add_argument("--claims", type=int, default=10000, help="claims per rate over cells")
+    parser.add_argument("--verdict-pool", type=int, default=400, help="claims per rate of a whole verdict")
+    parser.add_argument("--mc", action="store_true", help="also the bootstrapped Monte Carlo kinds (slow)")
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
     args = parser.parse_args()
     seeds = tuple(args.seeds)
@@ -49,7 +58,11 @@ def main() -> None:
         "equivalence claims over cells": claim_rates(seeds, claims=args.claims, seed=46, rates=EQUIVALENT),
         "each kind through its check, 1 cell": check_rates(one_sided, seeds, pool=args.pool),
         "each equivalence kind through its check, 1 cell": check_rates(equivalence, seeds, pool=args.pool, seed=47),
+        "whole verdicts, 1 cell": verdict_rates(("oscillation_falls",), units=seeds, pool=args.verdict_pool),
     }
+    if args.mc:
+        tables["bootstrapped Monte Carlo kinds, whole verdicts"] = verdict_rates(
+            [k for k in VERDICTS if k != "oscillation_falls"], pool=args.verdict_pool, power=False)
     print(f"alpha {ALPHA}; through the checks: {args.pool} cells per rate; over cells: {args.claims} claims per rate\n")
     for title, rates in tables.items():
         if len(rates):
@@ -59,7 +72,7 @@ def main() -> None:
             print()
     # a rate above alpha by more than 2.5 binomial standard errors of its share (its sampling error)
     for title, rates in tables.items():
-        draws = args.pool if "check" in title else args.claims
+        draws = args.pool if "check" in title else args.verdict_pool if "verdicts" in title else args.claims
         rates["limit"] = ALPHA + 2.5 * (ALPHA * (1 - ALPHA) / draws) ** 0.5
     every = pd.concat(tables.values())
     high = every[(every["false_pass"] > every["limit"]) | (every["false_fail"] > every["limit"])]

@@ -40,6 +40,7 @@ from fedrepro.claims.checks.common import claim_test
 from fedrepro.claims.checks.inference import Test, decide, effect_test, equivalent, t_pvalues, tost
 from fedrepro.claims.data import ClaimData
 from fedrepro.verdicts import FAIL, PASS
+from fedrepro.vertical_time import time_win_threshold
 
 NOISES = ("normal", "t3")
 SMALL = 0.1  # the small true effect of the false-FAIL rate (the 0.1-0.3 seed SD; 0.1 is the worst)
@@ -48,7 +49,8 @@ POWER = (0.5, 1.0, 2.0)
 EQ_WIDE = STRONG  # the equivalence margin of the false-PASS rate, in seed SD (its worst case: wide)
 EQ_NARROW = SMALL  # the equivalence margin of the false-FAIL rate (its worst case: narrow)
 EQ_POWER = (1.0, 2.0, 4.0)  # the equivalence margins of the power, at effect 0
-LABELS = ["figure", "panel", "curve", "method", "run_id", "v"]
+LABELS = ["figure", "panel", "curve", "method", "run_id", "v", "Q"]
+WIN = time_win_threshold(10, 10)  # the smallest time-model threshold of Q = 10 over t_comm 10 and 100
 H = 1e6  # the horizon of synthetic times: never censored
 
 
@@ -125,6 +127,21 @@ KINDS: dict[str, Kind] = {
                           + [dict(r, v=2) for r in _flat(p + "g2", "a", 2, s, 1.0) + _flat(p + "g2", "b", 2, s, 1.0)],
                           dict(a={"method": "a"}, b={"method": "b"}, per=["panel"], group="v", greater=1, than=2,
                                metric="m", x="x"), cells=False),
+    # log10 first / final = e (a loss falls)
+    "falls": Kind(lambda p, s, e: _rows(p, "c", 0, s, (0.0, 5.0, 10.0), (1.0, 10 ** -e, 10 ** -e)),
+                  dict(select={}, metric="m", x="x")),
+    # log10 (threshold x n(Q=1) / n(Q=10)) = e: Q = 10 wins in time at every t_comm
+    "time_win_ratio": Kind(lambda p, s, e: [dict(r, Q=1) for r in _reaches(p, "q1", 0, s, 100.0)]
+                           + [dict(r, Q=10) for r in _reaches(p, "q10", 0, s, 100 * WIN * 10 ** -e)],
+                           dict(a={"Q": 10}, b={"Q": 1}, per=["panel"], metric="m", target=0.5, higher=True,
+                                t_comm=[10, 100], x="x")),
+    # log10 of T(b)/T(a) at v=1 over T(b)/T(a) at v=2 (there 1) = e
+    "time_ratio_by_group": Kind(lambda p, s, e: [dict(r, v=1) for r in _reaches(p + "g1", "a", 1, s, 100.0)
+                                                 + _reaches(p + "g1", "b", 1, s, 100 * 10 ** e)]
+                                + [dict(r, v=2) for r in _reaches(p + "g2", "a", 2, s, 100.0)
+                                   + _reaches(p + "g2", "b", 2, s, 100.0)],
+                                dict(a={"method": "a"}, b={"method": "b"}, per=["panel"], group="v", greater=[1],
+                                     than=[2], metric="m", target=0.5, higher=True, x="x"), cells=False),
 }
 KINDS.update({  # the equivalence kinds (checks.EQUIVALENCE): the margin a parameter, SCALE x the rate's margin
     # G = (AUC_b - AUC_a) / AUC_b = e (a loss)

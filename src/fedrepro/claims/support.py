@@ -48,9 +48,10 @@ DECIDE = 1 - ALPHA  # share of resamples that must agree with a bootstrapped ver
 MIN_UNITS = 3  # fewer seeds (Monte Carlo runs) than this: no test, no bootstrap
 # the error rate each kind of support states (the ledger's column error_rate)
 ERROR_RATES = {
-    "test": f"<= {ALPHA:.0%} (paired t / sign test; IUT, Holm)",
+    "test": f"<= {ALPHA:.0%} (paired t / sign / exact rank test; IUT, Holm)",
     "equivalence": f"<= {ALPHA:.0%} (TOST of paired t / sign tests; IUT, Holm)",
     "bootstrap": f"uncalibrated (bootstrap, {DECIDE:.0%} agreement)",
+    "unbacked": f"above {ALPHA:.0%} (bootstrap, measured): no verdict",
 }
 # statistics over Monte Carlo runs whose bootstrap's false PASS rate the calibration measured above ALPHA
 # (benchmarks/calibrate_rule.py): a claim that reads one (a check's `stats`, `stat` or `series`) cannot be decided

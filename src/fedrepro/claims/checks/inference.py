@@ -132,6 +132,34 @@ def signs(low, high) -> Test:
     return Test(p_holds, p_against, f"sign {up}+/{down}-/{n}", kind="sign", n=n)
 
 
+def spearman_sum(rhos, k: int) -> Test:
+    """The exact test of a negative trend from independent seeds' Spearman rho over the same k runs (rho < 0 holds):
+    under no trend each seed's ranks are a uniform permutation, so sum_s D_s (D = sum of squared rank differences
+    = k(k^2 - 1)(1 - rho) / 6, an even integer without ties; ties rounded to it) has the k-fold convolution of the
+    null law of D over the k! permutations, the same for any noise. p_holds = P(sum >= observed), p_against =
+    P(sum <= observed). A seed whose rho is undefined (nan) is left out."""
+    rhos = np.asarray(rhos, dtype=float)
+    rhos = rhos[np.isfinite(rhos)]
+    if not len(rhos) or k < 2:
+        return OPEN
+    null = _spearman_null(k)
+    total = np.array([1.0])
+    for _ in rhos:
+        total = np.convolve(total, null)
+    observed = int(np.rint(np.sum((1 - rhos) * k * (k * k - 1) / 6)))
+    observed = min(max(observed, 0), len(total) - 1)
+    return Test(float(min(1.0, total[observed:].sum())), float(min(1.0, total[:observed + 1].sum())),
+                f"Spearman sum, {len(rhos)} seeds", kind="rank", n=len(rhos))
+
+
+def _spearman_null(k: int) -> np.ndarray:
+    """The law of D = sum of squared rank differences over the k! permutations of k ranks (index: D)."""
+    from itertools import permutations  # k is the runs of a cell (5 in DeFedAvg C12): k! stays small
+    ranks = np.arange(k)
+    d = np.array([int(np.sum((ranks - np.array(p)) ** 2)) for p in permutations(ranks)])
+    return np.bincount(d) / len(d)
+
+
 def effect_test(low, high=None, hold_above: float = 0.0, fail_below: float = 0.0) -> Test:
     """Per-seed effects, each known exactly (high None, or equal to low, and finite): the paired t-test;
     else (a censored or diverged seed) the sign test of the intervals, the band dropped. Two or more seeds

@@ -29,7 +29,7 @@ from fedrepro.claims.checks.common import (
     tally,
     values_of,
 )
-from fedrepro.claims.checks.inference import OPEN, combine, effect_test, equivalent
+from fedrepro.claims.checks.inference import OPEN, combine, effect_test, equivalent, spearman_sum
 from fedrepro.claims.data import ClaimData
 from fedrepro.results.summaries import AucKind, spearman
 
@@ -283,8 +283,9 @@ def oscillation_falls(data: ClaimData, *, select: Selector, per: Columns, along:
     """The curves oscillate less as `along` grows (DeFedAvg claim 12: "when n is small, there is greater
     variance ... more oscillations"): Spearman's rho of the value of `along` and the oscillation (the s.d.
     of the curve's steps over the last `window` of the x range; results.summaries.oscillation_per_seed) is
-    negative in each cell. Tested on the seeds: each seed's rho over the runs (its effect -rho, inference.effect_test:
-    the t-test; a seed whose rho is undefined counts for neither side). Shown: rho of the seed-mean oscillations.
+    negative in each cell. Tested on the seeds: each seed's rho over the runs, by the exact test of their sum
+    (inference.spearman_sum; a t-test of 3 seeds' rho reads PASS in 5.8% of cases without a trend, measured).
+    Shown: rho of the seed-mean oscillations.
     Margin: -rho of those."""
     frame = data.oscillation(metric, x, window)
     holds, parts, margins = [], [], []
@@ -295,7 +296,7 @@ def oscillation_falls(data: ClaimData, *, select: Selector, per: Columns, along:
             continue
         rho = spearman(runs["value"], runs["osc"])
         by_seed = cell.pivot_table(index="seed", columns="run_id", values="oscillation").dropna()
-        test = effect_test([-spearman(runs["value"], seed[runs.index]) for _, seed in by_seed.iterrows()])
+        test = spearman_sum([spearman(runs["value"], seed[runs.index]) for _, seed in by_seed.iterrows()], len(runs))
         holds.append(test)
         margins.append(-rho)
         parts.append(f"[{name}] Spearman {rho:+.2f} (" + ", ".join(f"{along}={v}: {fmt(o)}" for v, o in
