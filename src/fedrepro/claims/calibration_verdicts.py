@@ -28,8 +28,9 @@ import pandas as pd
 
 from fedrepro.claims import support as rule
 from fedrepro.claims.calibration import NOISES, POWER, SMALL, noise
-from fedrepro.claims.checks import CHECKS, FAIL, PASS
+from fedrepro.claims.checks import CHECKS
 from fedrepro.claims.data import ClaimData
+from fedrepro.verdicts import FAIL, PASS
 
 K = 20  # rounds of a synthetic Monte Carlo run
 EARLY, LATE = (2, 10), (11, 20)  # the windows of the series checks over k
