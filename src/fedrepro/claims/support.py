@@ -13,11 +13,14 @@ Two kinds of check (docs/claims.md, "The decision rule"):
   ClaimData.resamples) in which the check rerun on the resample says PASS. Its verdict stands only when at
   least DECIDE = 1 - ALPHA = 95% of the resamples agree (the one-sided 95% percentile-bootstrap bound on the
   verdict's side); otherwise INCONCLUSIVE, "not decided by N seeds (support x%)". Its error rate is not
-  calibrated: the ledger says so (ERROR_RATES). These are the statistics over fedvr's Monte Carlo runs (a
-  variance, a CEP radius, a mean error), which have no per-run value to pair. Where the calibration measured
-  the bootstrap's rate above ALPHA (UNBACKED: a variance across runs, whose percentile bootstrap is too narrow
-  at 20 runs; docs/claims.md, "Calibration"), the claim is INCONCLUSIVE whatever its support (kind "unbacked"),
-  its measurement shown for information.
+  calibrated: the ledger says so (ERROR_RATES). These are the statistics over fedvr's Monte Carlo runs (a CEP
+  radius, a mean error), which have no per-run value to pair.
+- A variance across fedvr's Monte Carlo runs (checks/monte_carlo.py VARIANCES) is tested on the runs
+  (tests_runs: inference.spread_below, Brown-Forsythe, paired by run), kind "test" as for TESTED, with its
+  own error rate (ERROR_RATES "runs"; docs/claims.md, "Calibration"). Its percentile bootstrap was measured
+  too narrow (false PASS 9-10% at 20 runs): a claim that reads a variance without testing it (unbacked: with
+  other statistics in one compare_mc, or as compare_with_paper's or mc_stat_within's stat) is INCONCLUSIVE
+  whatever its support (kind "unbacked"), its measurement shown for information.
 
 With fewer than MIN_UNITS = 3 units there is no test and no bootstrap (the calibration starts at 3; 2
 seeds give 3 distinct resamples, one of which is each seed alone). A claim's own `min_seeds` (e.g. 10
@@ -39,6 +42,7 @@ import numpy as np
 
 from fedrepro.claims.checks import CHECKS, NOT_RESAMPLED, TESTED, UNITS, Result
 from fedrepro.claims.checks.inference import ALPHA
+from fedrepro.claims.checks.monte_carlo import VARIANCES
 from fedrepro.claims.data import ClaimData
 from fedrepro.verdicts import FAIL, INCONCLUSIVE, PASS
 
@@ -51,21 +55,35 @@ ERROR_RATES = {
     "test": f"<= {ALPHA:.0%} (paired t / sign / exact rank test; IUT, Holm)",
     "equivalence": f"<= {ALPHA:.0%} (TOST of paired t / sign tests; IUT, Holm)",
     "bootstrap": f"uncalibrated (bootstrap, {DECIDE:.0%} agreement)",
+    "runs": f"<= {ALPHA:.0%} (paired Brown-Forsythe t-test over Monte Carlo runs; IUT, Holm)",
     "unbacked": f"above {ALPHA:.0%} (bootstrap, measured): no verdict",
 }
-# statistics over Monte Carlo runs whose bootstrap's false PASS rate the calibration measured above ALPHA
-# (benchmarks/calibrate_rule.py): a claim that reads one (a check's `stats`, `stat` or `series`) cannot be decided
-UNBACKED = {"var_final": "the variance across runs at K", "var": "the variance series across runs"}
 SERIES_CHECKS = ("series_ratio", "series_trend")  # checks whose `series` defaults to var
 
 
-def unbacked(check: str, params: dict) -> str:
-    """Why a bootstrapped claim's verdict cannot be backed ("" when it can): it reads a statistic in UNBACKED."""
+def _variances(check: str, params: dict) -> tuple[set[str], set[str]]:
+    """(the variances a Monte Carlo claim reads, everything it reads): a check's `stats`, `stat` or `series`."""
     read = {*params.get("stats", ()), params.get("stat"),
-            params.get("series", "var") if check in SERIES_CHECKS else None}
-    names = [UNBACKED[s] for s in UNBACKED if s in read]
-    return (f"{', '.join(names)}: its bootstrap's false PASS rate is above {ALPHA:.0%} (docs/claims.md, "
-            f"Calibration), so no verdict") if names else ""
+            params.get("series", "var") if check in SERIES_CHECKS else None} - {None}
+    return read & set(VARIANCES), read
+
+
+def tests_runs(check: str, params: dict) -> bool:
+    """Whether a Monte Carlo claim's check tests its runs (a Test in every cell, checks/monte_carlo.py): it reads
+    variances only, through compare_mc or a series check."""
+    variances, read = _variances(check, params)
+    return check in ("compare_mc", *SERIES_CHECKS) and bool(variances) and variances == read
+
+
+def unbacked(check: str, params: dict) -> str:
+    """Why a bootstrapped claim's verdict cannot be backed ("" when it can): it reads a variance across runs that
+    its check does not test (tests_runs), whose bootstrap's false PASS rate is above ALPHA."""
+    variances, _ = _variances(check, params)
+    if not variances or tests_runs(check, params):
+        return ""
+    return (f"{', '.join(sorted(variances))} read with other statistics (or as {check}'s stat) is not tested on the "
+            f"runs, and its bootstrap's false PASS rate is above {ALPHA:.0%} (docs/claims.md, Calibration): no "
+            f"verdict; a claim of its own (compare_mc) tests it")
 
 
 @dataclass(frozen=True)
@@ -87,6 +105,8 @@ class Support:
         `equivalence` claim's test is a TOST."""
         if self.kind == "test" and equivalence:
             return ERROR_RATES["equivalence"]
+        if self.kind == "test" and self.unit == UNITS["compare_mc"]:  # a variance tested on the runs
+            return ERROR_RATES["runs"]
         return ERROR_RATES.get("bootstrap" if self.kind in ("too_few", "invariant") else self.kind, "")
 
 
@@ -97,7 +117,7 @@ def bootstrap(check: str, data: ClaimData, params: dict, result: Result, *seed_p
     units, unit = data.seeds(), UNITS[check]
     if check in NOT_RESAMPLED:
         return Support(units, unit, reason=NOT_RESAMPLED[check], kind="none")
-    if check in TESTED:
+    if check in TESTED or tests_runs(check, params):
         return Support(units, unit, kind="test")
     if why := unbacked(check, params):
         return Support(units, unit, reason=why, kind="unbacked")

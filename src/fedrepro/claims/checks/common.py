@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Annotated, Any, Callable, Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -103,12 +103,14 @@ def pair_rows(curves: pd.DataFrame, a: dict, b: dict, per: list[str], each_a: bo
 
 
 def compare_stat(frame: pd.DataFrame, a: dict, b: dict, per: list[str], stat: str, factor: float = 1.0,
-                 require: str = "all", fraction: float | None = None, per_seed: pd.DataFrame | None = None) -> Result:
+                 require: str = "all", fraction: float | None = None, per_seed: pd.DataFrame | None = None,
+                 test: Callable[[pd.Series, pd.Series], Test] | None = None) -> Result:
     """Holds in a cell when stat(a) < stat(b) * factor (factor < 1: a wins by a margin; > 1: a tolerance).
     With `per_seed` (the runs' per-seed values of stat, column `seed`), the cell is a Test of its seeds
     (paired_below: the per-seed log10 ratios, paired by seed; a time T_<eps> not reached by a seed's last x is
-    censored there, its column T_<eps>_lower). Without (a statistic over Monte Carlo runs, which the bootstrap
-    qualifies), the values decide: a censored bound only when it settles the comparison (below), else open.
+    censored there, its column T_<eps>_lower); with `test`, the Test test(row of a, row of b) (a variance across
+    Monte Carlo runs: monte_carlo.compare_mc). Without either (a statistic over Monte Carlo runs, which the
+    bootstrap qualifies), the values decide: a censored bound only when it settles the comparison (below), else open.
     Margin: decades by which stat(a) lies below stat(b) * factor, of the seed medians (of the bounds, when
     censored); for `auc` (already a mean log10) the difference, also in decades."""
     lower = f"{stat}_lower" if f"{stat}_lower" in frame else stat
@@ -119,8 +121,8 @@ def compare_stat(frame: pd.DataFrame, a: dict, b: dict, per: list[str], stat: st
         ok = below(sa, sb, factor)
         margin = (margin_below(sa[1], sb[0] * factor, log=log) if ok
                   else margin_below(sa[0], sb[1] * factor, log=log))
-        outcome = (paired_below(per_seed, ra["run_id"], rb["run_id"], stat, factor, log) if per_seed is not None
-                   else ok)
+        outcome = (test(ra, rb) if test is not None else ok if per_seed is None
+                   else paired_below(per_seed, ra["run_id"], rb["run_id"], stat, factor, log))
         holds.append(outcome)
         margins.append(margin)
         shown.append(f"[{name}] {selector_name(a)} {fmt_span(sa)} vs {selector_name(b)} {fmt_span(sb)}"

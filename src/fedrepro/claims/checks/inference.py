@@ -48,7 +48,7 @@ PASS when every comparison needed holds, FAIL when too many fail.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -173,6 +173,36 @@ def effect_test(low, high=None, hold_above: float = 0.0, fail_below: float = 0.0
     if len(low) and np.array_equal(low, high) and np.isfinite(low).all():
         return paired_t(low, hold_above, fail_below)
     return signs(low - hold_above, high - fail_below)
+
+
+def deviations(values) -> np.ndarray:
+    """|value - the median over the runs| of each run (rows) in each column (Brown & Forsythe 1974): a run's
+    spread, whose mean over the runs compares the scales of two sets of runs robustly (docs/claims.md)."""
+    values = np.asarray(values, dtype=float)
+    return np.abs(values - np.median(values, axis=0))
+
+
+def spread_below(a, b, factor: float = 1.0, same_columns: bool = True) -> Test:
+    """The Test of var(a) < factor x var(b) from runs paired by row, a (runs, columns a) and b (runs, columns b)
+    of values (a column: one x). Brown & Forsythe's (1974) test, one-sided and paired: each run's effect is
+    sqrt(factor) x its mean deviation in b minus its mean deviation in a (deviations), which the t-test of
+    effect_test judges (runs identical in a and b: certain). With `same_columns` (a and b over the same x),
+    each column is first divided by the mean deviation of both sides there, so that every x weighs alike
+    however the scale moves along x; else (two windows of one curve) the deviations are averaged as they are.
+    Paired by run: valid whether or not the runs of a and b share their random numbers, tighter when they do.
+    A non-finite value (a diverged run) makes its side's variance infinite: certain."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    a, b = a.reshape(len(a), -1), b.reshape(len(b), -1)
+    finite_a, finite_b = np.isfinite(a).all(), np.isfinite(b).all()
+    if not (finite_a and finite_b):
+        return certain(None if finite_a == finite_b else finite_a)
+    dev_a, dev_b = deviations(a), math.sqrt(factor) * deviations(b)
+    if same_columns:
+        scale = (dev_a.mean(axis=0) + dev_b.mean(axis=0)) / 2
+        weight = np.divide(1.0, scale, out=np.zeros_like(scale), where=scale > 0)  # no spread on either side: no say
+        dev_a, dev_b = dev_a * weight, dev_b * weight
+    test = effect_test(dev_b.mean(axis=1) - dev_a.mean(axis=1))
+    return replace(test, how=f"Brown-Forsythe {test.how}".strip())
 
 
 def required_of(m: int, need: float) -> int:

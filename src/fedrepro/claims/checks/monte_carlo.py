@@ -1,5 +1,11 @@
 """Checks on Monte Carlo tables (engine `monte_carlo`): statistics across the runs of one configuration,
-against the x column `x` (rounds by default; windows are in units of x)."""
+against the x column `x` (rounds by default; windows are in units of x).
+
+A variance across the runs (VARIANCES: `var_final`, the `var` series) is tested on the runs themselves, paired by
+run (the same Monte Carlo run draws the same activations in every method: docs/papers/fedvr.md R9), by
+inference.spread_below (Brown-Forsythe): its cells are Tests, and the ledger decides it as a tested check
+(claims/support.py tests_runs). The other statistics (a mean error, a CEP radius) give a cell's outcome by their
+values, which the ledger's bootstrap qualifies."""
 
 from __future__ import annotations
 
@@ -26,9 +32,11 @@ from fedrepro.claims.checks.common import (
     pair_rows,
     rows_matching,
 )
+from fedrepro.claims.checks.inference import Test, spread_below
 from fedrepro.claims.data import ClaimData
 from fedrepro.results.summaries import MC_COLUMNS
 
+VARIANCES = ("var_final", "var")  # the statistic and the series that are tested on the runs (spread_below)
 McStat = Annotated[str, OneOf(MC_COLUMNS)]  # a column of results.summaries.monte_carlo_statistics
 Series = Literal["var", "mean_err"]  # an across-run series of results/cep.py cost_curves
 
@@ -45,9 +53,20 @@ def compare_mc(data: ClaimData, *, stats: list[McStat], a: Selector, b: Selector
     """compare_final on across-run statistics (results.summaries.monte_carlo_statistics); every stat must
     hold. Margin: decades, the smallest over the stats (common.compare_stat)."""
     frame = data.mc_summaries(coords, target, x)
-    results = [compare_stat(frame, a, b, per, s, factor, require, fraction) for s in stats]
-    return Result(_combine([r.status for r in results]), "; ".join(f"{s}: {r.measured}" for s, r in zip(stats, results)),
-                  "", min((r.margin for r in results if not np.isnan(r.margin)), default=np.nan))
+    frame = frame.assign(i=np.arange(len(frame))) if len(frame) else frame  # its rows are data.mc_curves(x)'s
+    _, curves = _mc_series(data, x)
+
+    def final_spread(ra: pd.Series, rb: pd.Series) -> Test:  # var_final: the deviations at the last x
+        return spread_below(*_paired(curves[int(ra["i"])], curves[int(rb["i"])], "cost", (-np.inf, np.inf), column=-1),
+                            factor)
+
+    results = [compare_stat(frame, a, b, per, s, factor, require, fraction,
+                            test=final_spread if s in VARIANCES else None) for s in stats]
+    measured = "; ".join(f"{s}: {r.measured}" for s, r in zip(stats, results))
+    if len(results) == 1:  # one statistic: its Result, with the p-values of a tested one
+        return results[0]._replace(measured=measured)
+    return Result(_combine([r.status for r in results]), measured, "",
+                  min((r.margin for r in results if not np.isnan(r.margin)), default=np.nan))
 
 
 @np.errstate(divide="ignore", invalid="ignore")  # a ratio to a spread of 0 is inf (or nan), not an error
@@ -83,29 +102,43 @@ def _mc_series(data: ClaimData, x: str) -> tuple[pd.DataFrame, list[dict[str, np
     labels, series = [], []
     for i, (label, mc) in enumerate(data.mc_curves(x)):
         labels.append({**label, "i": i})
-        series.append({"x": mc.x, **mc.curves()})
+        series.append({"x": mc.x, "cost": mc.cost, "seeds": mc.seeds, **mc.curves()})
     return pd.DataFrame(labels), series
 
 
 def _window(s: dict[str, np.ndarray], name: str, window: list[float]) -> np.ndarray:
-    return s[name][(s["x"] >= window[0]) & (s["x"] <= window[1])]
+    return s[name][..., (s["x"] >= window[0]) & (s["x"] <= window[1])]
+
+
+def _paired(sa: dict[str, np.ndarray], sb: dict[str, np.ndarray], name: str, window_a, window_b=None,
+            column: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The per-run series `name` (runs, x) of curves sa over `window_a` and sb over `window_b` (default the same;
+    `column`: only that column of each), on the runs both have, paired by run."""
+    _, rows_a, rows_b = np.intersect1d(sa["seeds"], sb["seeds"], return_indices=True)
+    va = _window(sa, name, window_a)[rows_a]
+    vb = _window(sb, name, window_a if window_b is None else window_b)[rows_b]
+    return (va, vb) if column is None else (va[:, [column]], vb[:, [column]])
 
 
 def series_ratio(data: ClaimData, *, a: Selector, b: Selector, per: Columns, series: Series = "var",
                  window: list[float] = (10, 100), agg: Literal["gmean", "median"] = "gmean", max_ratio: Positive = 1.0,
                  x: str = "round") -> Result:
     """agg (gmean | median) over x in `window` of series_a[k] / series_b[k] <= max_ratio
-    (series: var, mean_err of results/cep.py cost_curves). Margin: decades, log10 max_ratio / value."""
+    (series: var, mean_err of results/cep.py cost_curves); the var series is tested on the runs over the window,
+    every x weighing alike (inference.spread_below), whichever `agg` is shown. Margin: decades, log10 max_ratio /
+    value."""
     if agg not in ("gmean", "median"):
         raise ValueError(f"series_ratio: agg {agg!r}; allowed: gmean, median")
     frame, curves = _mc_series(data, x)
     holds, parts, margins = [], [], []
     for name, ra, rb in pair_rows(frame, a, b, per) if len(frame) else []:
-        ratio = _window(curves[int(ra["i"])], series, window) / _window(curves[int(rb["i"])], series, window)
+        sa, sb = curves[int(ra["i"])], curves[int(rb["i"])]
+        ratio = _window(sa, series, window) / _window(sb, series, window)
         if not len(ratio):
             continue  # the run is shorter than the window (reduced scale)
         value = float(np.exp(np.mean(np.log(ratio)))) if agg == "gmean" else float(np.median(ratio))
-        holds.append(value <= max_ratio)
+        holds.append(spread_below(*_paired(sa, sb, "cost", window), max_ratio) if series in VARIANCES
+                     else value <= max_ratio)
         margins.append(margin_below(value, max_ratio))
         parts.append(f"[{name}] {agg} {series} ratio over k in [{window[0]}, {window[1]}]: {fmt(value)}")
     return judged(holds, margins, "; ".join(parts) or "no cell has both curves over the window")
@@ -115,7 +148,9 @@ def series_trend(data: ClaimData, *, select: Selector, series: Series = "var",
                  early: list[float] = (11, 30), late: list[float] = (81, 100), factor: Positive = 1.0,
                  expect: Literal["below", "above"] = "below", x: str = "round") -> Result:
     """Per selected curve: mean of the series over x in `late` below (or, expect: above, at least)
-    factor x its mean over x in `early`; Spearman rho(x, series) over early..late reported. Margin:
+    factor x its mean over x in `early`; Spearman rho(x, series) over early..late reported. The var series is
+    tested on the runs: each run's mean deviation over `late` against its mean over `early` (inference.spread_below,
+    the runs paired with themselves). Margin:
     decades, log10 of late / (factor x early), its sign flipped for `below`."""
     from scipy.stats import spearmanr  # only this check needs scipy
 
@@ -128,7 +163,12 @@ def series_trend(data: ClaimData, *, select: Selector, series: Series = "var",
         if not (len(_window(s, series, early)) and len(_window(s, series, late))):
             continue  # the run is shorter than the windows (reduced scale)
         m_early, m_late = float(np.mean(_window(s, series, early))), float(np.mean(_window(s, series, late)))
-        holds.append(m_late < factor * m_early if expect == "below" else m_late >= factor * m_early)
+        if series in VARIANCES:  # each run's mean deviation over `late` against its mean over `early`
+            late_, early_ = _paired(s, s, "cost", late, early)
+            holds.append(spread_below(late_, early_, factor, same_columns=False) if expect == "below"
+                         else spread_below(early_, late_, 1 / factor, same_columns=False))
+        else:
+            holds.append(m_late < factor * m_early if expect == "below" else m_late >= factor * m_early)
         below = margin_below(m_late, factor * m_early)
         margins.append(below if expect == "below" else -below)
         span = (s["x"] >= early[0]) & (s["x"] <= late[1])
