@@ -15,11 +15,13 @@ Each for the one-sided kinds and for the equivalence kinds (checks.EQUIVALENCE: 
                  false_fail   every cell exactly at its margin of 0.1 seed SD: FAIL is an error (the worst case)
                  power_m<m>   every cell at 0 with a margin of m seed SD: the share of PASS
 
-3. whole verdicts: for oscillation_falls (a per-seed Spearman rho, no drawn effect) and, with --mc, the Monte Carlo
-   kinds of fedvr, claims judged as the ledger judges them (check, support.bootstrap, support.decide;
-   claims.calibration_verdicts), at the unit counts the claims use, `verdict_pool` claims per rate. The Monte Carlo
-   kinds are bootstrapped (200 resamples a claim, about 2 s): --mc measures their boundary and small-effect rates
-   only, and takes about 2 h at --verdict-pool 100 on 1 core.
+3. whole verdicts: for oscillation_falls (a per-seed Spearman rho, no drawn effect), fedvr's variances across
+   Monte Carlo runs (tested on the runs: calibration_verdicts.TESTED_RUNS, 10 and 20 runs, about 0.03 s a claim)
+   and, with --mc, the other Monte Carlo kinds of fedvr, claims judged as the ledger judges them (check,
+   support.bootstrap, support.decide; claims.calibration_verdicts), at the unit counts the claims use,
+   `verdict_pool` claims per rate. The other Monte Carlo kinds are bootstrapped (200 resamples a claim, about
+   2 s): --mc measures their boundary and small-effect rates only, and takes about 2 h at --verdict-pool 100 on
+   1 core.
 
     .venv/bin/python benchmarks/calibrate_rule.py                      # every kind (about 25 min on 1 core)
     .venv/bin/python benchmarks/calibrate_rule.py --kinds faster --pool 100
@@ -36,7 +38,7 @@ import argparse
 import pandas as pd
 
 from fedrepro.claims.calibration import EQUIVALENT, KINDS, check_rates, claim_rates
-from fedrepro.claims.calibration_verdicts import VERDICTS, verdict_rates
+from fedrepro.claims.calibration_verdicts import TESTED_RUNS, VERDICTS, verdict_rates
 from fedrepro.claims.checks import EQUIVALENCE
 from fedrepro.claims.checks.inference import ALPHA
 
@@ -59,10 +61,11 @@ def main() -> None:
         "each kind through its check, 1 cell": check_rates(one_sided, seeds, pool=args.pool),
         "each equivalence kind through its check, 1 cell": check_rates(equivalence, seeds, pool=args.pool, seed=47),
         "whole verdicts, 1 cell": verdict_rates(("oscillation_falls",), units=seeds, pool=args.verdict_pool),
+        "Monte Carlo variances tested on the runs, whole verdicts": verdict_rates(TESTED_RUNS, pool=args.verdict_pool),
     }
     if args.mc:
         tables["bootstrapped Monte Carlo kinds, whole verdicts"] = verdict_rates(
-            [k for k in VERDICTS if k != "oscillation_falls"], pool=args.verdict_pool, power=False)
+            [k for k in VERDICTS if k not in ("oscillation_falls", *TESTED_RUNS)], pool=args.verdict_pool, power=False)
     print(f"alpha {ALPHA}; through the checks: {args.pool} cells per rate; over cells: {args.claims} claims per rate\n")
     for title, rates in tables.items():
         if len(rates):

@@ -5,7 +5,8 @@ support (support.bootstrap, the project's RESAMPLES and seed) and the rule (supp
 `min_seeds`). A claim is one cell, at the unit counts the claims use (fedvr: its 20 Monte Carlo runs and the
 10 its claims need; seeds: 3, 5, 10), normal or t(3) noise of variance 1 (calibration.noise).
 
-Monte Carlo kinds (fedvr, engine monte_carlo): each curve's R runs, at round k = 0..K, have cost
+Monte Carlo kinds (fedvr, engine monte_carlo; a variance is tested on the runs, TESTED_RUNS, the others
+bootstrapped): each curve's R runs, at round k = 0..K, have cost
 f* + s_k sigma (2 + z) and iterate theta* + s_k sigma w (z, w: the noise, w in 5 dimensions), so every
 across-run statistic (a mean error, a variance, a CEP radius, the variance series) scales with sigma, and its
 population value is set by sigma and the schedule s_k alone. A claim's truth is a ratio of scales: 1 at the
@@ -149,6 +150,10 @@ VERDICTS: dict[str, Verdicts] = {
                                   (3, 5, 10), ("figure", "panel", "curve", "method", "run_id", "v"),
                                   effects=(0.0, SMALL, POWER)),
 }
+
+
+# the Monte Carlo kinds whose check tests its runs (a variance: support.tests_runs); the others are bootstrapped
+TESTED_RUNS = tuple(k for k, v in VERDICTS.items() if rule.tests_runs(v.check, v.params))
 
 
 def verdict(spec: Verdicts, rows: list[dict]) -> str:
