@@ -261,7 +261,8 @@ def bootstrap_record(paper: str, scale: str) -> dict[str, Any]:
                       "stream": "fedrepro.seeding.numpy_rng('claims-bootstrap', seed, *figures of the claim)",
                       "resampled": "the column seed (training seeds; Monte Carlo runs for engine monte_carlo), "
                                    "drawn with replacement, the same draw for every run of the claim"},
-        "rule": {"alpha": ALPHA, "tested": sorted(TESTED), "decide": bootstrap_rule.DECIDE,
+        "rule": {"alpha": ALPHA, "tested": sorted(TESTED), "tested_on_runs": bootstrap_rule.TESTS_RUNS,
+                 "decide": bootstrap_rule.DECIDE,
                  "min_units": bootstrap_rule.MIN_UNITS,
                  "equivalence": dict(sorted(EQUIVALENCE.items())),
                  "text": "a tested check (checks.TESTED) decides by its own one-sided tests at alpha, combined over "

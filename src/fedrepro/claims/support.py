@@ -59,6 +59,8 @@ ERROR_RATES = {
     "unbacked": f"above {ALPHA:.0%} (bootstrap, measured): no verdict",
 }
 SERIES_CHECKS = ("series_ratio", "series_trend")  # checks whose `series` defaults to var
+TESTS_RUNS = ("compare_mc of var_final alone, series_ratio and series_trend of the var series: a variance across "
+              "Monte Carlo runs, tested on the runs (paired Brown-Forsythe)")  # for the ledger's record
 
 
 def _variances(check: str, params: dict) -> tuple[set[str], set[str]]:
