@@ -15,7 +15,11 @@ Each for the one-sided kinds and for the equivalence kinds (checks.EQUIVALENCE: 
                  false_fail   every cell exactly at its margin of 0.1 seed SD: FAIL is an error (the worst case)
                  power_m<m>   every cell at 0 with a margin of m seed SD: the share of PASS
 
-3. whole verdicts: for oscillation_falls (a per-seed Spearman rho, no drawn effect), fedvr's variances across
+3. two looks: the adaptive seed plan's rule (claims.sequential: the first look at 3 or 5 seeds at LOOKS[0], a claim
+   left open with its seeds_needed within reach of --max-seeds judged again on all of them at LOOKS[1]), the
+   one-sided rates of claims over 1, 4 and 12 cells (calibration.sequential_rates), `claims` claims per rate;
+   `second`: the share of claims at 1 seed SD that took the second look;
+4. whole verdicts: for oscillation_falls (a per-seed Spearman rho, no drawn effect), fedvr's variances across
    Monte Carlo runs (tested on the runs: calibration_verdicts.TESTED_RUNS, 10 and 20 runs, about 0.03 s a claim)
    and, with --mc, the other Monte Carlo kinds of fedvr, claims judged as the ledger judges them (check,
    support.bootstrap, support.decide; claims.calibration_verdicts), at the unit counts the claims use,
@@ -37,7 +41,7 @@ import argparse
 
 import pandas as pd
 
-from fedrepro.claims.calibration import EQUIVALENT, KINDS, check_rates, claim_rates
+from fedrepro.claims.calibration import EQUIVALENT, KINDS, check_rates, claim_rates, sequential_rates
 from fedrepro.claims.calibration_verdicts import TESTED_RUNS, VERDICTS, verdict_rates
 from fedrepro.claims.checks import EQUIVALENCE
 from fedrepro.claims.checks.inference import ALPHA
@@ -50,6 +54,9 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=300, help="cells per (kind, seeds, noise, effect)")
     parser.add_argument("--claims", type=int, default=10000, help="claims per rate over cells")
     parser.add_argument("--verdict-pool", type=int, default=400, help="claims per rate of a whole verdict")
+    parser.add_argument("--max-seeds", type=int, default=10, help="the seeds of the second look (seed_plan max_seeds)")
+    parser.add_argument("--looks", nargs=2, type=float, metavar=("FIRST", "SECOND"),
+                        help="other levels of the two looks, to compare (default: claims.sequential.LOOKS)")
     parser.add_argument("--mc", action="store_true", help="also the bootstrapped Monte Carlo kinds (slow)")
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
     args = parser.parse_args()
@@ -58,6 +65,9 @@ def main() -> None:
     tables = {
         "claims over cells": claim_rates(seeds, claims=args.claims),
         "equivalence claims over cells": claim_rates(seeds, claims=args.claims, seed=46, rates=EQUIVALENT),
+        "two looks (seed_plan adaptive), claims over cells": sequential_rates(
+            [n for n in seeds if n < args.max_seeds], args.max_seeds, claims=args.claims,
+            **({"looks": tuple(args.looks)} if args.looks else {})),
         "each kind through its check, 1 cell": check_rates(one_sided, seeds, pool=args.pool),
         "each equivalence kind through its check, 1 cell": check_rates(equivalence, seeds, pool=args.pool, seed=47),
         "whole verdicts, 1 cell": verdict_rates(("oscillation_falls",), units=seeds, pool=args.verdict_pool),

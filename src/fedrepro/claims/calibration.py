@@ -35,11 +35,14 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from fedrepro.claims.causes import seeds_estimate, seeds_text
 from fedrepro.claims.checks import CHECKS, EQUIVALENCE
 from fedrepro.claims.checks.common import claim_test
 from fedrepro.claims.checks.inference import Test, decide, effect_test, equivalent, t_pvalues, tost
 from fedrepro.claims.data import ClaimData
-from fedrepro.verdicts import FAIL, PASS
+from fedrepro.claims.sequential import LOOKS, within_reach
+from fedrepro.claims.support import MIN_UNITS
+from fedrepro.verdicts import FAIL, INCONCLUSIVE, PASS
 from fedrepro.vertical_time import time_win_threshold
 
 NOISES = ("normal", "t3")
@@ -259,5 +262,57 @@ def claim_rates(seeds=(3, 5, 10), cells=(1, 4, 12), noises=NOISES, claims: int =
                     else:  # the others first: the draws of the rates measured before equivalence kinds existed
                         others = made(r.others, claims * m, r.margin)
                         row[r.column] = claim_rate(others, m, r.verdict, first=made(r.effect, claims, r.margin))
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _t_tests(effects: np.ndarray) -> list[list[Test]]:
+    """The paired t-test of each cell's per-seed effects (claims, cells, seeds), as inference.paired_t makes it
+    (its p-values by inference.t_pvalues, for many cells at once), with what causes.seeds_estimate reads."""
+    n = effects.shape[-1]
+    p_holds, p_against, *_ = t_pvalues(effects)
+    mean, sd = effects.mean(axis=-1), effects.std(axis=-1, ddof=1)
+    return [[Test(h, a, kind="t", n=n, mean=mu, sd=s) for h, a, mu, s in zip(*cols)]
+            for cols in zip(p_holds.tolist(), p_against.tolist(), mean.tolist(), sd.tolist())]
+
+
+def two_looks(effects: np.ndarray, first: int, max_seeds: int, looks: tuple[float, float] = LOOKS
+              ) -> list[tuple[str, bool]]:
+    """The adaptive rule's verdict of each claim over its cells' per-seed effects (claims, cells, max_seeds), and
+    whether it took a second look: the first look at the `first` seeds, each verdict at looks[0]; a claim it leaves
+    open whose seeds_needed (as the ledger writes it, at looks[1]) is within reach of max_seeds
+    (sequential.within_reach) is judged again on all max_seeds seeds at looks[1] (the seeds a run adds are drawn as
+    if it had had them from the start: a seed's draws do not depend on its run's seed count)."""
+    judged = []
+    later = _t_tests(effects)
+    for i, tests in enumerate(_t_tests(effects[..., :first])):
+        test = claim_test(tests, "all", None)
+        verdict, second = decide(test, looks[0]), False
+        if verdict == INCONCLUSIVE and within_reach(
+                seeds_text(seeds_estimate(test, looks[1]), first, MIN_UNITS), first, max_seeds):
+            verdict, second = decide(claim_test(later[i], "all", None), looks[1]), True
+        judged.append((verdict, second))
+    return judged
+
+
+def sequential_rates(starts=(3, 5), max_seeds: int = 10, cells=(1, 4, 12), noises=NOISES, claims: int = 10000,
+                     seed: int = 48, looks: tuple[float, float] = LOOKS) -> pd.DataFrame:
+    """One row per (noise, seeds at the first look, cells): the one-sided rates (DIRECTIONAL) of the adaptive rule
+    (two_looks) up to `max_seeds`, and `second`, the share of claims at the power's middle effect that took a second
+    look. `looks`: the levels of the two looks (another split, or a loosened rule, to compare)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for noise_kind in noises:
+        for n in starts:
+            for m in cells:
+                row = {"noise": noise_kind, "seeds": n, "max_seeds": max_seeds, "cells": m}
+                for r in DIRECTIONAL:
+                    effects = r.effect + noise(rng, noise_kind, (claims, m, max_seeds))
+                    if r.others is not None:
+                        effects[:, 1:] += r.others - r.effect
+                    judged = two_looks(effects, n, max_seeds, looks)
+                    row[r.column] = float(np.mean([v == r.verdict for v, _ in judged]))
+                    if r.column == f"power_{POWER[1]:g}":
+                        row["second"] = float(np.mean([second for _, second in judged]))
                 rows.append(row)
     return pd.DataFrame(rows)

@@ -27,6 +27,7 @@ verdict the data point to (the smaller n of PASS and FAIL); beyond REACH seeds i
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -72,9 +73,15 @@ def t_seeds(effect: float, sd: float, level: float, limit: int = REACH) -> float
     if sd == 0:
         return 2
     for n in range(2, limit + 1):
-        if stats.t.ppf(1 - level, n - 1) * sd / math.sqrt(n) < effect:
+        if _t_quantile(level, n - 1) * sd / math.sqrt(n) < effect:
             return n
     return limit + 1
+
+
+@functools.lru_cache(maxsize=4096)
+def _t_quantile(level: float, df: int) -> float:
+    """t_{df, 1-level}: a ledger, and the calibration of the seed plan, ask for the same few many times."""
+    return float(stats.t.ppf(1 - level, df))
 
 
 def need(test: Test, level: float, holds: bool) -> Need:
@@ -93,13 +100,14 @@ def need(test: Test, level: float, holds: bool) -> Need:
     return SHOWN if (test.p_holds if holds else test.p_against) <= level else BLOCKED
 
 
-def seeds_estimate(test: Test | None) -> Need:
-    """The seeds that would decide the claim whose combined Test is `test` at the rule's ALPHA, towards the
-    verdict its data point to: the smaller of PASS's and FAIL's numbers; where neither has one, NO_SPREAD when
-    a spread is missing, BLOCKED when seeds cannot show one of them, else NEVER (BLOCKED without a test)."""
+def seeds_estimate(test: Test | None, level: float = ALPHA) -> Need:
+    """The seeds that would decide the claim whose combined Test is `test` at `level` (the rule's ALPHA; the
+    second look's level under the adaptive seed plan, claims/sequential.py), towards the verdict its data point
+    to: the smaller of PASS's and FAIL's numbers; where neither has one, NO_SPREAD when a spread is missing,
+    BLOCKED when seeds cannot show one of them, else NEVER (BLOCKED without a test)."""
     if test is None:
         return BLOCKED
-    both = (need(test, ALPHA, True), need(test, ALPHA, False))
+    both = (need(test, level, True), need(test, level, False))
     counted = [x for x in both if not x.blocked and not x.unknown and math.isfinite(x.n)]
     if counted:
         return min(counted)

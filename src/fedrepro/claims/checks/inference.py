@@ -256,8 +256,9 @@ def holm(p_values: list[float]) -> list[float]:
     return adjusted
 
 
-def decide(test: Test) -> str:
-    """PASS, FAIL or INCONCLUSIVE from a claim's combined Test (combine)."""
-    if test.p_holds <= ALPHA:
+def decide(test: Test, level: float = ALPHA) -> str:
+    """PASS, FAIL or INCONCLUSIVE from a claim's combined Test (combine), each verdict at `level` (ALPHA; a look
+    of the adaptive seed plan spends less: claims/sequential.py)."""
+    if test.p_holds <= level:
         return PASS
-    return FAIL if test.p_against <= ALPHA else INCONCLUSIVE
+    return FAIL if test.p_against <= level else INCONCLUSIVE

@@ -1,0 +1,55 @@
+"""The decision rule over two looks at the seeds: the adaptive seed plan's levels and when it adds seeds
+(docs/claims.md, "Two looks: seeds where the claims need them").
+
+`fixed` (the default) is the rule as it always was: one look, each verdict at ALPHA. `adaptive` looks twice.
+The first look judges each claim on the seeds its figures ran, each verdict at LOOKS[0]. A claim it leaves open
+for want of seeds (cause `seeds`) whose `seeds_needed`, estimated at the second look's level, is at most the
+scale's `max_seeds` may be planned more seeds (claims/seed_plan.py: also within the budget of job time); the
+runs it reads then get seeds up to exactly `max_seeds`, and the second look judges it on all of them, each
+verdict at LOOKS[1]. Any other claim keeps its first look's verdict.
+
+Why the levels hold each error rate at ALPHA. A false claim reads PASS when the first look passes it or the
+second does, so P(false PASS) <= P(first look passes it) + P(second look passes it) (the union bound;
+Bonferroni's alpha spending, the split of ALPHA over the looks summing to it). The first term is at most
+LOOKS[0]: the rule at that level over n seeds. The second is at most LOOKS[1] because the second look always
+has the same number of seeds, `max_seeds`, whatever the first look saw: whether a claim gets its second look
+depends on its data (open, its estimate within reach, the budget, other claims), but such a choice only ever
+drops second looks, and the rule at LOOKS[1] over `max_seeds` seeds errs in at most LOOKS[1] of all draws. The
+same bounds FAIL. This is why the plan adds seeds up to max_seeds, not up to the estimate: a second sample
+size chosen from the first look's data (sample-size re-estimation with the pooled test) can inflate the rate
+of its look beyond its level (Proschan & Hunsberger 1995, Biometrics 51(4)), and the estimate from 3 seeds'
+spread is too noisy to aim at anyway. The bound needs no assumption on how the looks correlate, on the noise
+beyond what the one-look rule needs, or on the number of cells, and it is conservative: both looks decide
+mostly the same claims, so the rates measured (benchmarks/calibrate_rule.py) lie below it (2.5-4.0% false PASS).
+
+LOOKS splits ALPHA evenly (equal levels at both looks, as in Pocock's (1977) design, here set by the union bound,
+not by the looks' correlation). More at the second look gains power where a claim gets one, but a claim the budget
+or max_seeds leaves with one look would need t > t_{2, 0.99} = 7.0 standard errors at 3 seeds at 1% (4.3 at 2.5%,
+2.9 at ALPHA): equal levels keep the first look useful on its own (docs/claims.md, the measured rates of both).
+"""
+
+from __future__ import annotations
+
+from fedrepro.claims.checks.inference import ALPHA
+
+FIXED, ADAPTIVE = "fixed", "adaptive"
+MODES = (FIXED, ADAPTIVE)  # config `seed_plan` (workflow/schemas/config.schema.yaml lists the same)
+LOOKS = (ALPHA / 2, ALPHA / 2)  # the level of each verdict at the first and the second look (adaptive): ALPHA spent
+
+
+def level(mode: str, look: int) -> float:
+    """The level of each verdict at look 1 or 2 under `mode` (fixed: ALPHA, one look)."""
+    if mode == FIXED:
+        if look != 1:
+            raise ValueError(f"seed plan mode {FIXED!r} has one look, not look {look}")
+        return ALPHA
+    if mode != ADAPTIVE:
+        raise ValueError(f"seed plan mode {mode!r} is not one of {', '.join(MODES)}")
+    return LOOKS[look - 1]
+
+
+def within_reach(seeds_needed: str, have: int, max_seeds: int) -> bool:
+    """Whether a claim open for want of seeds may get its second look: its ledger's `seeds_needed` (estimated at
+    the second look's level, causes.seeds_text) is a number no larger than `max_seeds`, and its runs have fewer
+    than that (`have`, the fewest seeds of any run it reads)."""
+    return seeds_needed.isdigit() and have < max_seeds and int(seeds_needed) <= max_seeds
