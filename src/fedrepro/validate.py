@@ -30,11 +30,12 @@ def check_plot_options(figure: Figure, schema_dir: Path = SCHEMA_DIR) -> None:
 
 
 def with_defaults(config: dict[str, Any], schema_dir: Path = SCHEMA_DIR) -> dict[str, Any]:
-    """The top-level config with the schema's defaults filled in (after checking it)."""
+    """The top-level config with the schema's defaults filled in (after checking it); a per-scale mapping given in
+    part (`--config "max_seeds={quick: 12}"`) keeps the defaults of the scales it leaves out."""
     check(config, "config.schema.yaml", "config/config.yaml (or --config)", schema_dir)
     properties = schema("config.schema.yaml", schema_dir)["properties"]
     full = {k: v.get("default") for k, v in properties.items()}
-    full.update(config)
+    full.update({k: {**full[k], **v} if isinstance(full.get(k), dict) else v for k, v in config.items()})
     return full
 
 

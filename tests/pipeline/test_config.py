@@ -10,7 +10,7 @@ from fedrepro.errors import ConfigError
 from fedrepro.experiments.runtable import OPERATIONAL_KEYS, build_run_table, load_paper_config, resolve_paper, run_id_of
 from fedrepro.numerics import VERSIONS
 from fedrepro.utils.digest import config_digest
-from fedrepro.validate import check_reading_methods, load_and_validate
+from fedrepro.validate import check_reading_methods, load_and_validate, with_defaults
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 
@@ -22,6 +22,12 @@ CONFIG = Path(__file__).resolve().parents[2] / "config"
         ({"scale": "huge"}, ["scale", "'huge'", "smoke, quick, paper"]),
         ({"device": 3}, ["device", "not of type 'string'"]),
         ({"papers": ["fedpag"]}, ["papers.0", "'fedpag'", "allowed values", "fedpage"]),
+        ({"seed_plan": "sequential"}, ["seed_plan", "'sequential'", "fixed, adaptive"]),
+        ({"max_seeds": {"quick": 2}}, ["max_seeds.quick", "minimum of 3"]),
+        ({"max_seeds": {"paper": 51}}, ["max_seeds.paper", "maximum of 50"]),
+        ({"max_seeds": {"quik": 5}}, ["max_seeds", "'quik' was unexpected", "paper, quick, smoke"]),
+        ({"seed_budget_minutes": {"smoke": 0}}, ["seed_budget_minutes.smoke", "minimum of 0"]),
+        ({"seed_budget_minutes": {"smoke": float("inf")}}, ["seed_budget_minutes.smoke", "not a finite number"]),
     ],
 )
 def test_bad_top_level_config_names_key_and_allowed_values(override, expected):
@@ -29,6 +35,12 @@ def test_bad_top_level_config_names_key_and_allowed_values(override, expected):
         load_and_validate(override, CONFIG)
     for text in expected:
         assert text in str(info.value)
+
+
+def test_a_per_scale_setting_given_in_part_keeps_the_other_scales_defaults():
+    full = with_defaults({"seed_plan": "adaptive", "max_seeds": {"quick": 12}})
+    assert full["max_seeds"] == {"smoke": 4, "quick": 12, "paper": 10} and full["seed_plan"] == "adaptive"
+    assert with_defaults({})["seed_plan"] == "fixed"  # make reproduce keeps one look
 
 
 def _paper_config_dir(tmp_path: Path, edit, folder: str = "papers", paper: str = "fedpage") -> Path:

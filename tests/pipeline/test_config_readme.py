@@ -45,6 +45,8 @@ def test_each_key_has_a_row_and_each_row_a_key(heading):
 
 
 def shown(value) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {shown(v)}" for k, v in value.items()) + "}"
     return "null" if value is None else f"[{', '.join(value)}]" if isinstance(value, list) else str(value)
 
 
