@@ -141,6 +141,11 @@ def parser() -> argparse.ArgumentParser:
     cost.add_argument("--gpus", type=positive_int, metavar="N",
                       help="instead: the network runs' GPU-hours and wall time on N GPUs, from the GPU rates measured by "
                       "benchmarks/gpu_throughput.py (docs/performance.md)")
+    plan = sub.add_parser("seed-plan", help="the seeds the adaptive seed plan adds to the claims its first look left "
+                          "open (config seed_plan: adaptive)", description="Reads each paper's sealed ledger at the "
+                          "scale, the runs its claims read and their benchmark records; writes results/<scale>/"
+                          "seed_plan.json (docs/claims.md, \"Two looks: seeds where the claims need them\").")
+    plan.add_argument("--scale", choices=list(SCALES), help="default: `scale` of config/config.yaml")
     docs = sub.add_parser("docs", help="rewrite the generated parts of docs/papers/<paper>.md (figures from the "
                           "configuration, expected results from the reference beside each page)")
     docs.add_argument("papers", nargs="*", metavar="PAPER", help="papers (default: all; with --from-results, those "
@@ -176,6 +181,8 @@ def main(argv: list[str] | None = None) -> None:
         run_step(lambda: print(run_variants(args.name, jobs=args.jobs).to_string(index=False)))
     if args.command == "cost":
         run_step(lambda: print(gpu_plan_table(args.scale, args.gpus) if args.gpus else job_cost_table(args.scale)))
+    if args.command == "seed-plan":
+        run_step(lambda: print(seed_plan_file(args.scale)))
     if args.command == "docs":
         stale: list[str] = []
         run_step(lambda: stale.extend(paper_docs(args)))
@@ -382,6 +389,41 @@ def job_cost_table(scale: str | None) -> str:
     # every paper's runs under every reading, to say which reading each recorded run belongs to
     table = build_run_table({**config, "scale": scale, "papers": known_papers(), "readings": "all"}, Path("config"))
     return cost_summary(job_costs(scale, origins=table.run_origins()), scale)
+
+
+def seed_plan_file(scale: str | None, root: Path = Path(".")) -> str:
+    """Write results/<scale>/seed_plan.json from the papers' sealed ledgers at the scale (claims/seed_plan.py) and
+    say what it plans."""
+    import yaml
+
+    from fedrepro.claims.seal import read_ledger
+    from fedrepro.claims.seed_plan import FILE, claim_runs, make_plan, minutes_per_seed, open_claims, settings_of, \
+        write_plan
+    from fedrepro.experiments.runtable import build_run_table
+    from fedrepro.layout import Layout
+    from fedrepro.results.cost import job_costs
+    from fedrepro.utils.yaml_file import read_yaml
+    from fedrepro.validate import with_defaults
+
+    with open(root / "config" / "config.yaml") as fh:
+        config = with_defaults(yaml.safe_load(fh) or {})
+    scale = scale or config["scale"]
+    out = Layout(scale, root)
+    table = build_run_table({**config, "scale": scale, "papers": known_papers()}, root / "config")
+    claims, specs = [], {}
+    for paper in known_papers():
+        if not out.ledger(paper).exists():
+            continue
+        figure_runs = {f.name: f.run_ids for f in table.paper_figures(paper)}
+        found = open_claims(paper, read_ledger(out.ledger(paper)),
+                            claim_runs(read_yaml(root / "config" / "claims" / f"{paper}.yaml"), figure_runs))
+        claims += found
+        specs.update({r: table.runs[r] for c in found for r in c.runs})
+    plan = make_plan(claims, specs, minutes_per_seed(job_costs(scale, root), specs), settings_of(config, scale))
+    write_plan(plan, out.results / FILE)
+    chosen = [c for c in plan["claims"] if c["planned"]]
+    return (f"{out.results / FILE}: {len(chosen)} of {len(plan['claims'])} claims open for want of seeds planned, "
+            f"{len(plan['runs'])} runs added, {plan['minutes']:.1f} of {plan['budget_minutes']:g} job minutes")
 
 
 def paper_docs(args: argparse.Namespace) -> list[str]:

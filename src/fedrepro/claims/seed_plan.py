@@ -1,0 +1,158 @@
+"""The adaptive seed plan: which claims the first look left open for want of seeds get more, and the runs that
+train them (config `seed_plan: adaptive`; the rule and why its error rates hold: claims/sequential.py,
+docs/claims.md "Two looks: seeds where the claims need them").
+
+make_plan is pure. A claim is planned when its ledger row has cause `seeds`, its `seeds_needed` is within reach
+of the scale's `max_seeds` (sequential.within_reach), every run it reads has a cost estimate, and its added seeds
+fit in what is left of the budget. Planned, every run it reads gets a run of the same settings that trains the
+seeds from its last one up to `max_seeds` (`first_seed`: the seeds already trained, which are reused; its own run
+id). The budget is job minutes, summed over jobs as `fedrepro cost` sums them: a run's estimate is its benchmark
+record's wall time per seed (minutes_per_seed), times the seeds added.
+
+Priority when the budget binds: the claim whose added seeds cost the fewest job minutes beyond what the plan
+already holds goes first (a run it shares with a planned claim costs nothing more), ties in the order the claims
+come (papers as listed, then the ledger's order). When the cheapest claim left does not fit, none does: every
+other costs at least as much, so the rest are over budget. This decides the most claims a budget allows when
+claims share no runs (the cheapest first), and it is deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from fedrepro.claims.causes import SEEDS
+from fedrepro.claims.sequential import ADAPTIVE, LOOKS, within_reach
+from fedrepro.experiments.runtable import run_id_of
+from fedrepro.utils.atomic import atomic_path
+
+FILE = "seed_plan.json"  # results/<scale>/seed_plan.json
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A scale's seed plan settings (config `seed_plan`, `max_seeds`, `seed_budget_minutes`)."""
+    mode: str
+    max_seeds: int
+    budget_minutes: float
+
+
+def settings_of(config: dict[str, Any], scale: str) -> Settings:
+    """The settings of `scale` from the validated top-level config (validate.with_defaults)."""
+    return Settings(config["seed_plan"], int(config["max_seeds"][scale]), float(config["seed_budget_minutes"][scale]))
+
+
+@dataclass(frozen=True)
+class OpenClaim:
+    """A claim the first look left open for want of seeds: its ledger's `seeds_needed` and the runs it reads."""
+    paper: str
+    claim: str
+    seeds_needed: str
+    runs: tuple[str, ...]
+
+    @property
+    def key(self) -> str:
+        return f"{self.paper}/{self.claim}"
+
+
+def open_claims(paper: str, ledger: pd.DataFrame, runs_of: dict[str, list[str]]) -> list[OpenClaim]:
+    """The rows of a paper's ledger (read_ledger: cells as text) whose cause is seeds, with the runs each claim
+    reads (`runs_of`: claim id -> the run ids of its figures at this scale), in the ledger's order."""
+    rows = ledger[ledger["cause"] == SEEDS]
+    return [OpenClaim(paper, row.claim_id, row.seeds_needed, tuple(sorted(runs_of.get(row.claim_id, []))))
+            for row in rows.itertuples()]
+
+
+def claim_runs(claims_cfg: dict[str, Any], figure_runs: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Claim id -> the run ids it reads: those of its figures made at this scale (`figure_runs`: figure name -> run
+    ids, RunTable's Figure.run_ids of the paper's figures), as the ledger reads them (ledger.Judge)."""
+    return {c["id"]: sorted({r for f in c.get("figures", []) for r in figure_runs.get(f, [])})
+            for c in claims_cfg["claims"]}
+
+
+def extension(spec: dict[str, Any], max_seeds: int) -> dict[str, Any]:
+    """The spec of the run that brings `spec`'s run to `max_seeds` seeds: the same settings, its seeds from the
+    first one the run has not trained (seeding.seeds_of: a seed's draws do not depend on its run)."""
+    return {**spec, "first_seed": spec.get("first_seed", 0) + spec["seeds"], "seeds": max_seeds - spec["seeds"]}
+
+
+def make_plan(claims: Iterable[OpenClaim], specs: dict[str, dict[str, Any]],
+              minutes_per_seed: dict[str, float], settings: Settings) -> dict[str, Any]:
+    """The plan (module docstring): per claim whether it is planned and why, per added run its spec, what it
+    extends, its seeds and its estimated job minutes. `specs`: run id -> resolved spec of every run the claims
+    read; `minutes_per_seed`: run id -> estimated job minutes per seed (a run without one blocks its claims)."""
+    claims = list(claims)
+    m = settings.max_seeds
+    verdicts: dict[str, tuple[bool, str]] = {}
+    candidates = []
+    for c in claims:
+        have = min((specs[r]["seeds"] for r in c.runs), default=m)
+        missing = [r for r in c.runs if specs[r]["seeds"] < m and not math.isfinite(minutes_per_seed.get(r, math.nan))]
+        if settings.mode != ADAPTIVE:
+            verdicts[c.key] = False, f"seed_plan {settings.mode}: one look"
+        elif not c.runs or have >= m:
+            verdicts[c.key] = False, f"its runs have {have} seeds, max_seeds {m}: nothing to add"
+        elif not within_reach(c.seeds_needed, have, m):
+            verdicts[c.key] = False, f"seeds_needed {c.seeds_needed} is not within max_seeds {m}"
+        elif missing:
+            verdicts[c.key] = False, f"no cost estimate for run {missing[0]} (no benchmark record of its paper's runs)"
+        else:
+            candidates.append(c)
+
+    def cost(c: OpenClaim, planned: set[str]) -> float:
+        return sum(minutes_per_seed[r] * (m - specs[r]["seeds"]) for r in c.runs
+                   if r not in planned and specs[r]["seeds"] < m)
+
+    planned: set[str] = set()
+    spent = 0.0
+    left = list(candidates)
+    while left:
+        best = min(left, key=lambda c: cost(c, planned))  # min keeps the first of equal costs: the claims' order
+        more = cost(best, planned)
+        if spent + more > settings.budget_minutes:
+            for c in left:
+                verdicts[c.key] = False, (f"over budget: {cost(c, planned):.1f} more job minutes, "
+                                          f"{settings.budget_minutes - spent:.1f} of {settings.budget_minutes:g} left")
+            break
+        planned.update(r for r in best.runs if specs[r]["seeds"] < m)
+        spent += more
+        verdicts[best.key] = True, (f"seeds_needed {best.seeds_needed} within max_seeds {m}: its runs brought to "
+                                    f"{m} seeds, {more:.1f} more job minutes")
+        left.remove(best)
+    runs = []
+    for r in sorted(planned):
+        spec = extension(specs[r], m)
+        runs.append({"run_id": run_id_of(spec), "extends": r, "first_seed": spec["first_seed"], "seeds": spec["seeds"],
+                     "minutes": round(minutes_per_seed[r] * spec["seeds"], 3),
+                     "claims": [c.key for c in claims if r in c.runs and verdicts[c.key][0]], "spec": spec})
+    return {"mode": settings.mode, "max_seeds": m, "budget_minutes": settings.budget_minutes,
+            "levels": {"first": LOOKS[0], "second": LOOKS[1]} if settings.mode == ADAPTIVE else {},
+            "minutes": round(spent, 3),
+            "claims": [{"paper": c.paper, "claim": c.claim, "seeds_needed": c.seeds_needed, "runs": list(c.runs),
+                        "planned": verdicts[c.key][0], "reason": verdicts[c.key][1]} for c in claims],
+            "runs": runs}
+
+
+def minutes_per_seed(costs: pd.DataFrame, specs: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """Job minutes per seed of each run in `specs`, from `fedrepro cost`'s job table (results/cost.py job_costs:
+    the train jobs' wall seconds, by run id): its own record's, else the median per seed of its paper's recorded
+    runs; absent where its paper has none."""
+    train = costs[(costs["rule"] == "train") & costs["job"].isin(list(specs))]
+    own = {job: wall / 60 / specs[job]["seeds"] for job, wall in zip(train["job"], train["wall_s"])}
+    by_paper: dict[str, list[float]] = {}
+    for rid, per_seed in own.items():
+        by_paper.setdefault(specs[rid].get("paper", ""), []).append(per_seed)
+    medians = {paper: float(pd.Series(values).median()) for paper, values in by_paper.items()}
+    return {rid: own.get(rid, medians.get(spec.get("paper", ""), math.nan)) for rid, spec in specs.items()
+            if rid in own or spec.get("paper", "") in medians}
+
+
+def write_plan(plan: dict[str, Any], path: Path) -> None:
+    """The plan as JSON, atomically (a failure leaves the file as it was)."""
+    with atomic_path(path, suffix=".json") as tmp:
+        tmp.write_text(json.dumps(plan, indent=2, sort_keys=False) + "\n")

@@ -1,0 +1,158 @@
+"""The adaptive seed plan (claims/seed_plan.py, claims/sequential.py): its levels, which claims it plans, within
+max_seeds and the budget, in what order, the runs it adds, and the file `fedrepro seed-plan` writes."""
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from fedrepro.claims.causes import REACH
+from fedrepro.claims.checks.inference import ALPHA
+from fedrepro.claims.seed_plan import OpenClaim, Settings, claim_runs, extension, make_plan, minutes_per_seed, \
+    open_claims
+from fedrepro.claims.sequential import ADAPTIVE, FIXED, LOOKS, MODES, level, within_reach
+from fedrepro.claims.support import MIN_UNITS
+from fedrepro.experiments.runtable import run_id_of
+from fedrepro.schemas import schema
+from fedrepro.seeding import seeds_of
+
+from sealed import seal
+
+CONFIG = Path(__file__).resolve().parents[2] / "config"
+
+
+def test_the_two_looks_spend_alpha_and_fixed_keeps_one_look_at_alpha():
+    assert level(FIXED, 1) == ALPHA
+    assert level(ADAPTIVE, 1) + level(ADAPTIVE, 2) <= ALPHA + 1e-12  # the union bound's condition
+    assert min(LOOKS) > 0
+    with pytest.raises(ValueError, match="one look"):
+        level(FIXED, 2)
+    with pytest.raises(ValueError, match="adaptive"):
+        level("sequential", 1)
+
+
+def test_the_settings_schema_lists_the_modes_and_bounds_max_seeds_by_the_rule():
+    properties = schema("config.schema.yaml")["properties"]
+    assert properties["seed_plan"]["enum"] == list(MODES) and properties["seed_plan"]["default"] == FIXED
+    bounds = schema("config.schema.yaml")["$defs"]["max_seeds"]
+    assert (bounds["minimum"], bounds["maximum"]) == (MIN_UNITS, REACH)  # seeds_needed reads a number up to REACH
+
+
+def test_a_claim_is_within_reach_only_with_a_number_of_seeds_up_to_max_seeds():
+    assert within_reach("4", 3, 10) and within_reach("10", 5, 10)
+    assert not within_reach("11", 3, 10)
+    assert not within_reach("not within reach", 3, 10) and not within_reach("unknown", 3, 10)
+    assert not within_reach("6", 10, 10)  # its runs already have max_seeds
+
+
+def _specs(**seeds):
+    return {r: {"paper": "p", "engine": "finite_sum", "algorithm": "a", "lr": 0.1, "seeds": n}
+            for r, n in seeds.items()}
+
+
+def test_the_plan_brings_each_run_of_a_planned_claim_to_max_seeds_and_no_further():
+    specs = _specs(r1=3, r2=3, r3=5, r4=3, r5=10)
+    claims = [OpenClaim("p", "A", "6", ("r1", "r2")), OpenClaim("p", "B", "10", ("r2", "r3")),
+              OpenClaim("p", "C", "12", ("r4",)), OpenClaim("p", "D", "not within reach", ("r4",)),
+              OpenClaim("p", "E", "11", ("r5",))]
+    plan = make_plan(claims, specs, {r: 1.0 for r in specs}, Settings(ADAPTIVE, 10, 1000.0))
+    by = {c["claim"]: c for c in plan["claims"]}
+    assert [c for c in by if by[c]["planned"]] == ["A", "B"]
+    assert "not within max_seeds 10" in by["C"]["reason"] and "not within" in by["D"]["reason"]
+    assert "nothing to add" in by["E"]["reason"]
+    added = {r["extends"]: r for r in plan["runs"]}
+    assert set(added) == {"r1", "r2", "r3"}  # r2 shared by A and B: one run added
+    for rid, run in added.items():
+        assert specs[rid]["seeds"] + run["seeds"] == 10  # max_seeds exactly
+        assert seeds_of(run["spec"]) == list(range(specs[rid]["seeds"], 10))  # the seeds not yet trained
+        assert run["run_id"] == run_id_of(run["spec"]) != run_id_of(specs[rid])
+    assert added["r2"]["claims"] == ["p/A", "p/B"]
+    assert plan["minutes"] == pytest.approx(7 + 7 + 5)
+
+
+def test_the_plan_keeps_within_the_budget_cheapest_claim_first_and_a_shared_run_costs_nothing_more():
+    specs = _specs(rx=3, ry=3, rz=3)
+    minutes = {"rx": 3.0, "ry": 1.0, "rz": 1.0}  # per seed: X costs 21 job minutes, Y and Z 7 each
+    claims = [OpenClaim("p", "X", "5", ("rx",)), OpenClaim("p", "Y", "5", ("ry",)), OpenClaim("p", "Z", "5", ("rz",)),
+              OpenClaim("p", "W", "9", ("ry",))]  # W reads Y's run only
+    plan = make_plan(claims, specs, minutes, Settings(ADAPTIVE, 10, 10.0))
+    by = {c["claim"]: c for c in plan["claims"]}
+    # Y and Z tie at 7: Y comes first; W then costs nothing; Z no longer fits in the 3 minutes left, nor X
+    assert [c for c in by if by[c]["planned"]] == ["Y", "W"]
+    assert plan["minutes"] == pytest.approx(7.0)
+    assert "over budget: 7.0 more job minutes, 3.0 of 10 left" in by["Z"]["reason"]
+    assert "over budget: 21.0" in by["X"]["reason"]
+    assert sum(r["minutes"] for r in plan["runs"]) <= 10.0
+    # a larger budget takes X too, after the cheaper ones
+    assert all(c["planned"] for c in make_plan(claims, specs, minutes, Settings(ADAPTIVE, 10, 35.0))["claims"])
+
+
+def test_no_plan_in_fixed_mode_and_no_guess_for_a_run_without_a_cost():
+    specs = _specs(r1=3, r2=3)
+    claims = [OpenClaim("p", "A", "5", ("r1",)), OpenClaim("p", "B", "5", ("r2",))]
+    fixed = make_plan(claims, specs, {"r1": 1.0, "r2": 1.0}, Settings(FIXED, 10, 100.0))
+    assert not fixed["runs"] and all("one look" in c["reason"] for c in fixed["claims"])
+    blocked = make_plan(claims, specs, {"r1": 1.0}, Settings(ADAPTIVE, 10, 100.0))
+    assert [c["planned"] for c in blocked["claims"]] == [True, False]
+    assert "no cost estimate for run r2" in blocked["claims"][1]["reason"]
+
+
+def test_minutes_per_seed_from_a_runs_own_record_else_its_papers_median():
+    specs = {"a": {"paper": "p", "seeds": 3}, "b": {"paper": "p", "seeds": 5}, "c": {"paper": "p", "seeds": 3},
+             "d": {"paper": "q", "seeds": 3}}
+    costs = pd.DataFrame({"rule": ["train", "train", "plot"], "job": ["a", "b", "c"], "wall_s": [180.0, 600.0, 60.0]})
+    per_seed = minutes_per_seed(costs, specs)
+    assert per_seed["a"] == pytest.approx(1.0) and per_seed["b"] == pytest.approx(2.0)
+    assert per_seed["c"] == pytest.approx(1.5)  # no train record: the median of p's runs
+    assert "d" not in per_seed  # no record of q's runs: no estimate
+
+
+def test_open_claims_are_the_rows_whose_cause_is_seeds_with_the_runs_of_their_figures():
+    ledger = pd.DataFrame({"claim_id": ["A", "B", "C"], "cause": ["seeds", "check", "seeds"],
+                           "seeds_needed": ["6", "", "unknown"]})
+    runs = claim_runs({"claims": [{"id": "A", "figures": ["f1", "f2"]}, {"id": "B", "figures": ["f1"]},
+                                  {"id": "C", "figures": ["f3"]}]}, {"f1": ["r2", "r1"], "f2": ["r1", "r3"]})
+    assert runs == {"A": ["r1", "r2", "r3"], "B": ["r1", "r2"], "C": []}
+    found = open_claims("p", ledger, runs)
+    assert [(c.claim, c.seeds_needed, c.runs) for c in found] == [("A", "6", ("r1", "r2", "r3")), ("C", "unknown", ())]
+
+
+def test_extension_starts_after_a_runs_own_first_seed():
+    spec = {"seeds": 2, "first_seed": 100, "lr": 0.1}
+    assert seeds_of(extension(spec, 5)) == [102, 103, 104]
+
+
+def test_fedrepro_seed_plan_writes_the_plan_of_the_sealed_ledgers(tmp_path):
+    from fedrepro.cli import seed_plan_file
+    from fedrepro.experiments.runtable import build_run_table
+    from fedrepro.layout import Layout
+    from fedrepro.validate import with_defaults
+
+    shutil.copytree(CONFIG, tmp_path / "config")
+    settings = {"scale": "smoke", "seed_plan": ADAPTIVE, "max_seeds": {"smoke": 4}, "seed_budget_minutes": {"smoke": 5}}
+    (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(settings))
+    claim = yaml.safe_load((CONFIG / "claims" / "fedpage.yaml").read_text())["claims"][0]
+    table = build_run_table({**with_defaults(settings), "papers": ["fedpage"]}, tmp_path / "config")
+    runs = sorted({r for f in claim["figures"] for r in table.figure("fedpage", f).run_ids})
+    out = Layout("smoke", tmp_path)
+    out.ledger("fedpage").parent.mkdir(parents=True)
+    pd.DataFrame({"claim_id": [claim["id"]], "status": ["INCONCLUSIVE"], "cause": ["seeds"],
+                  "seeds_needed": ["3"]}).to_csv(out.ledger("fedpage"), index=False)
+    seal(out.ledger("fedpage"))
+    for rid in runs:  # 6 s a seed
+        bench = out.logs / "benchmarks" / "train" / f"{rid}.tsv"
+        bench.parent.mkdir(parents=True, exist_ok=True)
+        bench.write_text(f"s\tcpu_time\n{6.0 * table.runs[rid]['seeds']}\t1\n")
+
+    said = seed_plan_file(None, tmp_path)
+    plan = json.loads((out.results / "seed_plan.json").read_text())
+    assert said.startswith(str(out.results / "seed_plan.json")) and "1 of 1 claims" in said
+    assert plan["claims"][0]["planned"] and plan["claims"][0]["runs"] == runs
+    assert sorted(r["extends"] for r in plan["runs"]) == [r for r in runs if table.runs[r]["seeds"] < 4]
+    assert all(table.runs[r["extends"]]["seeds"] + r["seeds"] == 4 for r in plan["runs"])
+    assert plan["minutes"] == pytest.approx(sum(0.1 * r["seeds"] for r in plan["runs"]))
+    assert math.isclose(plan["levels"]["first"] + plan["levels"]["second"], ALPHA)
