@@ -21,6 +21,7 @@ from fedrepro.algorithms.probabilistic_agents import ACTIVATION_KINDS, Sampling
 from fedrepro.algorithms.fedcluster import CLUSTER_ORDERS, FC_LR_RULES
 from fedrepro.algorithms.fedvr import ETA_SCHEDULES
 from fedrepro.asynchrony import PROTOCOLS, SPEED_MODELS
+from fedrepro.claims.sequential import MODES
 from fedrepro.data.formats.insurance import HEADER as INSURANCE_COLUMNS
 from fedrepro.data.multiview import CHANNEL_MODES
 from fedrepro.data.partitions import REMAINDERS
@@ -71,6 +72,7 @@ REGISTRY_ENUMS: list[tuple[str, str, str, Any]] = [
     ("variants", "properties/scale", SAME, SCALES),
     ("variants", "properties/select/properties/goal", SAME, GOALS),  # variants/tune.py
     ("config", "properties/device", SAME, DEVICES),  # experiments/__init__.py (engines/context.py resolve_device)
+    ("config", "properties/seed_plan", SAME, MODES),  # claims/sequential.py
     # -- paper.schema.yaml (config/papers/<paper>.yaml)
     ("paper", "$defs/plot/properties/kind", SAME, PLOT_KINDS),
     ("paper", "$defs/mc_error_plot/properties/kind", SAME, MC_LINES_KINDS),  # the kinds plots/mc_lines.py draws

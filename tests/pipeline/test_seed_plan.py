@@ -14,10 +14,10 @@ from fedrepro.claims.causes import REACH
 from fedrepro.claims.checks.inference import ALPHA
 from fedrepro.claims.seed_plan import OpenClaim, Settings, claim_runs, extension, make_plan, minutes_per_seed, \
     open_claims
-from fedrepro.claims.sequential import ADAPTIVE, FIXED, LOOKS, MODES, level, within_reach
+from fedrepro.claims.sequential import ADAPTIVE, FIXED, LOOKS, level, within_reach
 from fedrepro.claims.support import MIN_UNITS
 from fedrepro.experiments.runtable import run_id_of
-from fedrepro.schemas import schema
+from fedrepro.schemas import SCALES, schema
 from fedrepro.seeding import seeds_of
 
 from sealed import seal
@@ -35,11 +35,13 @@ def test_the_two_looks_spend_alpha_and_fixed_keeps_one_look_at_alpha():
         level("sequential", 1)
 
 
-def test_the_settings_schema_lists_the_modes_and_bounds_max_seeds_by_the_rule():
-    properties = schema("config.schema.yaml")["properties"]
-    assert properties["seed_plan"]["enum"] == list(MODES) and properties["seed_plan"]["default"] == FIXED
-    bounds = schema("config.schema.yaml")["$defs"]["max_seeds"]
+def test_the_settings_schema_bounds_max_seeds_by_the_rule_for_every_scale():
+    config = schema("config.schema.yaml")
+    assert config["properties"]["seed_plan"]["default"] == FIXED  # make reproduce keeps one look
+    bounds = config["$defs"]["max_seeds"]
     assert (bounds["minimum"], bounds["maximum"]) == (MIN_UNITS, REACH)  # seeds_needed reads a number up to REACH
+    for key in ("max_seeds", "seed_budget_minutes"):
+        assert tuple(config["properties"][key]["properties"]) == SCALES == tuple(config["properties"][key]["default"])
 
 
 def test_a_claim_is_within_reach_only_with_a_number_of_seeds_up_to_max_seeds():
