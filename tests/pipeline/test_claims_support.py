@@ -108,19 +108,21 @@ def test_bootstrap_is_deterministic_and_seeded():
     assert sum(n for _, n in data.resamples(200, SEED, "f")) == 200
 
 
-def test_a_variance_across_runs_is_tested_on_the_runs_not_by_its_bootstrap():
-    """A variance across runs (var_final, the var series) is tested on the runs (support.tests_runs: p-values, no
-    bootstrap); read with other statistics, untested, its bootstrap (measured above 5% false PASS) cannot decide
-    it: INCONCLUSIVE, however far apart the data, with cause `check`."""
+def test_a_statistic_tested_on_the_runs_is_not_decided_by_its_bootstrap():
+    """A variance across runs (var_final, the var series) and a mean error are tested on the runs
+    (support.tests_runs: p-values, no bootstrap), alone or together; read with a statistic that is not, untested,
+    the bootstrap cannot decide it: INCONCLUSIVE, however far apart the data, with cause `check`."""
     series = {**{k: v for k, v in MC.items() if k != "stats"}, "check": "series_ratio", "window": [1, 20]}
-    for claim in ({**MC, "stats": ["var_final"]}, series):
+    for claim in ({**MC, "stats": ["var_final"]}, series, {**MC, "stats": ["mean_err_final"]},
+                  {**MC, "stats": ["mean_err_final", "var_final"]}):
         row = _mc_ledger(_mc(100.0), claim)
-        assert row["status"] == "PASS" and row["p_pass"] < 0.05 and "Brown-Forsythe" in row["error_rate"], row
+        assert row["status"] == "PASS" and row["p_pass"] < 0.05 and "over Monte Carlo runs" in row["error_rate"], row
         assert math.isnan(row["support"])
-    row = _mc_ledger(_mc(100.0), {**MC, "stats": ["mean_err_final", "var_final"]})
-    assert row["status"] == "INCONCLUSIVE" and row["cause"] == "check", row
-    assert "var_final" in row["note"] and "PASS on the full data" in row["note"]
-    assert _mc_ledger(_mc(100.0), {**MC, "stats": ["mean_err_final"]})["status"] == "PASS"
+    for stats in (["cep_full", "var_final"], ["mean_err_final", "cep_full"]):
+        row = _mc_ledger(_mc(100.0), {**MC, "stats": stats})
+        assert row["status"] == "INCONCLUSIVE" and row["cause"] == "check", row
+        tested = ({"var_final", "mean_err_final"} & set(stats)).pop()
+        assert tested in row["note"] and "PASS on the full data" in row["note"]
 
 
 def test_a_resample_draws_whole_seeds_with_replacement_and_renumbers_them():

@@ -14,13 +14,14 @@ Two kinds of check (docs/claims.md, "The decision rule"):
   least DECIDE = 1 - ALPHA = 95% of the resamples agree (the one-sided 95% percentile-bootstrap bound on the
   verdict's side); otherwise INCONCLUSIVE, "not decided by N seeds (support x%)". Its error rate is not
   calibrated: the ledger says so (ERROR_RATES). These are the statistics over fedvr's Monte Carlo runs (a CEP
-  radius, a mean error), which have no per-run value to pair.
-- A variance across fedvr's Monte Carlo runs (checks/monte_carlo.py VARIANCES) is tested on the runs
-  (tests_runs: inference.spread_below, Brown-Forsythe, paired by run), kind "test" as for TESTED, with its
-  own error rate (ERROR_RATES "runs"; docs/claims.md, "Calibration"). Its percentile bootstrap was measured
-  too narrow (false PASS 9-10% at 20 runs): a claim that reads a variance without testing it (unbacked: with
-  other statistics in one compare_mc, or as compare_with_paper's or mc_stat_within's stat) is INCONCLUSIVE
-  whatever its support (kind "unbacked"), its measurement shown for information.
+  radius, a time to target), which have no per-run value to pair.
+- A statistic over fedvr's Monte Carlo runs that a check tests on the runs (checks/monte_carlo.py ON_RUNS: a
+  variance by inference.spread_below, Brown-Forsythe; a mean error by the paired t-test of the runs' errors) is
+  decided so (tests_runs), kind "test" as for TESTED, with its own error rate (ERROR_RATES "runs"; docs/claims.md,
+  "Calibration"). The percentile bootstrap of a variance was measured too narrow (false PASS 9-10% at 20 runs): a
+  claim that reads such a statistic without testing it (unbacked: with untested statistics in one compare_mc, or
+  as compare_with_paper's stat) is INCONCLUSIVE whatever its support (kind "unbacked"), its measurement shown for
+  information.
 
 With fewer than MIN_UNITS = 3 units there is no test and no bootstrap (the calibration starts at 3; 2
 seeds give 3 distinct resamples, one of which is each seed alone). A claim's own `min_seeds` (e.g. 10
@@ -42,7 +43,7 @@ import numpy as np
 
 from fedrepro.claims.checks import CHECKS, NOT_RESAMPLED, TESTED, UNITS, Result
 from fedrepro.claims.checks.inference import ALPHA
-from fedrepro.claims.checks.monte_carlo import VARIANCES
+from fedrepro.claims.checks.monte_carlo import ON_RUNS
 from fedrepro.claims.data import ClaimData
 from fedrepro.verdicts import FAIL, INCONCLUSIVE, PASS
 
@@ -55,37 +56,37 @@ ERROR_RATES = {
     "test": f"<= {ALPHA:.0%} (paired t / sign / exact rank test; IUT, Holm)",
     "equivalence": f"<= {ALPHA:.0%} (TOST of paired t / sign tests; IUT, Holm)",
     "bootstrap": f"uncalibrated (bootstrap, {DECIDE:.0%} agreement)",
-    "runs": f"<= {ALPHA:.0%} (paired Brown-Forsythe t-test over Monte Carlo runs; IUT, Holm)",
+    "runs": f"<= {ALPHA:.0%} (paired t / Brown-Forsythe test over Monte Carlo runs; IUT, Holm)",
     "unbacked": f"above {ALPHA:.0%} (bootstrap, measured): no verdict",
 }
 SERIES_CHECKS = ("series_ratio", "series_trend")  # checks whose `series` defaults to var
-TESTS_RUNS = ("compare_mc of var_final alone, series_ratio and series_trend of the var series: a variance across "
-              "Monte Carlo runs, tested on the runs (paired Brown-Forsythe)")  # for the ledger's record
+TESTS_RUNS = ("; ".join(f"{check}: {', '.join(stats)}" for check, stats in ON_RUNS.items())
+              + " (statistics over Monte Carlo runs tested on the runs)")  # for the ledger's record
+RUN_STATS = frozenset(s for stats in ON_RUNS.values() for s in stats)  # a statistic some check tests on the runs
 
 
-def _variances(check: str, params: dict) -> tuple[set[str], set[str]]:
-    """(the variances a Monte Carlo claim reads, everything it reads): a check's `stats`, `stat` or `series`."""
-    read = {*params.get("stats", ()), params.get("stat"),
+def _read(check: str, params: dict) -> set[str]:
+    """What a Monte Carlo claim reads: its check's `stats`, `stat` or `series`."""
+    return {*params.get("stats", ()), params.get("stat"),
             params.get("series", "var") if check in SERIES_CHECKS else None} - {None}
-    return read & set(VARIANCES), read
 
 
 def tests_runs(check: str, params: dict) -> bool:
-    """Whether a Monte Carlo claim's check tests its runs (a Test in every cell, checks/monte_carlo.py): it reads
-    variances only, through compare_mc or a series check."""
-    variances, read = _variances(check, params)
-    return check in ("compare_mc", *SERIES_CHECKS) and bool(variances) and variances == read
+    """Whether a Monte Carlo claim's check tests its runs (a Test in every cell, checks/monte_carlo.py): every
+    statistic it reads is one its check tests on the runs (ON_RUNS)."""
+    read = _read(check, params)
+    return bool(read) and read <= set(ON_RUNS.get(check, ()))
 
 
 def unbacked(check: str, params: dict) -> str:
-    """Why a bootstrapped claim's verdict cannot be backed ("" when it can): it reads a variance across runs that
-    its check does not test (tests_runs), whose bootstrap's false PASS rate is above ALPHA."""
-    variances, _ = _variances(check, params)
-    if not variances or tests_runs(check, params):
+    """Why a bootstrapped claim's verdict cannot be backed ("" when it can): it reads a statistic that a check
+    tests on the runs (RUN_STATS) without testing it (tests_runs), whose bootstrap is not calibrated for it."""
+    untested = _read(check, params) & RUN_STATS
+    if not untested or tests_runs(check, params):
         return ""
-    return (f"{', '.join(sorted(variances))} read with other statistics (or as {check}'s stat) is not tested on the "
-            f"runs, and its bootstrap's false PASS rate is above {ALPHA:.0%} (docs/claims.md, Calibration): no "
-            f"verdict; a claim of its own (compare_mc) tests it")
+    return (f"{', '.join(sorted(untested))} read with statistics not tested on the runs (or as {check}'s stat) is "
+            f"not tested on the runs, and a bootstrap's rate is not backed for it (docs/claims.md, Calibration): no "
+            f"verdict; a claim of its own tests it")
 
 
 @dataclass(frozen=True)
