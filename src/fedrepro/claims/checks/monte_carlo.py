@@ -11,6 +11,7 @@ a cell's outcome by their values, which the ledger's bootstrap qualifies where i
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Literal
 
 import numpy as np
@@ -58,10 +59,32 @@ def _finals(sa: dict[str, np.ndarray], sb: dict[str, np.ndarray], name: str) -> 
     return _paired(sa, sb, name, ALL, column=-1)
 
 
+def _auc_below(sa: dict[str, np.ndarray], sb: dict[str, np.ndarray], factor: float) -> Test:
+    """The Test of auc(a) < factor x auc(b) (auc: the mean over x after the first of log10 of the mean error over
+    the runs, results.summaries): Tukey's delete-one jackknife, paired by run, of factor x auc(b) - auc(a), whose
+    pseudo-values the t-test of effect_test judges. auc is a smooth function of the runs' mean errors, for which
+    the jackknife t-test is approximate; its rates are measured (docs/claims.md, Calibration)."""
+    ea, eb = _paired(sa, sb, "err", ALL)
+    later = sa["x"] > sa["x"][0]
+    n = len(ea)
+
+    def auc(means: np.ndarray) -> np.ndarray:
+        return np.mean(np.log10(np.maximum(means[..., later], 1e-300)), axis=-1)
+
+    def leave_one_out(err: np.ndarray) -> np.ndarray:  # (runs, x): the mean error without each run
+        return (err.sum(axis=0) - err) / max(n - 1, 1)
+
+    whole = factor * auc(eb.mean(axis=0)) - auc(ea.mean(axis=0))
+    pseudo = n * whole - (n - 1) * (factor * auc(leave_one_out(eb)) - auc(leave_one_out(ea)))
+    test = effect_test(pseudo)
+    return replace(test, how=f"jackknife {test.how}".strip())
+
+
 # compare_mc's statistics tested on the runs: stat -> the Test of stat(a) < factor x stat(b) from the two curves
 RUN_TESTS = {
     "var_final": lambda sa, sb, factor: spread_below(*_finals(sa, sb, "cost"), factor),  # the final costs' spread
     "mean_err_final": lambda sa, sb, factor: mean_below(*_finals(sa, sb, "err"), factor),  # the final errors' mean
+    "auc": _auc_below,
 }
 # mc_stat_within's statistics tested on the runs: stat -> each run's reference of its final error (the bound is
 # on mean_err(K) / mean of the references): 1 for mean_err_final, the run's error at the first x for rel_err_final
