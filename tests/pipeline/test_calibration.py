@@ -83,6 +83,17 @@ def test_a_variance_across_monte_carlo_runs_is_decided_within_the_rate():
     assert (rates["false_fail"] <= bound(VERDICT_POOL)).all(), rates
 
 
+def test_a_mean_error_over_monte_carlo_runs_is_decided_within_the_rate():
+    """fedvr's mean errors, tested on the runs and judged as the ledger does, at the fewest runs its claims decide
+    with (10), normal noise: compare_mc of mean_err_final (paired t) and auc (paired jackknife t) with equal scales,
+    and mc_stat_within's bound on rel_err_final with the mean error exactly at it, read PASS, and each 2% on the
+    claim's side FAIL, within the rate."""
+    kinds = ("compare_mc mean_err_final", "compare_mc auc", "mc_stat_within")
+    rates = verdict_rates(kinds, noises=("normal",), units=(10,), pool=VERDICT_POOL, seed=12, power=False)
+    assert (rates["false_pass"] <= bound(VERDICT_POOL)).all(), rates
+    assert (rates["false_fail"] <= bound(VERDICT_POOL)).all(), rates
+
+
 def test_an_equivalence_claim_reads_pass_and_fail_within_the_stated_rate_over_cells():
     """TOST at its margin's edge, each rate's worst case (calibration.EQUIVALENT): false PASS with one cell's
     effect exactly at a wide margin, false FAIL with every cell's effect exactly at a narrow one."""

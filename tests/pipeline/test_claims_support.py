@@ -95,7 +95,7 @@ def test_bootstrap_is_deterministic_and_seeded():
     table = _mc(1.0)  # a and b alike: the CEP radii's order turns on the draw
     first, again = _mc_ledger(table, MC), _mc_ledger(table.copy(), MC)
     pd.testing.assert_series_equal(first, again)
-    assert first["error_rate"].startswith("uncalibrated") and math.isnan(first["p_pass"])
+    assert "measured (bootstrap" in first["error_rate"] and math.isnan(first["p_pass"])
     data = ClaimData(table, MC_LABELS)
     params = {k: v for k, v in MC.items() if k != "check"}
     result = __import__("fedrepro.claims.checks", fromlist=["CHECKS"]).CHECKS["compare_mc"](data, **params)
@@ -108,19 +108,21 @@ def test_bootstrap_is_deterministic_and_seeded():
     assert sum(n for _, n in data.resamples(200, SEED, "f")) == 200
 
 
-def test_a_variance_across_runs_is_tested_on_the_runs_not_by_its_bootstrap():
-    """A variance across runs (var_final, the var series) is tested on the runs (support.tests_runs: p-values, no
-    bootstrap); read with other statistics, untested, its bootstrap (measured above 5% false PASS) cannot decide
-    it: INCONCLUSIVE, however far apart the data, with cause `check`."""
+def test_a_statistic_tested_on_the_runs_is_not_decided_by_its_bootstrap():
+    """A variance across runs (var_final, the var series) and a mean error are tested on the runs
+    (support.tests_runs: p-values, no bootstrap), alone or together; read with a statistic that is not, untested,
+    the bootstrap cannot decide it: INCONCLUSIVE, however far apart the data, with cause `check`."""
     series = {**{k: v for k, v in MC.items() if k != "stats"}, "check": "series_ratio", "window": [1, 20]}
-    for claim in ({**MC, "stats": ["var_final"]}, series):
+    for claim in ({**MC, "stats": ["var_final"]}, series, {**MC, "stats": ["mean_err_final"]},
+                  {**MC, "stats": ["mean_err_final", "var_final"]}):
         row = _mc_ledger(_mc(100.0), claim)
-        assert row["status"] == "PASS" and row["p_pass"] < 0.05 and "Brown-Forsythe" in row["error_rate"], row
+        assert row["status"] == "PASS" and row["p_pass"] < 0.05 and "over Monte Carlo runs" in row["error_rate"], row
         assert math.isnan(row["support"])
-    row = _mc_ledger(_mc(100.0), {**MC, "stats": ["mean_err_final", "var_final"]})
-    assert row["status"] == "INCONCLUSIVE" and row["cause"] == "check", row
-    assert "var_final" in row["note"] and "PASS on the full data" in row["note"]
-    assert _mc_ledger(_mc(100.0), {**MC, "stats": ["mean_err_final"]})["status"] == "PASS"
+    for stats in (["cep_full", "var_final"], ["mean_err_final", "cep_full"]):
+        row = _mc_ledger(_mc(100.0), {**MC, "stats": stats})
+        assert row["status"] == "INCONCLUSIVE" and row["cause"] == "check", row
+        tested = ({"var_final", "mean_err_final"} & set(stats)).pop()
+        assert tested in row["note"] and "PASS on the full data" in row["note"]
 
 
 def test_a_resample_draws_whole_seeds_with_replacement_and_renumbers_them():
@@ -169,7 +171,7 @@ def test_a_result_that_no_resample_changes_has_no_support():
     assert row["status"] == "PASS" and row["p_pass"] == 0.0
     # the verdict is the same in every resample, the values are not: a bootstrap's support, not NA
     row = _mc_ledger(_mc(100.0), MC)
-    assert row["status"] == "PASS" and row["support"] == 1.0 and row["error_rate"].startswith("uncalibrated")
+    assert row["status"] == "PASS" and row["support"] == 1.0 and "measured (bootstrap" in row["error_rate"]
 
 
 @pytest.mark.parametrize("status, share, against, expected", [
@@ -200,3 +202,39 @@ def test_the_deciding_margin_has_the_sign_of_the_verdict():
     assert deciding_margin(margins, "most") == 0.1
     assert deciding_margin(margins, "fraction", 0.5) == 0.3
     assert math.isnan(deciding_margin([]))
+
+
+def test_a_bootstrapped_monte_carlo_statistic_needs_a_measured_rate():
+    """A statistic over Monte Carlo runs that no check tests on the runs keeps its bootstrap only where its measured
+    rates (support.MEASURED, one statistic, compare_mc) lie within 5% plus 2.5 binomial standard errors of the
+    claims measured; the ledger then states them. Above it, not measured (compare_with_paper with bounds, a series
+    of mean errors), or read with other statistics: no verdict."""
+    from fedrepro.claims import support
+    from fedrepro.results.summaries import MC_STATISTICS
+
+    limit = 0.05 + 2.5 * math.sqrt(0.05 * 0.95 / support.MEASURED_CLAIMS)  # written here, not read from the rule
+    assert support.LIMIT == pytest.approx(limit)
+    for stat in MC_STATISTICS:
+        params = {"stats": [stat]}
+        if support.tests_runs("compare_mc", params):
+            assert stat not in support.MEASURED and not support.unbacked("compare_mc", params)
+            continue
+        backed = stat in support.MEASURED and max(support.MEASURED[stat]) <= limit
+        assert (support.unbacked("compare_mc", params) == "") is backed, stat
+        assert (support.stated_rate("compare_mc", params) != "") is backed, stat
+    assert support.unbacked("compare_mc", {"stats": ["cep_full", "cep_2d"]})  # together: not measured
+    assert support.unbacked("compare_with_paper", {"stat": "cep_2d", "within": 3.0, "min_ratio": 1.5})
+    assert support.unbacked("series_ratio", {"series": "mean_err"})
+    assert not support.unbacked("mc_stat_within", {"stat": "f_star"})  # the same in every run: nothing to back
+
+
+def test_the_ledger_states_the_measured_rate_or_gives_no_verdict():
+    from fedrepro.claims import support
+
+    for stat, rates in support.MEASURED.items():
+        row = _mc_ledger(_mc(100.0), {**MC, "stats": [stat], "target": 2 * 0.8 ** 8})  # a reaches it, b does not
+        if max(rates) <= support.LIMIT:
+            assert row["status"] == "PASS" and row["error_rate"].startswith("<= ") and "measured" in row["error_rate"]
+        else:
+            assert row["status"] == "INCONCLUSIVE" and row["cause"] == "check" and stat in row["note"], row
+            assert "PASS on the full data" in row["note"] and row["error_rate"].startswith("not backed")

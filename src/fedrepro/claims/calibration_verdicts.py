@@ -31,6 +31,7 @@ from fedrepro.claims import support as rule
 from fedrepro.claims.calibration import NOISES, POWER, SMALL, noise
 from fedrepro.claims.checks import CHECKS
 from fedrepro.claims.data import ClaimData
+from fedrepro.results.summaries import MC_STATISTICS
 from fedrepro.verdicts import FAIL, PASS
 
 K = 20  # rounds of a synthetic Monte Carlo run
@@ -107,18 +108,17 @@ def _osc_rows(effect: float, seeds: int, noise_kind: str, rng: np.random.Generat
     return rows
 
 
+def _pair(truth: float, runs: int, noise_kind: str, rng: np.random.Generator) -> list[dict]:
+    """a at scale 1, b at `truth` (DECAY): one `make` for every compare_mc kind, so that they share their draws."""
+    return two_curves(truth)(runs, noise_kind, rng)
+
+
+TARGET = 2 * 0.8 ** 8  # t_target's target: the population mean error of a at k = 8
+
 VERDICTS: dict[str, Verdicts] = {
-    # fedvr C3a, C10b: var_final(a) < var_final(b)
-    "compare_mc var_final": _mc("compare_mc", lambda t, n, q, rng: two_curves(t)(n, q, rng), stats=["var_final"], **AB),
-    # fedvr C1, C2: mean error at K, mean log10 error, first k at the target
-    "compare_mc mean_err_final auc t_target": _mc(
-        "compare_mc", lambda t, n, q, rng: two_curves(t)(n, q, rng), stats=["mean_err_final", "auc", "t_target"],
-        target=2 * 0.8 ** 8, **AB),
-    # fedvr C6b, C7b, C8: CEP in R^5
-    "compare_mc cep_full": _mc("compare_mc", lambda t, n, q, rng: two_curves(t)(n, q, rng), stats=["cep_full"], **AB),
-    # fedvr C9: ||mean theta_K - theta*|| and the mean error at K
-    "compare_mc opt_dist mean_err_final": _mc("compare_mc", lambda t, n, q, rng: two_curves(t)(n, q, rng),
-                                              stats=["opt_dist", "mean_err_final"], **AB),
+    # fedvr's compare_mc claims, one statistic each (C1, C2, C10a, C11: mean_err_final, auc, t_target; C3a, C10b,
+    # C11b: var_final; C6b, C7b: cep_full; C8: cep_2d; C9: opt_dist, mean_err_final): stat(a) < stat(b)
+    **{f"compare_mc {s}": _mc("compare_mc", _pair, stats=[s], target=TARGET, **AB) for s in MC_STATISTICS},
     # fedvr C6, C7: cep_2d(a) < cep_2d(b) beside the paper's values
     "compare_with_paper": _mc("compare_with_paper", lambda t, n, q, rng: two_curves(t)(n, q, rng), stat="cep_2d",
                               paper={"a": 1.0, "b": 2.0}, **AB),
@@ -156,11 +156,11 @@ VERDICTS: dict[str, Verdicts] = {
 TESTED_RUNS = tuple(k for k, v in VERDICTS.items() if rule.tests_runs(v.check, v.params))
 
 
-def verdict(spec: Verdicts, rows: list[dict]) -> str:
-    """The ledger's verdict on a claim of `spec` over `rows` (ledger.Judge: check, support, decide)."""
-    data = ClaimData(pd.DataFrame(rows), list(spec.labels))
+def verdict(spec: Verdicts, data: ClaimData) -> str:
+    """The ledger's verdict on a claim of `spec` over `data` (ledger.Judge: check, support, decide), its bootstrap
+    run whether or not support.MEASURED backs it (what is measured here)."""
     result = CHECKS[spec.check](data, **spec.params)
-    support = rule.bootstrap(spec.check, data, spec.params, result, "f")
+    support = rule.bootstrap(spec.check, data, spec.params, result, "f", measure=True)
     return rule.decide(result.status, support, spec.min_seeds)[0]
 
 
@@ -168,19 +168,25 @@ def verdict_rates(kinds=tuple(VERDICTS), noises=NOISES, units: tuple[int, ...] |
                   seed: int = 48, power: bool = True) -> pd.DataFrame:
     """One row per (kind, noise, units): false_pass (the truth at its boundary, PASS), false_fail (a small true
     effect, FAIL) and, with `power`, power_<effect> (PASS), each a share of `pool` claims judged as the ledger
-    does."""
+    does. Kinds with the same data (`make`, units, labels, effects: the compare_mc kinds) judge the same draws,
+    each drawn once, so that its summaries and bootstrap resamples are computed once for all of them."""
     rng = np.random.default_rng(seed)
-    rows = []
+    groups: dict[tuple, list[str]] = {}
     for name in kinds:
         spec = VERDICTS[name]
-        boundary, small, powers = spec.effects
+        groups.setdefault((spec.make, spec.units, spec.labels, spec.effects), []).append(name)
+    rows = []
+    for (make, kind_units, labels, (boundary, small, powers)), names in groups.items():
         rates = [("false_pass", boundary, PASS), ("false_fail", small, FAIL)]
         rates += [(f"power_{e:g}", e, PASS) for e in powers] if power else []
         for noise_kind in noises:
-            for n in spec.units if units is None else units:
-                row = {"kind": name, "noise": noise_kind, "units": n}
+            for n in kind_units if units is None else units:
+                hits = {name: {column: 0 for column, _, _ in rates} for name in names}
                 for column, truth, wanted in rates:
-                    row[column] = float(np.mean([verdict(spec, spec.make(truth, n, noise_kind, rng)) == wanted
-                                                 for _ in range(pool)]))
-                rows.append(row)
+                    for _ in range(pool):
+                        data = ClaimData(pd.DataFrame(make(truth, n, noise_kind, rng)), list(labels))
+                        for name in names:
+                            hits[name][column] += verdict(VERDICTS[name], data) == wanted
+                rows += [{"kind": name, "noise": noise_kind, "units": n,
+                          **{column: count / pool for column, count in hits[name].items()}} for name in names]
     return pd.DataFrame(rows)

@@ -7,20 +7,24 @@ Two kinds of check (docs/claims.md, "The decision rule"):
   claim reads PASS, and a true one FAIL, in at most ALPHA = 5% of cases, at 3 seeds and more, over any
   number of cells (benchmarks/calibrate_rule.py measures it). Its support is the test (kind "test"): the
   ledger shows its p-values, and no bootstrap runs.
-- Any other check (a statistic over Monte Carlo runs, a time ratio, a correlation, a band) is qualified by
+- Any other check (a statistic over Monte Carlo runs, oscillation_falls) is qualified by
   a seeded bootstrap over the units of replication: support = the share of resamples (seeds, or Monte
   Carlo runs, drawn with replacement; the same draw for every run of the claim, claims/data.py
   ClaimData.resamples) in which the check rerun on the resample says PASS. Its verdict stands only when at
   least DECIDE = 1 - ALPHA = 95% of the resamples agree (the one-sided 95% percentile-bootstrap bound on the
-  verdict's side); otherwise INCONCLUSIVE, "not decided by N seeds (support x%)". Its error rate is not
-  calibrated: the ledger says so (ERROR_RATES). These are the statistics over fedvr's Monte Carlo runs (a CEP
-  radius, a mean error), which have no per-run value to pair.
-- A variance across fedvr's Monte Carlo runs (checks/monte_carlo.py VARIANCES) is tested on the runs
-  (tests_runs: inference.spread_below, Brown-Forsythe, paired by run), kind "test" as for TESTED, with its
-  own error rate (ERROR_RATES "runs"; docs/claims.md, "Calibration"). Its percentile bootstrap was measured
-  too narrow (false PASS 9-10% at 20 runs): a claim that reads a variance without testing it (unbacked: with
-  other statistics in one compare_mc, or as compare_with_paper's or mc_stat_within's stat) is INCONCLUSIVE
-  whatever its support (kind "unbacked"), its measurement shown for information.
+  verdict's side); otherwise INCONCLUSIVE, "not decided by N seeds (support x%)". For a statistic over fedvr's
+  Monte Carlo runs that no check tests on the runs (a CEP radius, a time to target: no per-run value to pair), the
+  bootstrap's false PASS and false FAIL rates were measured through the ledger's own code (MEASURED; docs/claims.md,
+  "Calibration"): a claim of one such statistic (compare_mc, or compare_with_paper without bounds) whose rates lie
+  within ALPHA plus 2.5 binomial standard errors keeps its verdict, and the ledger states the measured rate; any
+  other (a rate above it, not measured, or several statistics read together) is unbacked (below).
+- A statistic over fedvr's Monte Carlo runs that a check tests on the runs (checks/monte_carlo.py ON_RUNS: a
+  variance by inference.spread_below, Brown-Forsythe; a mean error by the paired t-test of the runs' errors) is
+  decided so (tests_runs), kind "test" as for TESTED, with its own error rate (ERROR_RATES "runs"; docs/claims.md,
+  "Calibration"). The percentile bootstrap of a variance was measured too narrow (false PASS 9-10% at 20 runs): a
+  claim that reads such a statistic without testing it (with untested statistics in one compare_mc, or as
+  compare_with_paper's stat), or reads a statistic whose bootstrap is not backed (above), is INCONCLUSIVE whatever
+  its support (kind "unbacked", cause `check`), its measurement shown for information.
 
 With fewer than MIN_UNITS = 3 units there is no test and no bootstrap (the calibration starts at 3; 2
 seeds give 3 distinct resamples, one of which is each seed alone). A claim's own `min_seeds` (e.g. 10
@@ -37,13 +41,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import get_args
 
 import numpy as np
 
 from fedrepro.claims.checks import CHECKS, NOT_RESAMPLED, TESTED, UNITS, Result
 from fedrepro.claims.checks.inference import ALPHA
-from fedrepro.claims.checks.monte_carlo import VARIANCES
+from fedrepro.claims.checks.monte_carlo import ON_RUNS, Series
 from fedrepro.claims.data import ClaimData
+from fedrepro.results.summaries import MC_STATISTICS
 from fedrepro.verdicts import FAIL, INCONCLUSIVE, PASS
 
 RESAMPLES = 200  # bootstrap resamples per set of figures (recorded in results/claims/<paper>.json)
@@ -55,37 +61,74 @@ ERROR_RATES = {
     "test": f"<= {ALPHA:.0%} (paired t / sign / exact rank test; IUT, Holm)",
     "equivalence": f"<= {ALPHA:.0%} (TOST of paired t / sign tests; IUT, Holm)",
     "bootstrap": f"uncalibrated (bootstrap, {DECIDE:.0%} agreement)",
-    "runs": f"<= {ALPHA:.0%} (paired Brown-Forsythe t-test over Monte Carlo runs; IUT, Holm)",
-    "unbacked": f"above {ALPHA:.0%} (bootstrap, measured): no verdict",
+    "invariant": "none (the same in every resample: no sampling error)",
+    "runs": f"<= {ALPHA:.0%} (paired t / Brown-Forsythe test over Monte Carlo runs; IUT, Holm)",
+    "unbacked": f"not backed (bootstrap above {ALPHA:.0%} or not measured): no verdict",
 }
 SERIES_CHECKS = ("series_ratio", "series_trend")  # checks whose `series` defaults to var
-TESTS_RUNS = ("compare_mc of var_final alone, series_ratio and series_trend of the var series: a variance across "
-              "Monte Carlo runs, tested on the runs (paired Brown-Forsythe)")  # for the ledger's record
+TESTS_RUNS = ("; ".join(f"{check}: {', '.join(stats)}" for check, stats in ON_RUNS.items())
+              + " (statistics over Monte Carlo runs tested on the runs)")  # for the ledger's record
+RUN_STATS = frozenset(s for stats in ON_RUNS.values() for s in stats)  # a statistic some check tests on the runs
 
 
-def _variances(check: str, params: dict) -> tuple[set[str], set[str]]:
-    """(the variances a Monte Carlo claim reads, everything it reads): a check's `stats`, `stat` or `series`."""
-    read = {*params.get("stats", ()), params.get("stat"),
+def _read(check: str, params: dict) -> set[str]:
+    """What a Monte Carlo claim reads: its check's `stats`, `stat` or `series`."""
+    return {*params.get("stats", ()), params.get("stat"),
             params.get("series", "var") if check in SERIES_CHECKS else None} - {None}
-    return read & set(VARIANCES), read
 
 
 def tests_runs(check: str, params: dict) -> bool:
-    """Whether a Monte Carlo claim's check tests its runs (a Test in every cell, checks/monte_carlo.py): it reads
-    variances only, through compare_mc or a series check."""
-    variances, read = _variances(check, params)
-    return check in ("compare_mc", *SERIES_CHECKS) and bool(variances) and variances == read
+    """Whether a Monte Carlo claim's check tests its runs (a Test in every cell, checks/monte_carlo.py): every
+    statistic it reads is one its check tests on the runs (ON_RUNS)."""
+    read = _read(check, params)
+    return bool(read) and read <= set(ON_RUNS.get(check, ()))
+
+
+# The bootstrap's rates for a Monte Carlo statistic that no check tests on the runs, measured through the ledger's
+# code (calibration_verdicts.verdict_rates of "compare_mc <stat>": one cell, fedvr's 20 runs, normal noise
+# MEASURED_CLAIMS claims per rate, t(3) 40; docs/claims.md, "Calibration"): (false PASS, false FAIL), each the larger
+# of the two noises. A statistic within LIMIT keeps its bootstrap; above it, or absent, it is unbacked.
+MEASURED_CLAIMS = 100
+MEASURED: dict[str, tuple[float, float]] = {"t_target": (0.00, 0.15), "cep_2d": (0.03, 0.05), "cep_full": (0.01, 0.00),
+                                             "cep_cost": (0.025, 0.025), "opt_dist": (0.00, 0.01)}
+LIMIT = ALPHA + 2.5 * math.sqrt(ALPHA * (1 - ALPHA) / MEASURED_CLAIMS)  # ALPHA + 2.5 binomial s.e. of a measured rate
+OVER_RUNS = frozenset(MC_STATISTICS) | frozenset(get_args(Series))  # what a Monte Carlo claim reads across runs
+
+
+def _measured(stat: str) -> str:
+    false_pass, false_fail = MEASURED[stat]
+    return f"false PASS {false_pass:.0%}, false FAIL {false_fail:.0%} at 20 runs, normal and t(3) noise"
 
 
 def unbacked(check: str, params: dict) -> str:
-    """Why a bootstrapped claim's verdict cannot be backed ("" when it can): it reads a variance across runs that
-    its check does not test (tests_runs), whose bootstrap's false PASS rate is above ALPHA."""
-    variances, _ = _variances(check, params)
-    if not variances or tests_runs(check, params):
+    """Why a Monte Carlo claim's verdict cannot be backed ("" when it can): it reads statistics across runs that its
+    check does not all test on the runs (tests_runs), and its bootstrap's rates are not measured within LIMIT for
+    what it reads: one statistic in MEASURED, compared by compare_mc (or compare_with_paper without bounds)."""
+    read = _read(check, params) & OVER_RUNS
+    if not read or tests_runs(check, params):
+        return ""  # tested, or nothing across runs (f*: the same in every run)
+    names = ", ".join(sorted(read))
+    measured = check == "compare_mc" or (check == "compare_with_paper" and params.get("within") is None
+                                         and params.get("min_ratio") is None)
+    if len(read) > 1:
+        why = (f"{names} read together, not all tested on the runs: the bootstrap's rate is measured for one statistic "
+               f"alone")
+    elif not measured or names not in MEASURED:
+        why = f"{names} is not tested on the runs by {check}, and its bootstrap's rates there are not measured"
+    elif max(MEASURED[names]) > LIMIT:
+        why = f"{names} is not tested on the runs, and its bootstrap's measured rates ({_measured(names)}) exceed {ALPHA:.0%}"
+    else:
         return ""
-    return (f"{', '.join(sorted(variances))} read with other statistics (or as {check}'s stat) is not tested on the "
-            f"runs, and its bootstrap's false PASS rate is above {ALPHA:.0%} (docs/claims.md, Calibration): no "
-            f"verdict; a claim of its own (compare_mc) tests it")
+    return f"{why} (docs/claims.md, Calibration): no verdict"
+
+
+def stated_rate(check: str, params: dict) -> str:
+    """The error rate a backed bootstrap states: the measured rates of the one statistic a claim reads."""
+    read = _read(check, params) & set(MEASURED)
+    if len(read) != 1 or unbacked(check, params):
+        return ""
+    stat = read.pop()
+    return f"<= {max(MEASURED[stat]):.0%} measured (bootstrap, {DECIDE:.0%} agreement; {_measured(stat)})"
 
 
 @dataclass(frozen=True)
@@ -98,6 +141,7 @@ class Support:
     reason: str = ""  # why there is no support ("" when there is one)
     kind: str = "bootstrap"  # or: test (TESTED), too_few (units), invariant (same in every resample),
     # none (not resampled, undecided), unbacked (a statistic whose bootstrap's rate is above ALPHA: no verdict)
+    rate: str = ""  # a bootstrap's measured error rate (stated_rate), "" where it was not measured
 
     def units_text(self) -> str:
         return f"{self.units} {self.unit}{'' if self.units == 1 else 's'}"
@@ -109,24 +153,29 @@ class Support:
             return ERROR_RATES["equivalence"]
         if self.kind == "test" and self.unit == UNITS["compare_mc"]:  # a variance tested on the runs
             return ERROR_RATES["runs"]
-        return ERROR_RATES.get("bootstrap" if self.kind in ("too_few", "invariant") else self.kind, "")
+        if self.rate and self.kind in ("bootstrap", "too_few"):
+            return self.rate
+        return ERROR_RATES.get("bootstrap" if self.kind == "too_few" else self.kind, "")
 
 
 def bootstrap(check: str, data: ClaimData, params: dict, result: Result, *seed_parts: object,
-              resamples: int = RESAMPLES, seed: int = SEED) -> Support:
+              resamples: int = RESAMPLES, seed: int = SEED, measure: bool = False) -> Support:
     """The support of `check` (with `params`; `result` on the full data) from `resamples` resamples of
-    `data`, the stream seeded by `seed` and `seed_parts` (the claim's figures)."""
+    `data`, the stream seeded by `seed` and `seed_parts` (the claim's figures). `measure`: bootstrap an unbacked
+    claim all the same (what calibration_verdicts measures MEASURED with)."""
     units, unit = data.seeds(), UNITS[check]
     if check in NOT_RESAMPLED:
         return Support(units, unit, reason=NOT_RESAMPLED[check], kind="none")
     if check in TESTED or tests_runs(check, params):
         return Support(units, unit, kind="test")
-    if why := unbacked(check, params):
+    if (why := unbacked(check, params)) and not measure:
         return Support(units, unit, reason=why, kind="unbacked")
     if result.status == INCONCLUSIVE:
         return Support(units, unit, reason="undecided on the full data", kind="none")
+    rate = stated_rate(check, params)
     if units < MIN_UNITS:
-        return Support(units, unit, reason=f"too few {unit}s for a bootstrap (needs >= {MIN_UNITS})", kind="too_few")
+        return Support(units, unit, reason=f"too few {unit}s for a bootstrap (needs >= {MIN_UNITS})", kind="too_few",
+                       rate=rate)
     samples = data.resamples(resamples, seed, *seed_parts)
     runs = [CHECKS[check](sample, **params) for sample, _ in samples]
     weights = np.array([n for _, n in samples], dtype=float) / resamples  # each distinct resample's share
@@ -142,7 +191,8 @@ def bootstrap(check: str, data: ClaimData, params: dict, result: Result, *seed_p
     if np.isfinite(margins).all():  # the s.d. over the `resamples` draws (ddof 1)
         mean = float(weights @ margins)
         spread = math.sqrt(float(weights @ (margins - mean) ** 2) * resamples / (resamples - 1))
-    return Support(units, unit, float(weights @ (statuses == PASS)), float(weights @ (statuses == FAIL)), spread)
+    return Support(units, unit, float(weights @ (statuses == PASS)), float(weights @ (statuses == FAIL)), spread,
+                   rate=rate)
 
 
 def too_few_units(support: Support, min_units: int = 1) -> bool:

@@ -205,6 +205,18 @@ def spread_below(a, b, factor: float = 1.0, same_columns: bool = True) -> Test:
     return replace(test, how=f"Brown-Forsythe {test.how}".strip())
 
 
+def mean_below(a, b, factor: float = 1.0) -> Test:
+    """The Test of mean(a) < factor x mean(b) from runs paired by row (a, b: one value per run, e.g. each run's
+    final error): the paired t-test of each run's factor x b - a (effect_test), which is exactly the comparison of
+    the two means over the runs both have. A non-finite value (a diverged run) makes its side's mean infinite:
+    certain, as spread_below."""
+    a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+    finite_a, finite_b = np.isfinite(a).all(), np.isfinite(b).all()
+    if not (finite_a and finite_b):
+        return certain(None if finite_a == finite_b else finite_a)
+    return effect_test(factor * b - a)
+
+
 def required_of(m: int, need: float) -> int:
     """How many of m comparisons must hold for a claim that needs the share `need` of them (1.0: all)."""
     return min(m, max(1, math.ceil(need * m - 1e-9)))

@@ -1,14 +1,17 @@
 """Checks on Monte Carlo tables (engine `monte_carlo`): statistics across the runs of one configuration,
 against the x column `x` (rounds by default; windows are in units of x).
 
-A variance across the runs (VARIANCES: `var_final`, the `var` series) is tested on the runs themselves, paired by
-run (the same Monte Carlo run draws the same activations in every method: docs/papers/fedvr.md R9), by
-inference.spread_below (Brown-Forsythe): its cells are Tests, and the ledger decides it as a tested check
-(claims/support.py tests_runs). The other statistics (a mean error, a CEP radius) give a cell's outcome by their
-values, which the ledger's bootstrap qualifies."""
+The statistics in ON_RUNS are tested on the runs themselves, paired by run (the same Monte Carlo run draws the
+same activations in every method: docs/papers/fedvr.md R9): a variance (`var_final`, the `var` series) by
+inference.spread_below (Brown-Forsythe), a mean error over the runs (`mean_err_final`, `rel_err_final`) by the
+t-test of the runs' own errors (inference.mean_below, effect_test). Their cells are Tests, and the ledger decides
+them as a tested check (claims/support.py tests_runs). The other statistics (a CEP radius, a time to target) give
+a cell's outcome by their values, which the ledger's bootstrap qualifies where its rate was measured
+(support.MEASURED)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Literal
 
 import numpy as np
@@ -29,14 +32,15 @@ from fedrepro.claims.checks.common import (
     fmt,
     judged,
     margin_below,
+    open_text,
     pair_rows,
     rows_matching,
+    shown_outcome,
 )
-from fedrepro.claims.checks.inference import Test, spread_below
+from fedrepro.claims.checks.inference import Test, certain, combine, decide, effect_test, mean_below, spread_below
 from fedrepro.claims.data import ClaimData
 from fedrepro.results.summaries import MC_COLUMNS
 
-VARIANCES = ("var_final", "var")  # the statistic and the series that are tested on the runs (spread_below)
 McStat = Annotated[str, OneOf(MC_COLUMNS)]  # a column of results.summaries.monte_carlo_statistics
 Series = Literal["var", "mean_err"]  # an across-run series of results/cep.py cost_curves
 
@@ -47,26 +51,92 @@ def _combine(statuses: list[str]) -> str:
     return PASS if statuses and all(s == PASS for s in statuses) else INCONCLUSIVE
 
 
+ALL = (-np.inf, np.inf)
+
+
+def _finals(sa: dict[str, np.ndarray], sb: dict[str, np.ndarray], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Each run's `name` at the last x, of the runs both curves have, paired by run."""
+    return _paired(sa, sb, name, ALL, column=-1)
+
+
+def _auc_below(sa: dict[str, np.ndarray], sb: dict[str, np.ndarray], factor: float) -> Test:
+    """The Test of auc(a) < factor x auc(b) (auc: the mean over x after the first of log10 of the mean error over
+    the runs, results.summaries): Tukey's delete-one jackknife, paired by run, of factor x auc(b) - auc(a), whose
+    pseudo-values the t-test of effect_test judges. auc is a smooth function of the runs' mean errors, for which
+    the jackknife t-test is approximate; its rates are measured (docs/claims.md, Calibration)."""
+    ea, eb = _paired(sa, sb, "err", ALL)
+    later = sa["x"] > sa["x"][0]
+    n = len(ea)
+
+    def auc(means: np.ndarray) -> np.ndarray:
+        return np.mean(np.log10(np.maximum(means[..., later], 1e-300)), axis=-1)
+
+    def leave_one_out(err: np.ndarray) -> np.ndarray:  # (runs, x): the mean error without each run
+        return (err.sum(axis=0) - err) / max(n - 1, 1)
+
+    whole = factor * auc(eb.mean(axis=0)) - auc(ea.mean(axis=0))
+    pseudo = n * whole - (n - 1) * (factor * auc(leave_one_out(eb)) - auc(leave_one_out(ea)))
+    test = effect_test(pseudo)
+    return replace(test, how=f"jackknife {test.how}".strip())
+
+
+# compare_mc's statistics tested on the runs: stat -> the Test of stat(a) < factor x stat(b) from the two curves
+RUN_TESTS = {
+    "var_final": lambda sa, sb, factor: spread_below(*_finals(sa, sb, "cost"), factor),  # the final costs' spread
+    "mean_err_final": lambda sa, sb, factor: mean_below(*_finals(sa, sb, "err"), factor),  # the final errors' mean
+    "auc": _auc_below,
+}
+# mc_stat_within's statistics tested on the runs: stat -> each run's reference of its final error (the bound is
+# on mean_err(K) / mean of the references): 1 for mean_err_final, the run's error at the first x for rel_err_final
+BOUND_REFERENCES = {
+    "mean_err_final": lambda err: np.ones(len(err)),
+    "rel_err_final": lambda err: err[:, 0],
+}
+# the statistics (and series) each check tests on the runs (claims/support.py tests_runs reads this, the only list)
+ON_RUNS: dict[str, tuple[str, ...]] = {"compare_mc": tuple(RUN_TESTS), "mc_stat_within": tuple(BOUND_REFERENCES),
+                                       "series_ratio": ("var",), "series_trend": ("var",)}
+
+
+def _infinite(value_a: float, value_b: float, holds: bool | None) -> Test | None:
+    """The certain Test of a cell where a statistic is infinite (a diverged run: results.summaries); None when
+    both are finite. Both infinite: open."""
+    if np.isfinite(value_a) and np.isfinite(value_b):
+        return None
+    return certain(None if np.isinf(value_a) and np.isinf(value_b) else holds)
+
+
 def compare_mc(data: ClaimData, *, stats: list[McStat], a: Selector, b: Selector, per: Columns,
                factor: Positive = 1.0, require: Require = "all", fraction: Fraction | None = None,
                coords: list[int] = (0, 1), target: float = 1e-4, x: str = "round") -> Result:
     """compare_final on across-run statistics (results.summaries.monte_carlo_statistics); every stat must
-    hold. Margin: decades, the smallest over the stats (common.compare_stat)."""
+    hold. A stat in ON_RUNS is a Test of the runs in each cell (RUN_TESTS); when every stat is, the claim's Test
+    combines theirs (inference.combine: each must hold). Margin: decades, the smallest over the stats
+    (common.compare_stat)."""
     frame = data.mc_summaries(coords, target, x)
     frame = frame.assign(i=np.arange(len(frame))) if len(frame) else frame  # its rows are data.mc_curves(x)'s
     _, curves = _mc_series(data, x)
 
-    def final_spread(ra: pd.Series, rb: pd.Series) -> Test:  # var_final: the deviations at the last x
-        return spread_below(*_paired(curves[int(ra["i"])], curves[int(rb["i"])], "cost", (-np.inf, np.inf), column=-1),
-                            factor)
+    def on_runs(stat: str):
+        def test(ra: pd.Series, rb: pd.Series) -> Test:
+            va, vb = float(ra[stat]), float(rb[stat])
+            return (_infinite(va, vb, va < vb * factor)
+                    or RUN_TESTS[stat](curves[int(ra["i"])], curves[int(rb["i"])], factor))
+        return test
 
     results = [compare_stat(frame, a, b, per, s, factor, require, fraction,
-                            test=final_spread if s in VARIANCES else None) for s in stats]
+                            test=on_runs(s) if s in RUN_TESTS else None) for s in stats]
     measured = "; ".join(f"{s}: {r.measured}" for s, r in zip(stats, results))
     if len(results) == 1:  # one statistic: its Result, with the p-values of a tested one
         return results[0]._replace(measured=measured)
-    return Result(_combine([r.status for r in results]), measured, "",
-                  min((r.margin for r in results if not np.isnan(r.margin)), default=np.nan))
+    margin = min((r.margin for r in results if not np.isnan(r.margin)), default=np.nan)
+    if all(s in RUN_TESTS for s in stats):  # every stat tested: the claim's Test is theirs combined
+        if any(r.test is None for r in results):
+            return Result(INCONCLUSIVE, measured)
+        test = combine([r.test for r in results])
+        status = decide(test)
+        return Result(status, measured, "", margin if status != INCONCLUSIVE else np.nan, test.p_holds,
+                      test.p_against, tuple(r.test for r in results), test)
+    return Result(_combine([r.status for r in results]), measured, "", margin)
 
 
 @np.errstate(divide="ignore", invalid="ignore")  # a ratio to a spread of 0 is inf (or nan), not an error
@@ -137,7 +207,7 @@ def series_ratio(data: ClaimData, *, a: Selector, b: Selector, per: Columns, ser
         if not len(ratio):
             continue  # the run is shorter than the window (reduced scale)
         value = float(np.exp(np.mean(np.log(ratio)))) if agg == "gmean" else float(np.median(ratio))
-        holds.append(spread_below(*_paired(sa, sb, "cost", window), max_ratio) if series in VARIANCES
+        holds.append(spread_below(*_paired(sa, sb, "cost", window), max_ratio) if series in ON_RUNS["series_ratio"]
                      else value <= max_ratio)
         margins.append(margin_below(value, max_ratio))
         parts.append(f"[{name}] {agg} {series} ratio over k in [{window[0]}, {window[1]}]: {fmt(value)}")
@@ -163,7 +233,7 @@ def series_trend(data: ClaimData, *, select: Selector, series: Series = "var",
         if not (len(_window(s, series, early)) and len(_window(s, series, late))):
             continue  # the run is shorter than the windows (reduced scale)
         m_early, m_late = float(np.mean(_window(s, series, early))), float(np.mean(_window(s, series, late)))
-        if series in VARIANCES:  # each run's mean deviation over `late` against its mean over `early`
+        if series in ON_RUNS["series_trend"]:  # each run's mean deviation over `late` against its mean over `early`
             late_, early_ = _paired(s, s, "cost", late, early)
             holds.append(spread_below(late_, early_, factor, same_columns=False) if expect == "below"
                          else spread_below(early_, late_, 1 / factor, same_columns=False))
@@ -183,20 +253,38 @@ def mc_stat_within(data: ClaimData, *, select: Selector, stat: McStat, low: floa
                    high: float | None = None, min_rounds: float = 0, coords: list[int] = (0, 1), target: float = 1e-4,
                    x: str = "round") -> Result:
     """An across-run statistic of every selected curve within [low, high] (either bound optional);
-    INCONCLUSIVE when a curve ends before x = `min_rounds` (a bound set for the paper's horizon).
-    Margin: decades to the nearer bound (log10 value/low, log10 high/value)."""
+    INCONCLUSIVE when a curve ends before x = `min_rounds` (a bound set for the paper's horizon). A stat in
+    ON_RUNS (a mean error) is tested on the runs: each bound the t-test of the runs' final errors against it times
+    their reference (BOUND_REFERENCES: mean_err(K) <= high x mean_err(x0) is the mean of high x e_r(x0) - e_r(K)
+    > 0), both bounds combined (each must hold). Margin: decades to the nearer bound (log10 value/low,
+    log10 high/value)."""
     frame = data.mc_summaries(coords, target, x)
+    frame = frame.assign(i=np.arange(len(frame))) if len(frame) else frame  # its rows are data.mc_curves(x)'s
     frame = rows_matching(frame, select) if len(frame) else frame
     short = frame[frame["last_x"] < min_rounds] if len(frame) else frame
     if len(short):
         return Result(INCONCLUSIVE, f"{stat} = " + ", ".join(fmt(v) for v in short[stat]),
                       f"only {short['last_x'].min():g} {x}s at this scale; the bound is for >= {min_rounds}")
+    curves = _mc_series(data, x)[1] if stat in BOUND_REFERENCES else []
     holds, parts, margins = [], [], []
     for row in frame.itertuples():
         value = float(getattr(row, stat))
-        holds.append((low is None or value >= low) and (high is None or value <= high))
+        ok = (low is None or value >= low) and (high is None or value <= high)
+        if stat in BOUND_REFERENCES:
+            ok = _infinite(value, 0.0, ok) or _within(curves[row.i]["err"], BOUND_REFERENCES[stat], low, high)
+        holds.append(ok)
         margins.append(min(-margin_below(value, low) if low is not None else np.inf,
                            margin_below(value, high) if high is not None else np.inf))
-        parts.append(f"[{row.panel}, {row.curve}] {stat} = {fmt(value)}")
+        parts.append(f"[{row.panel}, {row.curve}] {stat} = {fmt(value)}" + open_text(ok))
     bounds = f"in [{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}]"
-    return judged(holds, margins, f"{sum(holds)}/{len(holds)} {bounds}: " + "; ".join(parts))
+    shown = sum(bool(shown_outcome(h)) for h in holds)
+    return judged(holds, margins, f"{shown}/{len(holds)} {bounds}: " + "; ".join(parts))
+
+
+def _within(err: np.ndarray, reference, low: float | None, high: float | None) -> Test:
+    """The Test of low <= mean_r e_r(K) / mean_r ref_r <= high from each run's errors `err` (runs, x): the t-test
+    (effect_test) of high x ref_r - e_r(K), and of e_r(K) - low x ref_r, paired within each run."""
+    final, ref = err[:, -1], reference(err)
+    return combine([effect_test(effect) for effect in (high * ref - final if high is not None else None,
+                                                      final - low * ref if low is not None else None)
+                    if effect is not None])
