@@ -2,9 +2,11 @@
 train them (config `seed_plan: adaptive`; the rule and why its error rates hold: claims/sequential.py,
 docs/claims.md "Two looks: seeds where the claims need them").
 
-make_plan is pure. A claim is planned when its ledger row has cause `seeds`, its `seeds_needed` is within reach
-of the scale's `max_seeds` (sequential.within_reach), every run it reads has a cost estimate, and its added seeds
-fit in what is left of the budget. Planned, every run it reads gets a run of the same settings that trains the
+make_plan is pure. A claim is planned when its ledger row has cause `seeds`, its verdict is tested (p-values the
+second look can hold to its level: a bootstrapped verdict, a share of resamples, has no level to split over two
+looks, so it keeps its one), its `seeds_needed` is within reach of the scale's `max_seeds`
+(sequential.within_reach), every run it reads has a cost estimate, and its added seeds fit in what is left of the
+budget. Planned, every run it reads gets a run of the same settings that trains the
 seeds from its last one up to `max_seeds` (`first_seed`: the seeds already trained, which are reused; its own run
 id). The budget is job minutes, summed over jobs as `fedrepro cost` sums them: a run's estimate is its benchmark
 record's wall time per seed (minutes_per_seed), times the seeds added.
@@ -49,11 +51,13 @@ def settings_of(config: dict[str, Any], scale: str) -> Settings:
 
 @dataclass(frozen=True)
 class OpenClaim:
-    """A claim the first look left open for want of seeds: its ledger's `seeds_needed` and the runs it reads."""
+    """A claim the first look left open for want of seeds: its ledger's `seeds_needed`, the runs it reads and
+    whether its verdict is tested (its ledger row has p-values; else bootstrapped)."""
     paper: str
     claim: str
     seeds_needed: str
     runs: tuple[str, ...]
+    tested: bool = True
 
     @property
     def key(self) -> str:
@@ -62,10 +66,11 @@ class OpenClaim:
 
 def open_claims(paper: str, ledger: pd.DataFrame, runs_of: dict[str, list[str]]) -> list[OpenClaim]:
     """The rows of a paper's ledger (read_ledger: cells as text) whose cause is seeds, with the runs each claim
-    reads (`runs_of`: claim id -> the run ids of its figures at this scale), in the ledger's order."""
+    reads (`runs_of`: claim id -> the run ids of its figures at this scale), in the ledger's order. A row is tested
+    when it has a p_pass (the ledger writes one for a tested check only)."""
     rows = ledger[ledger["cause"] == SEEDS]
-    return [OpenClaim(paper, row.claim_id, row.seeds_needed, tuple(sorted(runs_of.get(row.claim_id, []))))
-            for row in rows.itertuples()]
+    return [OpenClaim(paper, row.claim_id, row.seeds_needed, tuple(sorted(runs_of.get(row.claim_id, []))),
+                      row.p_pass != "") for row in rows.itertuples()]
 
 
 def claim_runs(claims_cfg: dict[str, Any], figure_runs: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -95,6 +100,9 @@ def make_plan(claims: Iterable[OpenClaim], specs: dict[str, dict[str, Any]],
         missing = [r for r in c.runs if specs[r]["seeds"] < m and not math.isfinite(minutes_per_seed.get(r, math.nan))]
         if settings.mode != ADAPTIVE:
             verdicts[c.key] = False, f"seed_plan {settings.mode}: one look"
+        elif not c.tested:
+            verdicts[c.key] = False, ("bootstrapped: a share of resamples has no level to split over two looks, so "
+                                      "its first look's verdict stands")
         elif not c.runs or have >= m:
             verdicts[c.key] = False, f"its runs have {have} seeds, max_seeds {m}: nothing to add"
         elif not within_reach(c.seeds_needed, have, m):
