@@ -11,6 +11,12 @@ seeds from its last one up to `max_seeds` (`first_seed`: the seeds already train
 id). The budget is job minutes, summed over jobs as `fedrepro cost` sums them: a run's estimate is its benchmark
 record's wall time per seed (minutes_per_seed), times the seeds added.
 
+A curve reads its added seeds (planned_table): the run table with the plan gives each figure whose runs got seeds
+their extensions, so its table holds every seed of each curve under the curve's own run id (results/tables.py
+curve_rows), its `seeds` column counts them and `first_look_seeds` counts the first look's, and its caption says per
+curve how many it has and for which claims they were added. Without a plan (fixed, or no seed_plan.json) every
+figure is as it was, its table byte for byte.
+
 Priority when the budget binds: the claim whose added seeds cost the fewest job minutes beyond what the plan
 already holds goes first (a run it shares with a planned claim costs nothing more), ties in the order the claims
 come (papers as listed, then the ledger's order). When the cheapest claim left does not fit, none does: every
@@ -20,6 +26,7 @@ claims share no runs (the cheapest first), and it is deterministic.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -30,7 +37,8 @@ import pandas as pd
 
 from fedrepro.claims.causes import SEEDS
 from fedrepro.claims.sequential import ADAPTIVE, LOOKS, within_reach
-from fedrepro.experiments.runtable import run_id_of
+from fedrepro.errors import ResultsError
+from fedrepro.experiments.runtable import Figure, RunTable, run_id_of
 from fedrepro.utils.atomic import atomic_path
 
 FILE = "seed_plan.json"  # results/<scale>/seed_plan.json
@@ -164,3 +172,47 @@ def write_plan(plan: dict[str, Any], path: Path) -> None:
     """The plan as JSON, atomically (a failure leaves the file as it was)."""
     with atomic_path(path, suffix=".json") as tmp:
         tmp.write_text(json.dumps(plan, indent=2, sort_keys=False) + "\n")
+
+
+def read_plan(path: Path) -> dict[str, Any] | None:
+    """The plan at `path` (results/<scale>/seed_plan.json), or None where there is none."""
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except ValueError as exc:
+        raise ResultsError(f"{path} is not a seed plan (not JSON: {exc}); remake it with `fedrepro seed-plan`") from None
+
+
+def planned_table(table: RunTable, plan: dict[str, Any] | None) -> RunTable:
+    """The run table with the plan's added runs (module docstring): each added run's spec among the runs, and each
+    figure that reads a run they extend with its extensions and its caption's note on the seeds. The table itself
+    without a plan or without added runs. Alternative readings' figures keep their seeds: the plan adds to the
+    primary runs the ledger judges."""
+    runs = (plan or {}).get("runs", [])
+    if not runs:
+        return table
+    unknown = sorted({r["extends"] for r in runs} - set(table.runs))
+    if unknown:
+        raise ResultsError(f"{FILE} adds seeds to run(s) {', '.join(unknown)} that the configuration no longer has at "
+                           f"scale {table.scale}; remake it with `fedrepro seed-plan`")
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for r in sorted(runs, key=lambda r: (r["extends"], r["first_seed"])):
+        by_run.setdefault(r["extends"], []).append({k: r[k] for k in ("run_id", "first_seed", "seeds", "claims")})
+    figures = {key: _with_seeds(f, by_run, table.runs) for key, f in table.figures.items()}
+    return dataclasses.replace(table, runs={**table.runs, **{r["run_id"]: r["spec"] for r in runs}}, figures=figures)
+
+
+def _with_seeds(figure: Figure, by_run: dict[str, list[dict[str, Any]]], specs: dict[str, dict[str, Any]]) -> Figure:
+    """The figure with the extensions of its curves' runs, its caption saying per curve how many seeds it has and
+    why ("Seeds added by the seed plan: <curve> (<panel>) 10 (3 at the first look, 7 for claims p/A, p/B); ...")."""
+    mine = {c.run_id: by_run[c.run_id] for c in figure.curves if c.run_id in by_run}
+    if not mine:
+        return figure
+    extended = dataclasses.replace(figure, extensions=mine)
+    said = [f"{c.label} ({c.panel}) {extended.curve_seeds(c.run_id, specs[c.run_id])} ({specs[c.run_id]['seeds']} at "
+            f"the first look, {sum(e['seeds'] for e in mine[c.run_id])} for claims "
+            f"{', '.join(dict.fromkeys(k for e in mine[c.run_id] for k in e['claims']))})"
+            for c in figure.curves if c.run_id in mine]
+    note = "Seeds added by the seed plan: " + "; ".join(said) + "."
+    return dataclasses.replace(extended, caption=(figure.caption.rstrip() + " " + note).strip())
