@@ -112,3 +112,31 @@ def test_a_look_above_alpha_or_that_does_not_exist_is_refused():
     with pytest.raises(ValueError, match="not one of"):
         Look("sequential")
     assert Look(ADAPTIVE, 2).level == LOOKS[1] and Look().level == ALPHA
+
+
+def _ten_seeds() -> pd.DataFrame:
+    """10 seeds of compare_final's log ratios (mean 0.5): open on the first 3 (0.5, 0, 1), shown on all 10; the
+    table as the seed plan makes it, `seeds` counting all and first_look_seeds the run's own 3."""
+    effects = [0.5, 0.0, 1.0, 0.5, 0.2, 0.8, 0.5, 0.3, 0.7, 0.5]
+    table = _runs(a=[10 ** (0.5 - e) for e in effects], b=[10 ** 0.5] * 10)
+    return table.assign(seeds=10, first_look_seeds=3)
+
+
+def test_the_second_look_judges_the_planned_claims_on_every_seed_and_the_others_as_at_the_first():
+    from fedrepro.experiments.runtable import FIRST_LOOK_SEEDS
+
+    full = _ten_seeds()
+    first_only = full[full["seed"] < 3].drop(columns=["seeds", FIRST_LOOK_SEEDS])
+    claims = {"claims": [CLAIM, {**CLAIM, "id": "Y"}]}
+    labels = LABELS + ["seeds", FIRST_LOOK_SEEDS]
+    at_first = evaluate_claims(claims, {"f": first_only}, "quick", {"f": LABELS}, look=FIRST).set_index("claim_id")
+    at_second = evaluate_claims(claims, {"f": full}, "quick", {"f": labels}, look=Look(ADAPTIVE, 2),
+                                planned={"X"}).set_index("claim_id")
+    assert (at_first["status"] == INCONCLUSIVE).all() and (at_first["cause"] == causes.SEEDS).all()
+    assert at_second.loc["X", "status"] == PASS and at_second.loc["X", "p_pass"] <= LOOKS[1]
+    # Y was not planned: its data are its first 3 seeds, its row the first look's, its note saying so
+    assert at_second.loc["Y"].drop("note").equals(at_first.loc["Y"].drop("note"))
+    assert "first-look seeds" in at_second.loc["Y", "note"] and "first-look" not in at_first.loc["Y", "note"]
+    # the first look on the table with added seeds reads the first look's seeds alone, the same rows as before
+    again = evaluate_claims(claims, {"f": full}, "quick", {"f": labels}, look=FIRST).set_index("claim_id")
+    assert again.equals(at_first)
