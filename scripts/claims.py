@@ -4,6 +4,7 @@
 from pathlib import Path
 
 from fedrepro.claims.ledger import write_ledger
+from fedrepro.claims.sequential import Look
 from fedrepro.claims.support import DECIDE
 from fedrepro.cli import run_step
 from fedrepro.layout import Layout
@@ -19,7 +20,7 @@ def main():
     ledger = Path(sm.output.ledger)
     write_ledger(Path(sm.input.claims), [Path(p) for p in sm.input.tables], sm.params.figures, sm.wildcards.scale,
                  ledger, Path(sm.output.record), sm.params.scale_note, sm.params.readings, sm.params.alternatives,
-                 sm.params.seeds)
+                 sm.params.seeds, Look(sm.params.seed_plan))
     draw_claims_figure(ledger, sm.wildcards.paper, DECIDE, Path(sm.output.pdf), Path(sm.output.png))
 
 

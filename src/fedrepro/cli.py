@@ -9,10 +9,13 @@ import logging
 import random
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from fedrepro.errors import ConfigError, DataError, ResultsError
 from fedrepro.schemas import DEVICES, SCALES, check, known_papers
+
+if TYPE_CHECKING:
+    from fedrepro.claims.sequential import Look
 
 # Errors whose message is the whole story for the user: no traceback.
 USER_ERRORS = (DataError, ConfigError, ResultsError)
@@ -458,19 +461,22 @@ def compare_results(args: argparse.Namespace) -> bool:
     return all(c.agree for c in comparisons)
 
 
-def ledger_rebuilder(paper: str, scale: str, settings: dict, root: Path = Path(".")) -> Callable[[Path, Path], None]:
+def ledger_rebuilder(paper: str, scale: str, settings: dict, root: Path = Path("."), look: Look | None = None
+                     ) -> Callable[[Path, Path], None]:
     """The ledger's own builder (claims/ledger.py write_ledger) with what rule claims gives it (RunTable.ledger_settings,
-    the paper's claims file and figure tables), writing the ledger and its record where the audit says: the audit
-    compares them with the ones on disk (results/audit.py audit_paper)."""
+    the paper's claims file and figure tables; `look`, the seed plan's look its record names: ledger_look), writing
+    the ledger and its record where the audit says: the audit compares them with the ones on disk (results/audit.py
+    audit_paper)."""
 
     def rebuild(csv: Path, record: Path) -> None:
         from fedrepro.claims.ledger import write_ledger
+        from fedrepro.claims.sequential import Look
         from fedrepro.layout import Layout
 
         out = Layout(scale, root)
         write_ledger(root / "config" / "claims" / f"{paper}.yaml", [out.table(paper, name) for name in settings["figures"]],
                      settings["figures"], scale, csv, record, settings["scale_note"], settings["readings"],
-                     settings["alternatives"], settings["seeds"])
+                     settings["alternatives"], settings["seeds"], look or Look())
 
     return rebuild
 
@@ -480,7 +486,7 @@ def audit_papers(args: argparse.Namespace) -> bool:
     import yaml
 
     from fedrepro.layout import Layout
-    from fedrepro.claims.ledger import ledger_readings
+    from fedrepro.claims.ledger import ledger_look, ledger_readings
     from fedrepro.results.audit import FAIL, Checkout, audit_paper, choose_reruns, rerun
     from fedrepro.results.audit_report import summary, write_report
     from fedrepro.validate import load_and_validate, with_defaults
@@ -506,7 +512,8 @@ def audit_papers(args: argparse.Namespace) -> bool:
     checkout = Checkout.of(root)
     audits = [audit_paper(p, tables[(s, readings[(p, s)])].paper_figures(p), s, f"`{s}`: {why}", checkout,
                           tables[(s, readings[(p, s)])].alternatives.get(p, []),
-                          ledger_rebuilder(p, s, tables[(s, readings[(p, s)])].ledger_settings(p), root))
+                          ledger_rebuilder(p, s, tables[(s, readings[(p, s)])].ledger_settings(p), root,
+                                           ledger_look(Layout(s, root).ledger(p, "json"))))
               for p, s, why in chosen]
 
     if args.rerun > 0:

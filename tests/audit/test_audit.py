@@ -440,7 +440,8 @@ def run_rule_claims(root: Path) -> None:
         input=SimpleNamespace(tables=[str(out.table(PAPER, f)) for f in settings["figures"]], alternatives=[],
                               claims=f"config/claims/{PAPER}.yaml"),
         output=SimpleNamespace(**{k: str(v) for k, v in outputs.items()}), log=[str(root / "claims.log")],
-        params=SimpleNamespace(**{k: settings[k] for k in ("figures", "scale_note", "readings", "alternatives", "seeds")}),
+        params=SimpleNamespace(**{k: settings[k] for k in ("figures", "scale_note", "readings", "alternatives", "seeds")},
+                               seed_plan="fixed"),
         wildcards=SimpleNamespace(paper=PAPER, scale="smoke"))
     try:
         runpy.run_path(str(REPO / "scripts" / "claims.py"), init_globals={"snakemake": job})

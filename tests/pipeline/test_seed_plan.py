@@ -115,7 +115,7 @@ def test_minutes_per_seed_from_a_runs_own_record_else_its_papers_median():
 
 def test_open_claims_are_the_rows_whose_cause_is_seeds_with_the_runs_of_their_figures():
     ledger = pd.DataFrame({"claim_id": ["A", "B", "C"], "cause": ["seeds", "check", "seeds"],
-                           "seeds_needed": ["6", "", "unknown"]})
+                           "seeds_needed": ["6", "", "unknown"], "p_pass": ["0.3", "", "0.5"]})
     runs = claim_runs({"claims": [{"id": "A", "figures": ["f1", "f2"]}, {"id": "B", "figures": ["f1"]},
                                   {"id": "C", "figures": ["f3"]}]}, {"f1": ["r2", "r1"], "f2": ["r1", "r3"]})
     assert runs == {"A": ["r1", "r2", "r3"], "B": ["r1", "r2"], "C": []}
@@ -143,7 +143,7 @@ def test_fedrepro_seed_plan_writes_the_plan_of_the_sealed_ledgers(tmp_path):
     out = Layout("smoke", tmp_path)
     out.ledger("fedpage").parent.mkdir(parents=True)
     pd.DataFrame({"claim_id": [claim["id"]], "status": ["INCONCLUSIVE"], "cause": ["seeds"],
-                  "seeds_needed": ["3"]}).to_csv(out.ledger("fedpage"), index=False)
+                  "seeds_needed": ["3"], "p_pass": [0.2]}).to_csv(out.ledger("fedpage"), index=False)
     seal(out.ledger("fedpage"))
     for rid in runs:  # 6 s a seed
         bench = out.logs / "benchmarks" / "train" / f"{rid}.tsv"

@@ -132,11 +132,12 @@ def not_found_at_paper_scale(reduced: pd.DataFrame, paper: pd.DataFrame) -> list
     return [c for c, s in zip(reduced["claim_id"], reduced["status"]) if s == PASS and at_paper.get(c, PASS) != PASS]
 
 
-def cause(status: str, *, reading: bool, scale: bool, rule: str, test: Test | None) -> str:
+def cause(status: str, *, reading: bool, scale: bool, rule: str, test: Test | None, level: float = ALPHA) -> str:
     """The cause of a FAIL or INCONCLUSIVE verdict ("" for a PASS). `reading`: it rests on an assumed definition
     or depends on an alternative reading; `scale`: this scale cannot show it; `rule`: what the decision rule
     said when it left a verdict open (SEEDS: too few seeds for it; CHECK: a bootstrap that did not agree; "");
-    `test`: the claim's combined Test, whose open comparisons say whether seeds could decide it."""
+    `test`: the claim's combined Test, whose open comparisons say whether seeds could decide it at `level` (the
+    level of seeds_needed: sequential.Look.estimate_level)."""
     if status == PASS:
         return ""
     if reading:
@@ -148,4 +149,4 @@ def cause(status: str, *, reading: bool, scale: bool, rule: str, test: Test | No
     assert status == INCONCLUSIVE, status
     if rule:
         return rule
-    return CHECK if seeds_estimate(test).blocked else SEEDS
+    return CHECK if seeds_estimate(test, level).blocked else SEEDS

@@ -5,22 +5,25 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Collection, NamedTuple
 
 import pandas as pd
 
 from fedrepro.claims import causes
 from fedrepro.claims import support as bootstrap_rule
 from fedrepro.claims.checks import CHECKS, EQUIVALENCE, TESTED, UNITS, Result, check_parameters
+from fedrepro.claims.checks.common import at_level
 from fedrepro.claims.checks.inference import ALPHA
 from fedrepro.claims.data import ClaimData
 from fedrepro.claims.data_notes import stand_ins, with_data_notes
 from fedrepro.claims.kinds import IMPLEMENTATION, REPORT, counts_text, kind_of, verdict_counts
 from fedrepro.claims.kinds import PAPER as PAPER_KIND
 from fedrepro.claims.seal import ledger_seal
+from fedrepro.claims.sequential import Look
 from fedrepro.claims.robustness import DEPENDS, NOT_EVALUATED, TOO_FEW_SEEDS, Alternative, category, decode, encode
 from fedrepro.claims.validation import CLAIM_FIELDS, FigureLabels, validate_claims
 from fedrepro.errors import ConfigError, ResultsError
+from fedrepro.experiments.runtable import FIRST_LOOK_SEEDS
 from fedrepro.results.tables import in_paper_terms, merged_labels, read_figure_table
 from fedrepro.utils.atomic import atomic_path
 from fedrepro.utils.yaml_file import read_yaml
@@ -45,25 +48,36 @@ Alternatives = dict[str, dict[str, tuple[dict[str, pd.DataFrame], dict[str, list
 
 def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame], scale: str,
                     labels: dict[str, list[str]], readings: dict[str, dict[str, Any]] | None = None,
-                    alternatives: Alternatives | None = None) -> pd.DataFrame:
+                    alternatives: Alternatives | None = None, look: Look = Look(),
+                    planned: Collection[str] = ()) -> pd.DataFrame:
     """The ledger of the claims on the figure `tables`, whose label columns are `labels` (by figure
     name, Figure.label_columns). `readings`: the paper's (config/papers/<paper>.yaml `readings`), by name;
     a claim that rests on one whose source is our assumption is never PASS or FAIL (rests_on_readings).
     `alternatives`: reading -> alternative -> (tables, labels) of the figures it changes, as run; each claim
-    that rests on the reading is judged again under it (column `robustness`; None: not evaluated)."""
+    that rests on the reading is judged again under it (column `robustness`; None: not evaluated). `look`: the
+    seed plan's look (claims/sequential.py): the level of each tested verdict and of seeds_needed. At the second
+    look, the `planned` claims (ids: the plan's) are judged on every seed at its level, and every other claim as at
+    the first look, on its runs' first-look seeds (first_look): seeds added for another claim never change its data,
+    and its note says so. The alternatives are judged on the first look's seeds (their runs get none added)."""
     tables, labels = _in_paper_terms(tables, labels)
     readings = readings or {}
-    judge = Judge(tables, labels, scale)
+    first = {name: first_look(t) for name, t in tables.items()}
+    judge = Judge(first, labels, scale, Look(look.mode).level)  # the first look's data and level
+    second = Judge(tables, labels, scale, look.level) if look.number == 2 else judge
     under: dict[tuple[str, str], Judge] = {}
     for reading, alts in (alternatives or {}).items():
         for name, (alt_tables, alt_labels) in alts.items():
             if alt_tables:
                 alt_tables, alt_labels = _in_paper_terms(alt_tables, alt_labels)
-                under[(reading, name)] = Judge({**tables, **alt_tables}, {**labels, **alt_labels}, scale)
+                under[(reading, name)] = Judge({**first, **alt_tables}, {**labels, **alt_labels}, scale, judge.level)
     rows = []
     for claim in claims_cfg["claims"]:
-        status, ruling, result, support, figures, rule = judge(claim)
-        alts = robustness(claim, status, readings, alternatives, under, judge)
+        this = second if claim["id"] in planned else judge
+        status, ruling, result, support, figures, rule = this(claim)
+        if this is judge and look.number == 2 and any(len(first[f]) < len(tables[f]) for f in figures):
+            ruling = " ".join(x for x in (ruling, "Judged on its runs' first-look seeds: the seeds the seed plan "
+                                                  "added to them for other claims are not read.") if x)
+        alts = robustness(claim, status, readings, alternatives, under, this)
         robust = category(alts, bool(_rests(claim, readings)))
         status, ruling = rests_on_readings(claim, readings, status, ruling)
         na = f"support n/a: {support.reason}" if support.kind in ("none", "invariant") else ""
@@ -73,11 +87,11 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
         why = "" if kind == REPORT else causes.cause(
             status, reading=bool(assumed(claim, readings)) or robust == DEPENDS,
             scale=rule == causes.SCALE or bool(stand_ins(figures, tables)),
-            rule="" if rule == causes.SCALE else rule, test=result.test)
+            rule="" if rule == causes.SCALE else rule, test=result.test, level=look.estimate_level)
         rows.append({
             "claim_id": claim["id"], "kind": kind, "figure": " ".join(figures or claim.get("figures", [])),
             "scale": scale, "status": status, "cause": why,
-            "seeds_needed": causes.seeds_text(causes.seeds_estimate(result.test), support.units,
+            "seeds_needed": causes.seeds_text(causes.seeds_estimate(result.test, look.estimate_level), support.units,
                                               max(bootstrap_rule.MIN_UNITS, claim.get("min_seeds", 1)))
             if why == causes.SEEDS else "",
             "robustness": robust, "alternatives": encode(alts),
@@ -92,6 +106,15 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
             "quote": claim.get("quote", ""),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def first_look(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a figure table at the first look: each curve's FIRST_LOOK_SEEDS smallest seeds, its own run's
+    (the seed plan's runs add seeds after them: claims/seed_plan.py); a table without added seeds is itself."""
+    if FIRST_LOOK_SEEDS not in table:
+        return table
+    rank = table.groupby("run_id")["seed"].rank(method="dense")
+    return table[rank <= table[FIRST_LOOK_SEEDS]].reset_index(drop=True)
 
 
 def equivalence_margin(claim: dict[str, Any]) -> float:
@@ -121,10 +144,12 @@ def _in_paper_terms(tables: dict[str, pd.DataFrame], labels: dict[str, list[str]
 class Judge:
     """The checks of claims on one set of figure tables: a claim's verdict before the readings it rests on
     are weighed (status, ruling, Result, Support, the figures read). Claims that read the same figures share
-    one ClaimData, whose summaries are computed once."""
+    one ClaimData, whose summaries are computed once. A tested verdict is decided at `level` (checks.common.at_level;
+    ALPHA, the checks' own, but for a look of the adaptive seed plan)."""
 
-    def __init__(self, tables: dict[str, pd.DataFrame], labels: dict[str, list[str]], scale: str):
-        self.tables, self.labels, self.scale = tables, labels, scale
+    def __init__(self, tables: dict[str, pd.DataFrame], labels: dict[str, list[str]], scale: str,
+                 level: float = ALPHA):
+        self.tables, self.labels, self.scale, self.level = tables, labels, scale, level
         self.merged: dict[tuple[str, ...], ClaimData] = {}
 
     def data(self, figures: list[str]) -> ClaimData:
@@ -145,6 +170,8 @@ class Judge:
             data = self.data(figures)
             result = CHECKS[claim["check"]](data, **params)
             support = bootstrap_rule.bootstrap(claim["check"], data, params, result, *figures)
+            if support.kind == "test":  # the test's own p-values against the look's level; a bootstrap has none
+                result = at_level(result, self.level)
         status, ruling, rule = bootstrap_rule.decide(result.status, support, claim.get("min_seeds", 1))
         if missing:
             rule = causes.SCALE
@@ -253,6 +280,16 @@ def ledger_readings(ledger: Path) -> str:
     return "primary" if any(a.untested == NOT_EVALUATED for cell in column for a in decode(cell)) else "all"
 
 
+def ledger_look(record: Path) -> Look:
+    """The seed plan's look a ledger was computed at, from its JSON record (Look.record; the audit recomputes it so):
+    fixed, one look, where the record names none or there is no record."""
+    try:
+        named = json.loads(record.read_text()).get("seed_plan")
+    except (OSError, ValueError):
+        return Look()
+    return Look(named["mode"], named["look"]) if named else Look()
+
+
 def bootstrap_record(paper: str, scale: str) -> dict[str, Any]:
     """What a reader needs to redo the bootstrap of a ledger (results/claims/<paper>.json)."""
     return {
@@ -287,14 +324,16 @@ def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, 
                  out: Path, record: Path | None = None, scale_note: str = "",
                  readings: dict[str, dict[str, Any]] | None = None,
                  alternatives: dict[str, dict[str, dict[str, dict[str, Any]]]] | None = None,
-                 seeds: dict[str, Any] | None = None) -> pd.DataFrame:
+                 seeds: dict[str, Any] | None = None, look: Look = Look(), planned: Collection[str] = ()
+                 ) -> pd.DataFrame:
     """The ledger of one paper: its claims file, its figure tables and what the ledger reads of their
     figures (by name, Figure.claims_settings: their label columns); `record` gets the
     bootstrap's settings (bootstrap_record) and `scale_note`, how this scale departs from the paper's
     (Figure.scale_note of the paper's figures); `readings`, the paper's; `alternatives`, the figures of each
     alternative reading as run (RunTable.alternatives_settings: each one's table path and labels;
     None: not evaluated; evaluate_claims); `seeds`, the seeds judged and those the tunings its runs take were chosen
-    on (RunTable.seeds_record), for the record. Written atomically, after every check has run: a failure leaves the
+    on (RunTable.seeds_record), for the record; `look`, the seed plan's look, and at the second the claims
+    `planned` (evaluate_claims; the record names the look under adaptive). Written atomically, after every check has run: a failure leaves the
     files as they were. The record holds the ledger's sha256 and its rows' digests (claims/seal.py), which every
     reader of the ledger checks."""
     claims_cfg = load_claims(claims_path, readings=readings)
@@ -305,7 +344,7 @@ def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, 
                          {f: s["labels"] for f, s in figs.items()})
                   for name, figs in alts.items()}
         for reading, alts in alternatives.items()}
-    ledger = with_data_notes(evaluate_claims(claims_cfg, tables, scale, labels, readings, alt), tables)
+    ledger = with_data_notes(evaluate_claims(claims_cfg, tables, scale, labels, readings, alt, look, planned), tables)
     failed = implementation_failures(ledger)
     if failed:
         raise ResultsError(f"{claims_path}: {len(failed)} implementation check(s) FAIL at scale {scale}, so the "
@@ -316,7 +355,7 @@ def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, 
     if record is not None:  # with the ledger's sha256, which every reader checks (claims/seal.py)
         with atomic_path(record, suffix=".json") as tmp:
             body = bootstrap_record(claims_cfg.get("paper", out.stem), scale) | {"scale_note": scale_note,
-                                                                                  "seeds": seeds or {}}
+                                                                                  "seeds": seeds or {}} | look.record()
             tmp.write_text(json.dumps(body | ledger_summary(ledger) | {"ledger": ledger_seal(out)}, indent=2) + "\n")
     return ledger
 

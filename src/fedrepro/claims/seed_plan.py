@@ -2,12 +2,20 @@
 train them (config `seed_plan: adaptive`; the rule and why its error rates hold: claims/sequential.py,
 docs/claims.md "Two looks: seeds where the claims need them").
 
-make_plan is pure. A claim is planned when its ledger row has cause `seeds`, its `seeds_needed` is within reach
-of the scale's `max_seeds` (sequential.within_reach), every run it reads has a cost estimate, and its added seeds
-fit in what is left of the budget. Planned, every run it reads gets a run of the same settings that trains the
+make_plan is pure. A claim is planned when its ledger row has cause `seeds`, its verdict is tested (p-values the
+second look can hold to its level: a bootstrapped verdict, a share of resamples, has no level to split over two
+looks, so it keeps its one), its `seeds_needed` is within reach of the scale's `max_seeds`
+(sequential.within_reach), every run it reads has a cost estimate, and its added seeds fit in what is left of the
+budget. Planned, every run it reads gets a run of the same settings that trains the
 seeds from its last one up to `max_seeds` (`first_seed`: the seeds already trained, which are reused; its own run
 id). The budget is job minutes, summed over jobs as `fedrepro cost` sums them: a run's estimate is its benchmark
 record's wall time per seed (minutes_per_seed), times the seeds added.
+
+A curve reads its added seeds (planned_table): the run table with the plan gives each figure whose runs got seeds
+their extensions, so its table holds every seed of each curve under the curve's own run id (results/tables.py
+curve_rows), its `seeds` column counts them and `first_look_seeds` counts the first look's, and its caption says per
+curve how many it has and for which claims they were added. Without a plan (fixed, or no seed_plan.json) every
+figure is as it was, its table byte for byte.
 
 Priority when the budget binds: the claim whose added seeds cost the fewest job minutes beyond what the plan
 already holds goes first (a run it shares with a planned claim costs nothing more), ties in the order the claims
@@ -18,6 +26,7 @@ claims share no runs (the cheapest first), and it is deterministic.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -28,7 +37,8 @@ import pandas as pd
 
 from fedrepro.claims.causes import SEEDS
 from fedrepro.claims.sequential import ADAPTIVE, LOOKS, within_reach
-from fedrepro.experiments.runtable import run_id_of
+from fedrepro.errors import ResultsError
+from fedrepro.experiments.runtable import Figure, RunTable, run_id_of
 from fedrepro.utils.atomic import atomic_path
 
 FILE = "seed_plan.json"  # results/<scale>/seed_plan.json
@@ -49,11 +59,13 @@ def settings_of(config: dict[str, Any], scale: str) -> Settings:
 
 @dataclass(frozen=True)
 class OpenClaim:
-    """A claim the first look left open for want of seeds: its ledger's `seeds_needed` and the runs it reads."""
+    """A claim the first look left open for want of seeds: its ledger's `seeds_needed`, the runs it reads and
+    whether its verdict is tested (its ledger row has p-values; else bootstrapped)."""
     paper: str
     claim: str
     seeds_needed: str
     runs: tuple[str, ...]
+    tested: bool = True
 
     @property
     def key(self) -> str:
@@ -62,10 +74,11 @@ class OpenClaim:
 
 def open_claims(paper: str, ledger: pd.DataFrame, runs_of: dict[str, list[str]]) -> list[OpenClaim]:
     """The rows of a paper's ledger (read_ledger: cells as text) whose cause is seeds, with the runs each claim
-    reads (`runs_of`: claim id -> the run ids of its figures at this scale), in the ledger's order."""
+    reads (`runs_of`: claim id -> the run ids of its figures at this scale), in the ledger's order. A row is tested
+    when it has a p_pass (the ledger writes one for a tested check only)."""
     rows = ledger[ledger["cause"] == SEEDS]
-    return [OpenClaim(paper, row.claim_id, row.seeds_needed, tuple(sorted(runs_of.get(row.claim_id, []))))
-            for row in rows.itertuples()]
+    return [OpenClaim(paper, row.claim_id, row.seeds_needed, tuple(sorted(runs_of.get(row.claim_id, []))),
+                      row.p_pass != "") for row in rows.itertuples()]
 
 
 def claim_runs(claims_cfg: dict[str, Any], figure_runs: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -95,6 +108,9 @@ def make_plan(claims: Iterable[OpenClaim], specs: dict[str, dict[str, Any]],
         missing = [r for r in c.runs if specs[r]["seeds"] < m and not math.isfinite(minutes_per_seed.get(r, math.nan))]
         if settings.mode != ADAPTIVE:
             verdicts[c.key] = False, f"seed_plan {settings.mode}: one look"
+        elif not c.tested:
+            verdicts[c.key] = False, ("bootstrapped: a share of resamples has no level to split over two looks, so "
+                                      "its first look's verdict stands")
         elif not c.runs or have >= m:
             verdicts[c.key] = False, f"its runs have {have} seeds, max_seeds {m}: nothing to add"
         elif not within_reach(c.seeds_needed, have, m):
@@ -156,3 +172,47 @@ def write_plan(plan: dict[str, Any], path: Path) -> None:
     """The plan as JSON, atomically (a failure leaves the file as it was)."""
     with atomic_path(path, suffix=".json") as tmp:
         tmp.write_text(json.dumps(plan, indent=2, sort_keys=False) + "\n")
+
+
+def read_plan(path: Path) -> dict[str, Any] | None:
+    """The plan at `path` (results/<scale>/seed_plan.json), or None where there is none."""
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except ValueError as exc:
+        raise ResultsError(f"{path} is not a seed plan (not JSON: {exc}); remake it with `fedrepro seed-plan`") from None
+
+
+def planned_table(table: RunTable, plan: dict[str, Any] | None) -> RunTable:
+    """The run table with the plan's added runs (module docstring): each added run's spec among the runs, and each
+    figure that reads a run they extend with its extensions and its caption's note on the seeds. The table itself
+    without a plan or without added runs. Alternative readings' figures keep their seeds: the plan adds to the
+    primary runs the ledger judges."""
+    runs = (plan or {}).get("runs", [])
+    if not runs:
+        return table
+    unknown = sorted({r["extends"] for r in runs} - set(table.runs))
+    if unknown:
+        raise ResultsError(f"{FILE} adds seeds to run(s) {', '.join(unknown)} that the configuration no longer has at "
+                           f"scale {table.scale}; remake it with `fedrepro seed-plan`")
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for r in sorted(runs, key=lambda r: (r["extends"], r["first_seed"])):
+        by_run.setdefault(r["extends"], []).append({k: r[k] for k in ("run_id", "first_seed", "seeds", "claims")})
+    figures = {key: _with_seeds(f, by_run, table.runs) for key, f in table.figures.items()}
+    return dataclasses.replace(table, runs={**table.runs, **{r["run_id"]: r["spec"] for r in runs}}, figures=figures)
+
+
+def _with_seeds(figure: Figure, by_run: dict[str, list[dict[str, Any]]], specs: dict[str, dict[str, Any]]) -> Figure:
+    """The figure with the extensions of its curves' runs, its caption saying per curve how many seeds it has and
+    why ("Seeds added by the seed plan: <curve> (<panel>) 10 (3 at the first look, 7 for claims p/A, p/B); ...")."""
+    mine = {c.run_id: by_run[c.run_id] for c in figure.curves if c.run_id in by_run}
+    if not mine:
+        return figure
+    extended = dataclasses.replace(figure, extensions=mine)
+    said = [f"{c.label} ({c.panel}) {extended.curve_seeds(c.run_id, specs[c.run_id])} ({specs[c.run_id]['seeds']} at "
+            f"the first look, {sum(e['seeds'] for e in mine[c.run_id])} for claims "
+            f"{', '.join(dict.fromkeys(k for e in mine[c.run_id] for k in e['claims']))})"
+            for c in figure.curves if c.run_id in mine]
+    note = "Seeds added by the seed plan: " + "; ".join(said) + "."
+    return dataclasses.replace(extended, caption=(figure.caption.rstrip() + " " + note).strip())

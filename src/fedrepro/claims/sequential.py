@@ -30,6 +30,9 @@ or max_seeds leaves with one look would need t > t_{2, 0.99} = 7.0 standard erro
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from fedrepro.claims.checks.inference import ALPHA
 
 FIXED, ADAPTIVE = "fixed", "adaptive"
@@ -53,3 +56,35 @@ def within_reach(seeds_needed: str, have: int, max_seeds: int) -> bool:
     the second look's level, causes.seeds_text) is a number no larger than `max_seeds`, and its runs have fewer
     than that (`have`, the fewest seeds of any run it reads)."""
     return seeds_needed.isdigit() and have < max_seeds and int(seeds_needed) <= max_seeds
+
+
+@dataclass(frozen=True)
+class Look:
+    """Which look a ledger is (the mode, look 1 or 2): the level of its tested verdicts (`level`) and the level at
+    which it estimates `seeds_needed` (`estimate_level`: the second look's under adaptive, the only look to which
+    added seeds can go; ALPHA under fixed, the one look). A bootstrapped verdict (a share of resamples) has no
+    level to split: every look keeps it as it is (claims/seed_plan.py never plans its claim)."""
+    mode: str = FIXED
+    number: int = 1
+
+    def __post_init__(self) -> None:
+        level(self.mode, self.number)  # a mode or look that does not exist: its one-line error here
+
+    @property
+    def level(self) -> float:
+        return level(self.mode, self.number)
+
+    @property
+    def estimate_level(self) -> float:
+        return ALPHA if self.mode == FIXED else level(self.mode, 2)
+
+    def record(self) -> dict[str, Any]:
+        """What the ledger's JSON record says of the look: nothing under fixed (its `rule.alpha` is the level, as
+        before the seed plan), else the mode, the look and both levels."""
+        if self.mode == FIXED:
+            return {}
+        return {"seed_plan": {"mode": self.mode, "look": self.number, "level": self.level,
+                              "seeds_needed_level": self.estimate_level,
+                              "text": "each tested verdict decided at `level` (claims/sequential.py: the two looks "
+                                      "spend alpha), seeds_needed estimated at `seeds_needed_level`; a bootstrapped "
+                                      "verdict as in one look"}}

@@ -43,6 +43,9 @@ OPERATIONAL_KEYS = ("checkpoint_every",)
 ID_DEFAULTS = {"first_seed": 0}
 # Columns of a figure table that say which curve a row belongs to; the runs' settings follow them.
 LABEL_COLUMNS = ["figure", "panel", "curve", "method", "run_id"]
+# The label column, in a figure whose runs got seeds from the adaptive seed plan only, of each curve's seeds at the
+# first look (its own run's; the column `seeds` then counts every seed the curve has: claims/seed_plan.py)
+FIRST_LOOK_SEEDS = "first_look_seeds"
 DRAWING_FORMATS = ("pdf", "png")
 
 
@@ -100,16 +103,30 @@ class Figure:
     values: dict[str, dict[Any, Any]] = field(default_factory=dict)  # the scale's value maps: paper value -> this scale's
     stand_ins: list[str] = field(default_factory=list)  # the stand-in data its runs read (data/sources.py labels)
     paper_keys: list[str] = field(default_factory=list)  # the settings its scale maps: a paper_column each
+    # run id -> the runs the adaptive seed plan adds to it, each {run_id, first_seed, seeds, claims}
+    # (claims/seed_plan.py planned_table); out of the repr, which Snakemake compares: the settings digests hold them
+    extensions: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
 
     def curve_labels(self, curve: Curve, spec: dict[str, Any]) -> dict[str, Any]:
         """The label columns of a curve's rows in the figure table, from its run's spec: what the
-        table says of how the curve was made (results/tables.py); its ANALYSIS_KEYS from the config."""
+        table says of how the curve was made (results/tables.py); its ANALYSIS_KEYS from the config. In a figure
+        with added seeds (extensions), `seeds` counts all of the curve's and FIRST_LOOK_SEEDS its run's own."""
         labels = {"figure": self.name, "panel": curve.panel, "curve": curve.label, "method": curve.method,
                   "run_id": curve.run_id}
         labels.update({k: spec.get(k) for k in self.setting_keys})
         labels.update(curve.analysis)
         labels.update({paper_column(k): curve.paper.get(k) for k in self.paper_keys})
+        if self.extensions:
+            labels.update({"seeds": self.curve_seeds(curve.run_id, spec), FIRST_LOOK_SEEDS: spec["seeds"]})
         return labels
+
+    def curve_runs(self, run_id: str) -> list[str]:
+        """The runs a curve reads: its own, then those that add seeds to it (extensions)."""
+        return [run_id, *(e["run_id"] for e in self.extensions.get(run_id, []))]
+
+    def curve_seeds(self, run_id: str, spec: dict[str, Any]) -> int:
+        """The seeds of the curve of run `run_id` (whose spec is `spec`): its own and those its extensions add."""
+        return spec["seeds"] + sum(e["seeds"] for e in self.extensions.get(run_id, []))
 
     # What each job of a figure reads of it. The rules pass a digest of it as a param, so that
     # Snakemake's params trigger reruns exactly the jobs whose part of the configuration changed
@@ -118,12 +135,16 @@ class Figure:
         """What rule aggregate reads (results/tables.py): the curves with their labels, the settings
         shown, the kind (which rows a run contributes)."""
         return {"name": self.name, "kind": self.plot.get("kind"), "setting_keys": self.setting_keys,
-                "curves": [dataclasses.asdict(c) for c in self.curves]}
+                "curves": [dataclasses.asdict(c) for c in self.curves]} | self._extensions_setting()
 
     def drawing_settings(self) -> dict[str, Any]:
         """What rules plot and table read: all of the figure, title and caption included (the report
         shows the caption with the file they write)."""
-        return dataclasses.asdict(self)
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "extensions"} | self._extensions_setting()
+
+    def _extensions_setting(self) -> dict[str, Any]:
+        """The extensions as a setting only where there are some: without a seed plan the digests are as they were."""
+        return {"extensions": self.extensions} if self.extensions else {}
 
     def claims_settings(self) -> dict[str, Any]:
         """What rule claims reads: the label columns of the table (its paper columns among them: claims are read
@@ -132,13 +153,15 @@ class Figure:
 
     @property
     def run_ids(self) -> list[str]:
-        return sorted({c.run_id for c in self.curves})
+        """Every run its table reads: its curves' and those that add seeds to them."""
+        return sorted({rid for c in self.curves for rid in self.curve_runs(c.run_id)})
 
     @property
     def label_columns(self) -> list[str]:
         """The columns of this figure's table that identify a curve (not measured): declared here, so
         that plots and claims never guess them from the column order."""
-        return LABEL_COLUMNS + self.setting_keys + [paper_column(k) for k in self.paper_keys]
+        return (LABEL_COLUMNS + self.setting_keys + [paper_column(k) for k in self.paper_keys]
+                + ([FIRST_LOOK_SEEDS] if self.extensions else []))
 
     @property
     def formats(self) -> tuple[str, ...]:

@@ -84,16 +84,15 @@ ROWS: dict[str, Callable[[str, dict[str, Any], RunFiles, Figure], pd.DataFrame]]
 
 def figure_table(figure: Figure, results_dir: Path) -> pd.DataFrame:
     """Every run's rows (ROWS, by the figure's kind), after the figure's label columns
-    (Figure.label_columns). Each run's metrics.csv must be the one its run.json vouches for. A curve with
+    (Figure.label_columns); a curve's rows are those of its run and of the runs that add seeds to it (curve_rows). Each run's metrics.csv must be the one its run.json vouches for. A curve with
     an `x_source` gets it copied into the figure's x column (and run_id <run_id>/<x_source>); with plot
     option `common_x` each panel ends at the smallest last x of its curves (common_x)."""
     records = {rid: read_verified_record(run_files(results_dir, rid)) for rid in figure.run_ids}
     specs = {rid: rec["spec"] for rid, rec in records.items()}
-    rows_of = ROWS[figure.kind.rows]
     frames = []
     x = figure.plot.get("x")
     for curve in figure.curves:
-        rows = rows_of(curve.run_id, records[curve.run_id], run_files(results_dir, curve.run_id), figure)
+        rows = curve_rows(figure, curve.run_id, records, results_dir)
         labels = figure.curve_labels(curve, specs[curve.run_id])
         if "x_source" in curve.analysis:  # the panel's own x column of the run (e.g. time at its t_comm)
             rows = rows.assign(**{x: rows[curve.analysis["x_source"]]})
@@ -106,6 +105,21 @@ def figure_table(figure: Figure, results_dir: Path) -> pd.DataFrame:
         table = common_x(table, x)
     front = figure.label_columns
     return table[front + [c for c in table.columns if c not in front]]
+
+
+def curve_rows(figure: Figure, run_id: str, records: dict[str, dict[str, Any]], results_dir: Path) -> pd.DataFrame:
+    """The rows of the curve of run `run_id`: its run's, then those of the runs the seed plan adds to it
+    (Figure.curve_runs), whose seeds follow its own (claims/seed_plan.py extension); a seed two of them share is an
+    error, never a silent duplicate."""
+    rows_of, frames, seen = ROWS[figure.kind.rows], [], set()
+    for rid in figure.curve_runs(run_id):
+        seeds = {int(s) for s in records[rid]["summary"]["seeds"]}
+        if seeds & seen:
+            raise ResultsError(f"figure {figure.name}: run {rid} adds seeds {sorted(seeds & seen)} that run {run_id}'s "
+                               f"curve already has; the seed plan's runs must start after the seeds trained")
+        seen |= seeds
+        frames.append(rows_of(rid, records[rid], run_files(results_dir, rid), figure))
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
 def common_x(table: pd.DataFrame, x: str) -> pd.DataFrame:

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Callable, Literal, NamedTuple
 import numpy as np
 import pandas as pd
 
-from fedrepro.claims.checks.inference import Test, certain, combine, decide, effect_test, required_of
+from fedrepro.claims.checks.inference import ALPHA, Test, certain, combine, decide, effect_test, required_of
 from fedrepro.verdicts import FAIL, INCONCLUSIVE, PASS
 
 
@@ -234,6 +234,19 @@ def judged(holds: list[Outcome], margins: list[float], measured: str, require: s
     margins = [(math.inf if status == FAIL else -math.inf) if h is None else m for h, m in zip(shown, margins)]
     return Result(status, measured, note, deciding_margin(margins, require, fraction), test.p_holds, test.p_against,
                   tests, test)
+
+
+def at_level(result: Result, level: float) -> Result:
+    """A tested check's Result re-decided at `level` (a look of the adaptive seed plan: claims/sequential.py) from its
+    combined Test: the checks decide at ALPHA, and a lower level can only leave open what ALPHA showed, so a verdict
+    it does not show becomes INCONCLUSIVE, without a margin (as judged gives an undecided verdict). At ALPHA, and
+    without a Test, the Result is as it was."""
+    if level > ALPHA:
+        raise ValueError(f"level {level} is above ALPHA = {ALPHA}: a look spends at most the rule's alpha")
+    if level == ALPHA or result.test is None or decide(result.test, level) == result.status:
+        return result
+    said = f"not decided at this look's level {level:.1%} (seed_plan adaptive; {result.status} at {ALPHA:.0%})"
+    return result._replace(status=INCONCLUSIVE, margin=math.nan, note=" ".join(x for x in (result.note, said) if x))
 
 
 def not_learned(floor: float | None, higher: bool, *values: float) -> bool:
