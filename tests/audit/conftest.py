@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from fedrepro.claims.ledger import write_ledger
+from fedrepro.claims.support import DECIDE
 from fedrepro.data import fetch_dataset, prepare_dataset
 from fedrepro.experiments.execute import execute_run
 from fedrepro.layout import Layout
 from fedrepro.plots import draw_figure
+from fedrepro.plots.claims import draw_claims_figure
 from fedrepro.experiments.store import run_files
 from fedrepro.results.tables import write_figure_table
 from fedrepro.validate import load_and_validate
@@ -65,6 +67,8 @@ def fedvr_smoke(tmp_path_factory) -> Path:
     write_ledger(root / "config" / "claims" / f"{PAPER}.yaml", tables, settings["figures"], "smoke",
                  results / "claims" / f"{PAPER}.csv", results / "claims" / f"{PAPER}.json", settings["scale_note"],
                  settings["readings"], settings["alternatives"], settings["seeds"])
+    draw_claims_figure(results / "claims" / f"{PAPER}.csv", PAPER, DECIDE,
+                       *(Layout("smoke", root).claims_figure(PAPER, ext) for ext in ("pdf", "png")))
     return root
 
 

@@ -485,3 +485,23 @@ def test_a_ledger_deleted_after_its_claims_job_was_killed_is_a_fail_saying_so(sm
     assert code == 1
     line = next(line for line in out.splitlines() if "results/smoke/claims/fedvr.csv does not exist" in line)
     assert line.lstrip().startswith("FAIL") and "and did not finish: it was killed" in line
+
+
+def test_a_claims_job_stopped_after_its_ledger_is_a_fail_and_its_figure_missing(smoke_copy, capsys):
+    """The probe: a kill late in rule claims leaves a whole ledger, no claims figure and the record its step wrote
+    when it started; the audit said WARN (exit 0) and named neither."""
+    step = ("import os, signal, sys; from pathlib import Path; from fedrepro.cli import run_step; "
+            "run_step(lambda: os.kill(os.getpid(), signal.SIGKILL), None, failure=Path(sys.argv[1]))")
+    killed = subprocess.run([sys.executable, "-c", step, str(Layout("smoke").ledger_failure(PAPER))],
+                            env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert killed.returncode == -9
+    for ext in ("pdf", "png"):
+        Layout("smoke").claims_figure(PAPER, ext).unlink()
+    code, out = audit(capsys)
+    assert code == 1
+    lines = out.splitlines()
+    stopped = next(line for line in lines if "may be from an earlier job" in line)
+    assert stopped.lstrip().startswith("FAIL") and "and did not finish: it was killed" in stopped
+    assert any(line.lstrip().startswith("MISSING: 1 figures") for line in lines)  # the summary counts them
+    report = next(Path(".").rglob("audit/smoke/fedvr.md")).read_text()  # and the paper's report names them
+    assert "figures/smoke/fedvr/claims.pdf, figures/smoke/fedvr/claims.png not made" in report

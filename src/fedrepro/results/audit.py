@@ -390,6 +390,14 @@ def audit_paper(paper: str, figures: list[Figure], scale: str, scale_from: str, 
             Finding("claims", WARN, f"{checkout.relative(ledger)} not recomputed: the table(s) of "
                                     f"{', '.join(unverified)} are not verified")])
     drawn = [out.claims_figure(paper, ext) for ext in ("pdf", "png")]
+    if ledger.is_file():  # rule claims writes the ledger first, then its figure: a job stopped between leaves both
+        failed = read_failure(out.ledger_failure(paper))
+        if failed:
+            findings.append(Finding("claims", FAIL, f"{checkout.relative(ledger)} may be from an earlier job: rule "
+                                                    f"claims {failure_text(failed)}; fix that and run snakemake"))
+        absent = [checkout.relative(p) for p in drawn if not p.is_file()]
+        if absent:
+            findings.append(Finding("files", MISSING, f"{', '.join(absent)} not made"))
     if any(p.is_file() for p in drawn):
         findings += _drawn_findings([p for p in drawn if p.is_file()], checkout)
     dvc = checkout.dvc.finding([checkout.relative(ledger)]) if ledger.is_file() else None
