@@ -7,7 +7,8 @@ Two kinds of check (docs/claims.md, "The decision rule"):
   claim reads PASS, and a true one FAIL, in at most ALPHA = 5% of cases, at 3 seeds and more, over any
   number of cells (benchmarks/calibrate_rule.py measures it). Its support is the test (kind "test"): the
   ledger shows its p-values, and no bootstrap runs.
-- Any other check (a statistic over Monte Carlo runs, oscillation_falls) is qualified by
+- Any other check (a statistic over fedvr's Monte Carlo runs: compare_mc, compare_with_paper, mc_stat_within,
+  series_ratio, series_trend) is qualified by
   a seeded bootstrap over the units of replication: support = the share of resamples (seeds, or Monte
   Carlo runs, drawn with replacement; the same draw for every run of the claim, claims/data.py
   ClaimData.resamples) in which the check rerun on the resample says PASS. Its verdict stands only when at
