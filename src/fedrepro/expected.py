@@ -24,7 +24,7 @@ import pandas as pd
 
 from fedrepro.claims.seal import read_ledger, verify_ledger
 from fedrepro.errors import ResultsError
-from fedrepro.experiments.runtable import RunTable
+from fedrepro.experiments.runtable import Figure, RunTable
 from fedrepro.experiments.store import read_record, run_files
 from fedrepro.layout import CLAIMS_FIGURE, Layout
 from fedrepro.utils.atomic import write_bytes, write_json, write_text
@@ -129,10 +129,19 @@ def digest(table: pd.DataFrame, figure: str, points: int = DIGEST_POINTS) -> pd.
         ["figure", "panel", "curve", "metric", X], kind="stable").reset_index(drop=True)
 
 
+def digested(figures: list[Figure]) -> list[Figure]:
+    """The figures a digest covers: each run's curves once. A table whose runs are all drawn by the paper's other
+    figures is left out (DeFedAvg's Table I reads Figs 2-5's runs): its numbers are the ledger's, its curves theirs."""
+    drawn = {c.run_id for f in figures if f.plot.get("kind") != "table" for c in f.curves}
+    return [f for f in figures if f.plot.get("kind") != "table" or not {c.run_id for c in f.curves} <= drawn]
+
+
 def digest_of(layout: Layout, table: RunTable, paper: str) -> pd.DataFrame:
-    """The digest of every figure of `paper` whose table is on disk."""
-    parts = [digest(pd.read_csv(path, low_memory=False), f.name) for f in table.paper_figures(paper)
-             if (path := layout.table(paper, f.name)).is_file()]
+    """The digest of every digested figure of `paper` whose table is on disk."""
+    parts = [d for f in digested(table.paper_figures(paper))
+             if (path := layout.table(paper, f.name)).is_file()
+             and not (d := digest(pd.read_csv(path, low_memory=False), f.name)).empty]
+    # an empty part would make every column object, and float_format skips objects
     return pd.concat(parts, ignore_index=True) if parts else digest(pd.DataFrame(), "")
 
 

@@ -10,7 +10,10 @@ import pandas as pd
 import pytest
 
 from fedrepro.errors import ConfigError
-from fedrepro.expected import DIGEST_POINTS, curve_differences, digest, small_png, stamp_differences, stamp_of
+from fedrepro.expected import (DIGEST_FLOATS, DIGEST_POINTS, curve_differences, digest, digest_of, small_png,
+                               stamp_differences, stamp_of)
+from fedrepro.experiments.runtable import Curve, Figure
+from fedrepro.layout import Layout
 from fedrepro.paper_docs import current_part, write_docs
 from sealed import seal
 
@@ -35,6 +38,32 @@ def test_the_digest_keeps_the_seed_mean_of_each_changing_metric_at_spread_rounds
     assert len(a) == DIGEST_POINTS and a["round"].iloc[0] == 0 and a["round"].iloc[-1] == 99
     at = a.set_index("round")["mean"]
     assert at[0] == pytest.approx(1.0 + 1.0) and at[99] == pytest.approx(1 / 100 + 1.0)  # mean over seeds 0, 1, 2
+
+
+def test_a_paper_digest_writes_each_run_once_and_every_mean_at_the_digest_precision(tmp_path: Path) -> None:
+    def figure(name: str, kind: str, run_ids: str) -> Figure:
+        return Figure("p", name, name, "", "quick", [], {"kind": kind},
+                      [Curve("p", rid, "m", rid * 4, {}) for rid in run_ids])
+
+    figures = [figure("fig1", "convergence", "AB"), figure("fig2", "convergence", "A"),
+               figure("table1", "table", "AB"), figure("table2", "table", "C")]
+
+    class Table:
+        def paper_figures(self, paper: str) -> list[Figure]:
+            return figures
+
+    layout = Layout("quick", tmp_path)
+    layout.table("p", "fig1").parent.mkdir(parents=True)
+    curves = figure_table(rounds=5)
+    curves.assign(loss=curves["loss"] / 3).to_csv(layout.table("p", "fig1"), index=False)
+    curves.assign(loss=1.0).to_csv(layout.table("p", "fig2"), index=False)  # no metric changes: an empty digest
+    for name in ("table1", "table2"):
+        curves.assign(figure=name).to_csv(layout.table("p", name), index=False)
+    d = digest_of(layout, Table(), "p")
+    # Table I's runs are all drawn by fig1, so its curves are fig1's; table2's run C is drawn nowhere else
+    assert sorted(set(d["figure"])) == ["fig1", "table2"]
+    written = d.to_csv(index=False, float_format=DIGEST_FLOATS)
+    assert "0.666666667" in written and "0.6666666666" not in written  # (1/1 + 1) / 3, mean of seeds 0-2
 
 
 def test_curve_differences_name_the_largest_and_what_one_side_lacks():
