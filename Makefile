@@ -9,7 +9,10 @@ SCALE ?= $(shell sed -n 's/^scale: *//p' config/config.yaml)
 # primary: the claims under the project's readings, within the 60-minute quick budget (docs/performance.md);
 # READINGS=all also runs and judges every alternative reading (docs/claims.md, "Robust or depends")
 READINGS ?= primary
-SNAKEMAKE_ARGS := --config readings=$(READINGS) scale=$(SCALE)
+# fixed: each figure's seeds, one look; adaptive: a first look, then `fedrepro seed-plan` adds seeds to the claims
+# open for want of them within max_seeds and the budget, and a second look (docs/claims.md, "Two looks")
+SEEDS ?= $(shell sed -n 's/^seed_plan: *//p' config/config.yaml)
+SNAKEMAKE_ARGS := --config readings=$(READINGS) scale=$(SCALE) seed_plan=$(SEEDS)
 # what DVC records after a reproduction: the data (shared by the scales) and this scale's outputs
 DVC_TRACKED := data/raw data/prepared results/$(SCALE) figures/$(SCALE)
 
@@ -24,6 +27,8 @@ install: $(VENV)/.installed
 
 reproduce: install
 	$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
+	$(if $(filter adaptive,$(SEEDS)),$(BIN)/fedrepro seed-plan --scale $(SCALE))
+	$(if $(filter adaptive,$(SEEDS)),$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS))
 	$(MAKE) report record
 
 # The papers that have results at this scale: a report names every file it shows, and a touch stamps every file

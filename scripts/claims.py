@@ -20,7 +20,7 @@ def main():
     ledger = Path(sm.output.ledger)
     write_ledger(Path(sm.input.claims), [Path(p) for p in sm.input.tables], sm.params.figures, sm.wildcards.scale,
                  ledger, Path(sm.output.record), sm.params.scale_note, sm.params.readings, sm.params.alternatives,
-                 sm.params.seeds, Look(sm.params.seed_plan))
+                 sm.params.seeds, Look(**{**sm.params.look, "planned": tuple(sm.params.look["planned"])}))
     draw_claims_figure(ledger, sm.wildcards.paper, DECIDE, Path(sm.output.pdf), Path(sm.output.png))
 
 

@@ -395,13 +395,18 @@ def job_cost_table(scale: str | None) -> str:
 
 
 def seed_plan_file(scale: str | None, root: Path = Path(".")) -> str:
-    """Write results/<scale>/seed_plan.json from the papers' sealed ledgers at the scale (claims/seed_plan.py) and
-    say what it plans."""
+    """Write results/<scale>/seed_plan.json from the papers' sealed first-look ledgers at the scale
+    (claims/seed_plan.py) and say what it plans. The ledgers say their look (ledger_look): a plan is made from the
+    first look under adaptive; once the ledgers are at the second, the plan they were judged with is kept."""
+    import dataclasses
+
     import yaml
 
+    from fedrepro.claims.ledger import ledger_look
     from fedrepro.claims.seal import read_ledger
     from fedrepro.claims.seed_plan import FILE, claim_runs, make_plan, minutes_per_seed, open_claims, settings_of, \
         write_plan
+    from fedrepro.claims.sequential import ADAPTIVE
     from fedrepro.experiments.runtable import build_run_table
     from fedrepro.layout import Layout
     from fedrepro.results.cost import job_costs
@@ -412,21 +417,37 @@ def seed_plan_file(scale: str | None, root: Path = Path(".")) -> str:
         config = with_defaults(yaml.safe_load(fh) or {})
     scale = scale or config["scale"]
     out = Layout(scale, root)
+    looks = {p: ledger_look(out.ledger(p, "json")) for p in known_papers() if out.ledger(p).exists()}
+    if not looks:
+        raise ResultsError(f"no ledger at scale {scale} ({out.results / 'claims'}): run the first look first "
+                           f"(make reproduce SEEDS=adaptive SCALE={scale})")
+    if any(look.number == 2 for look in looks.values()):
+        if not (out.results / FILE).is_file():
+            raise ResultsError(f"the ledgers at scale {scale} were judged at the second look, but "
+                               f"{out.results / FILE} is gone: judge the first look again (make reproduce "
+                               f"SEEDS=adaptive SCALE={scale}) to remake it")
+        return f"{out.results / FILE}: kept (the ledgers at {scale} were judged with it at the second look)"
+    first = sorted(p for p, look in looks.items() if look.mode == ADAPTIVE)
+    if not first:
+        raise ResultsError(f"the ledgers at scale {scale} ({', '.join(sorted(looks))}) were judged in one look "
+                           f"(seed_plan fixed): judge the first look with `--config seed_plan=adaptive` "
+                           f"(make reproduce SEEDS=adaptive SCALE={scale})")
     table = build_run_table({**config, "scale": scale, "papers": known_papers()}, root / "config")
     claims, specs = [], {}
-    for paper in known_papers():
-        if not out.ledger(paper).exists():
-            continue
+    for paper in first:
         figure_runs = {f.name: f.run_ids for f in table.paper_figures(paper)}
         found = open_claims(paper, read_ledger(out.ledger(paper)),
                             claim_runs(read_yaml(root / "config" / "claims" / f"{paper}.yaml"), figure_runs))
         claims += found
         specs.update({r: table.runs[r] for c in found for r in c.runs})
-    plan = make_plan(claims, specs, minutes_per_seed(job_costs(scale, root), specs), settings_of(config, scale))
+    settings = dataclasses.replace(settings_of(config, scale), mode=ADAPTIVE)  # the mode the ledgers were judged in
+    plan = make_plan(claims, specs, minutes_per_seed(job_costs(scale, root), specs), settings)
     write_plan(plan, out.results / FILE)
     chosen = [c for c in plan["claims"] if c["planned"]]
+    fixed = sorted(set(looks) - set(first))
     return (f"{out.results / FILE}: {len(chosen)} of {len(plan['claims'])} claims open for want of seeds planned, "
-            f"{len(plan['runs'])} runs added, {plan['minutes']:.1f} of {plan['budget_minutes']:g} job minutes")
+            f"{len(plan['runs'])} runs added, {plan['minutes']:.1f} of {plan['budget_minutes']:g} job minutes"
+            + (f"; {', '.join(fixed)} judged in one look (seed_plan fixed), so not planned" if fixed else ""))
 
 
 def paper_docs(args: argparse.Namespace) -> list[str]:
@@ -469,14 +490,13 @@ def ledger_rebuilder(paper: str, scale: str, settings: dict, root: Path = Path("
     audit_paper)."""
 
     def rebuild(csv: Path, record: Path) -> None:
-        from fedrepro.claims.ledger import write_ledger
-        from fedrepro.claims.sequential import Look
+        from fedrepro.claims.ledger import ledger_look, write_ledger
         from fedrepro.layout import Layout
 
         out = Layout(scale, root)
         write_ledger(root / "config" / "claims" / f"{paper}.yaml", [out.table(paper, name) for name in settings["figures"]],
                      settings["figures"], scale, csv, record, settings["scale_note"], settings["readings"],
-                     settings["alternatives"], settings["seeds"], look or Look())
+                     settings["alternatives"], settings["seeds"], look or ledger_look(out.ledger(paper, "json")))
 
     return rebuild
 
@@ -487,6 +507,7 @@ def audit_papers(args: argparse.Namespace) -> bool:
 
     from fedrepro.layout import Layout
     from fedrepro.claims.ledger import ledger_look, ledger_readings
+    from fedrepro.claims.seed_plan import FILE as PLAN_FILE, planned_table, read_plan
     from fedrepro.results.audit import FAIL, Checkout, audit_paper, choose_reruns, rerun
     from fedrepro.results.audit_report import summary, write_report
     from fedrepro.validate import load_and_validate, with_defaults
@@ -507,13 +528,16 @@ def audit_papers(args: argparse.Namespace) -> bool:
         chosen = chosen or [(p, config["scale"], "from config/config.yaml (no results on disk)") for p in papers]
     # the alternatives' tables are audited where the ledger judged them
     readings = {(p, s): ledger_readings(Layout(s, root).ledger(p)) for p, s, _ in chosen}
-    tables = {(s, r): load_and_validate({"scale": s, "readings": r}, root / "config")[1]
+    looks = {(p, s): ledger_look(Layout(s, root).ledger(p, "json")) for p, s, _ in chosen}
+    # a scale judged at the second look is audited with the runs its seed plan added (claims/seed_plan.py)
+    plans = {s: read_plan(Layout(s, root).results / PLAN_FILE) if any(
+        look.number == 2 for (_, ls), look in looks.items() if ls == s) else None for _, s, _ in chosen}
+    tables = {(s, r): planned_table(load_and_validate({"scale": s, "readings": r}, root / "config")[1], plans[s])
               for s, r in {(s, readings[(p, s)]) for p, s, _ in chosen}}
     checkout = Checkout.of(root)
     audits = [audit_paper(p, tables[(s, readings[(p, s)])].paper_figures(p), s, f"`{s}`: {why}", checkout,
                           tables[(s, readings[(p, s)])].alternatives.get(p, []),
-                          ledger_rebuilder(p, s, tables[(s, readings[(p, s)])].ledger_settings(p), root,
-                                           ledger_look(Layout(s, root).ledger(p, "json"))))
+                          ledger_rebuilder(p, s, tables[(s, readings[(p, s)])].ledger_settings(p), root, looks[(p, s)]))
               for p, s, why in chosen]
 
     if args.rerun > 0:

@@ -19,6 +19,7 @@ from fedrepro.claims.kinds import IMPLEMENTATION, KINDS, PAPER, kinds_of, verdic
 from fedrepro.claims.robustness import MEANING, row_text
 from fedrepro.claims.seal import read_ledger
 from fedrepro.claims.table import COLUMNS, LEGEND_STYLE, STATUS_COLOURS, VERDICT_WORDS, legend, plain_words
+from fedrepro.claims.seed_plan import FILE as PLAN_FILE, plan_text, read_plan
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import Figure
 from fedrepro.layout import Layout, scales_on_disk
@@ -174,6 +175,9 @@ def overview(root: Path, scale: str) -> str:
                              *_verdict_cells(implementation, key), _readings(ledger, IMPLEMENTATION), "", ""])
     header = ["paper", "scale", "claims", *VERDICTS, "across readings", "data", "code (runs per commit)"]
     table = _rst_table(header, rows) if rows else "No claims ledger on disk yet.\n"
+    plan = read_plan(Layout(scale, root).results / PLAN_FILE)
+    if plan is not None:  # the adaptive seed plan of the report's scale (claims/seed_plan.py)
+        table += f"\n{plan_text(plan)} The plan: ``{Layout(scale).results / PLAN_FILE}``.\n"
     unfound = [f"``{paper}`` at {scale_}: {', '.join(claims)}" for paper, scale_, claims in passes_not_at_paper(root)]
     if unfound:
         table += ("\nPASS at a reduced scale but not at the paper scale (the reduced scale shows what the paper's "

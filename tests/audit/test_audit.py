@@ -441,7 +441,7 @@ def run_rule_claims(root: Path) -> None:
                               claims=f"config/claims/{PAPER}.yaml"),
         output=SimpleNamespace(**{k: str(v) for k, v in outputs.items()}), log=[str(root / "claims.log")],
         params=SimpleNamespace(**{k: settings[k] for k in ("figures", "scale_note", "readings", "alternatives", "seeds")},
-                               seed_plan="fixed"),
+                               look={"mode": "fixed", "number": 1, "planned": [], "plan": ""}),
         wildcards=SimpleNamespace(paper=PAPER, scale="smoke"))
     try:
         runpy.run_path(str(REPO / "scripts" / "claims.py"), init_globals={"snakemake": job})

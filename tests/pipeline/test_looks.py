@@ -100,7 +100,7 @@ def test_the_record_names_an_adaptive_look_and_a_fixed_ledger_and_record_are_as_
     assert {k: v for k, v in fixed[1].items() if k != "ledger"} == {k: v for k, v in default[1].items() if k != "ledger"}
     assert first[0] != fixed[0]  # the PASS at 5% is open at 2.5%
     assert first[1]["seed_plan"] | {"text": ""} == {"mode": ADAPTIVE, "look": 1, "level": LOOKS[0],
-                                                    "seeds_needed_level": LOOKS[1], "text": ""}
+                                                    "seeds_needed_level": LOOKS[1], "planned": [], "text": ""}
     assert ledger_look(tmp_path / "missing.json") == Look()
 
 
@@ -130,8 +130,8 @@ def test_the_second_look_judges_the_planned_claims_on_every_seed_and_the_others_
     claims = {"claims": [CLAIM, {**CLAIM, "id": "Y"}]}
     labels = LABELS + ["seeds", FIRST_LOOK_SEEDS]
     at_first = evaluate_claims(claims, {"f": first_only}, "quick", {"f": LABELS}, look=FIRST).set_index("claim_id")
-    at_second = evaluate_claims(claims, {"f": full}, "quick", {"f": labels}, look=Look(ADAPTIVE, 2),
-                                planned={"X"}).set_index("claim_id")
+    at_second = evaluate_claims(claims, {"f": full}, "quick", {"f": labels}, look=Look(ADAPTIVE, 2, ("X",))
+                                ).set_index("claim_id")
     assert (at_first["status"] == INCONCLUSIVE).all() and (at_first["cause"] == causes.SEEDS).all()
     assert at_second.loc["X", "status"] == PASS and at_second.loc["X", "p_pass"] <= LOOKS[1]
     # Y was not planned: its data are its first 3 seeds, its row the first look's, its note saying so

@@ -79,3 +79,22 @@ def test_pull_names_a_default_remote_that_does_not_exist(tmp_path):
             f"(`dvc push` where the results were recorded), or name another (`dvc remote add -d NAME URL`)"
             ) in done.stderr
     assert "Everything is up to date" not in done.stdout + done.stderr
+
+
+def test_reproduce_looks_twice_under_adaptive_seeds_and_once_by_default(tmp_path):
+    """SEEDS=adaptive: the first look, the plan from its ledgers, the second look, then report and record; the default
+    (config.yaml's seed_plan, fixed) runs Snakemake once, with the mode passed on."""
+    repo = checkout(tmp_path)
+    for name in ("pyproject.toml", "requirements.lock"):
+        shutil.copy(REPO / name, repo / name)
+    (repo / ".venv").mkdir()
+    (repo / ".venv" / ".installed").touch()  # installed: the dry run shows the reproduction alone
+    done = make(repo, "-n", "reproduce", "SEEDS=adaptive", "SCALE=smoke")
+    lines = done.stdout.splitlines()
+    steps = [" ".join(line.split()[:2]).removeprefix(".venv/bin/") for line in lines if line.startswith(".venv/bin")]
+    assert done.returncode == 0, done.stderr
+    assert steps[:3] == ["snakemake --cores", "fedrepro seed-plan", "snakemake --cores"]  # then report, record
+    assert all("seed_plan=adaptive" in line for line in lines if "bin/snakemake" in line)
+    assert "seed-plan --scale smoke" in "\n".join(lines)
+    default = make(repo, "-n", "reproduce", "SCALE=smoke").stdout
+    assert default.count("bin/snakemake --cores all") == 1 and "seed_plan=fixed" in default and "seed-plan" not in default

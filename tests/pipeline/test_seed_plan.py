@@ -14,8 +14,9 @@ from fedrepro.claims.causes import REACH
 from fedrepro.claims.checks.inference import ALPHA
 from fedrepro.claims.seed_plan import OpenClaim, Settings, claim_runs, extension, make_plan, minutes_per_seed, \
     open_claims
-from fedrepro.claims.sequential import ADAPTIVE, FIXED, LOOKS, level, within_reach
+from fedrepro.claims.sequential import ADAPTIVE, FIXED, LOOKS, Look, level, within_reach
 from fedrepro.claims.support import MIN_UNITS
+from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import run_id_of
 from fedrepro.schemas import SCALES, schema
 from fedrepro.seeding import seeds_of
@@ -144,7 +145,7 @@ def test_fedrepro_seed_plan_writes_the_plan_of_the_sealed_ledgers(tmp_path):
     out.ledger("fedpage").parent.mkdir(parents=True)
     pd.DataFrame({"claim_id": [claim["id"]], "status": ["INCONCLUSIVE"], "cause": ["seeds"],
                   "seeds_needed": ["3"], "p_pass": [0.2]}).to_csv(out.ledger("fedpage"), index=False)
-    seal(out.ledger("fedpage"))
+    seal(out.ledger("fedpage"), Look(ADAPTIVE, 1))  # the first look, as rule claims writes it under adaptive
     for rid in runs:  # 6 s a seed
         bench = out.logs / "benchmarks" / "train" / f"{rid}.tsv"
         bench.parent.mkdir(parents=True, exist_ok=True)
@@ -158,3 +159,41 @@ def test_fedrepro_seed_plan_writes_the_plan_of_the_sealed_ledgers(tmp_path):
     assert all(table.runs[r["extends"]]["seeds"] + r["seeds"] == 4 for r in plan["runs"])
     assert plan["minutes"] == pytest.approx(sum(0.1 * r["seeds"] for r in plan["runs"]))
     assert math.isclose(plan["levels"]["first"] + plan["levels"]["second"], ALPHA)
+
+    # judged at the second look, the ledgers keep the plan they were judged with; without it, or judged in one
+    # look, there is no first look to plan from: each a one-line error naming what to run
+    seal(out.ledger("fedpage"), Look(ADAPTIVE, 2, (claim["id"],)))
+    before = (out.results / "seed_plan.json").read_bytes()
+    assert "kept" in seed_plan_file(None, tmp_path) and (out.results / "seed_plan.json").read_bytes() == before
+    (out.results / "seed_plan.json").unlink()
+    with pytest.raises(ResultsError, match="judge the first look again"):
+        seed_plan_file(None, tmp_path)
+    seal(out.ledger("fedpage"))
+    with pytest.raises(ResultsError, match="seed_plan fixed"):
+        seed_plan_file(None, tmp_path)
+    shutil.rmtree(out.results / "claims")
+    with pytest.raises(ResultsError, match="no ledger at scale smoke"):
+        seed_plan_file(None, tmp_path)
+
+
+def test_the_stage_decides_the_look_and_the_audit_names_a_plan_not_the_one_judged_with(tmp_path):
+    from fedrepro.claims.seed_plan import FILE, plan_finding, plan_text, stage_look, stage_plan, write_plan
+
+    claims = [OpenClaim("p", "A", "5", ("r",)), OpenClaim("p", "B", "40", ("r",)), OpenClaim("q", "C", "5", ("s",))]
+    plan = make_plan(claims, {"r": {"paper": "p", "seeds": 3}, "s": {"paper": "q", "seeds": 3}},
+                     {"r": 1.0, "s": 1.0}, Settings(ADAPTIVE, 10, 100.0))
+    assert stage_plan(ADAPTIVE, tmp_path) is None and stage_plan(FIXED, tmp_path) is None  # before the plan: look 1
+    assert stage_look(ADAPTIVE, None, "p", tmp_path) == Look(ADAPTIVE, 1) and stage_look(FIXED, None, "p", tmp_path) == Look()
+    write_plan(plan, tmp_path / FILE)
+    assert stage_plan(FIXED, tmp_path) is None and stage_plan(ADAPTIVE, tmp_path) == plan
+    look = stage_look(ADAPTIVE, plan, "p", tmp_path)
+    assert look.number == 2 and look.planned == ("A",) and look.level == LOOKS[1]  # p's planned claims only
+    assert plan_finding(look, tmp_path) == "" and plan_finding(Look(ADAPTIVE, 1), tmp_path / "none") == ""
+    (tmp_path / FILE).write_text((tmp_path / FILE).read_text().replace('"minutes"', '"minutes" ', 1))
+    assert "is not the plan the ledger was judged with" in plan_finding(look, tmp_path)
+    (tmp_path / FILE).unlink()
+    assert "is gone" in plan_finding(look, tmp_path)
+    with pytest.raises(ValueError, match="only the second look"):
+        Look(ADAPTIVE, 1, ("A",))
+    text = plan_text(plan)
+    assert "2 of 3 claims" in text and "p A, q C" in text and "1 beyond max_seeds" in text and "14 seeds added" in text

@@ -36,7 +36,7 @@ rule claims:
         readings=lambda wildcards: run_table(wildcards.scale).readings[wildcards.paper],
         alternatives=lambda wildcards: run_table(wildcards.scale).alternatives_settings(wildcards.paper),
         seeds=lambda wildcards: run_table(wildcards.scale).seeds_record(wildcards.paper),
-        seed_plan=config["seed_plan"],  # the first look's level under adaptive (claims/sequential.py)
+        look=claim_look,  # the seed plan's look and its planned claims (claims/sequential.py)
     log:
         str(OUT.logs / "claims" / "{paper}.log"),
     benchmark:

@@ -1,8 +1,10 @@
 # What the rules share: the configuration, validated once; the run table of each scale; the wildcards; the input
 # and param functions. Everything is looked up in the run table of the job's scale (run_table) and written in that
 # scale's tree: OUT's patterns have a {scale} wildcard (fedrepro/layout.py).
+import dataclasses
 from pathlib import Path
 
+from fedrepro.claims.seed_plan import planned_table, stage_look, stage_plan
 from fedrepro.data import REGISTRY, absolute_mirror_env, mimic3_ihm
 from fedrepro.data.inputs import MULTIVIEW_DATASETS, folder_path, npz_path, provenance_path
 from fedrepro.data.multiview import CHANNEL_MODES, folder_name
@@ -10,7 +12,7 @@ from fedrepro.data.registry import RAW_DIR
 from fedrepro.data.sources import STAND_INS, USER_DATASETS
 from fedrepro.data.views import VIEW_NAME, VIEWS
 from fedrepro.engines import ENGINES
-from fedrepro.errors import ConfigError
+from fedrepro.errors import ConfigError, ResultsError
 from fedrepro.experiments.runtable import Figure, FigureList
 from fedrepro.layout import CLAIMS_FIGURE, Layout
 from fedrepro.report_pages import Overview, report_group
@@ -23,9 +25,21 @@ absolute_mirror_env()
 
 
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
+
+
+def staged(table):
+    """The run table at the workflow's stage: under seed_plan adaptive, once `fedrepro seed-plan` has written
+    results/<scale>/seed_plan.json, with the runs it adds and the figures that read them (the second stage;
+    claims/seed_plan.py), else as configured. Its plan is kept for rule claims' look (claim_look)."""
+    PLANS[table.scale] = stage_plan(config["seed_plan"], Layout(table.scale).results)
+    return planned_table(table, PLANS[table.scale])
+
+
+PLANS = {}
 try:
     config, RUNS = load_and_validate(config, Path("config"), SCHEMAS)
-except ConfigError as error:
+    RUNS = staged(RUNS)
+except (ConfigError, ResultsError) as error:
     raise WorkflowError(str(error)) from None
 RUN_TABLES = {config["scale"]: RUNS}
 SETTINGS = dict(config)  # as validated; the report's front page is no setting
@@ -39,10 +53,18 @@ def run_table(scale):
     (a target such as figures/smoke/...) when a rule first asks for it."""
     if scale not in RUN_TABLES:
         try:
-            RUN_TABLES[scale] = load_and_validate({**SETTINGS, "scale": scale}, Path("config"), SCHEMAS)[1]
-        except ConfigError as error:
+            RUN_TABLES[scale] = staged(load_and_validate({**SETTINGS, "scale": scale}, Path("config"), SCHEMAS)[1])
+        except (ConfigError, ResultsError) as error:
             raise WorkflowError(str(error)) from None
     return RUN_TABLES[scale]
+
+
+def claim_look(wildcards):
+    """The look at which a paper's claims are judged (claims/seed_plan.py stage_look) as plain data, so that a
+    new look or plan reruns them."""
+    run_table(wildcards.scale)
+    return dataclasses.asdict(stage_look(config["seed_plan"], PLANS[wildcards.scale], wildcards.paper,
+                                         Layout(wildcards.scale).results))
 
 
 onstart:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Collection, NamedTuple
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -48,15 +48,14 @@ Alternatives = dict[str, dict[str, tuple[dict[str, pd.DataFrame], dict[str, list
 
 def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame], scale: str,
                     labels: dict[str, list[str]], readings: dict[str, dict[str, Any]] | None = None,
-                    alternatives: Alternatives | None = None, look: Look = Look(),
-                    planned: Collection[str] = ()) -> pd.DataFrame:
+                    alternatives: Alternatives | None = None, look: Look = Look()) -> pd.DataFrame:
     """The ledger of the claims on the figure `tables`, whose label columns are `labels` (by figure
     name, Figure.label_columns). `readings`: the paper's (config/papers/<paper>.yaml `readings`), by name;
     a claim that rests on one whose source is our assumption is never PASS or FAIL (rests_on_readings).
     `alternatives`: reading -> alternative -> (tables, labels) of the figures it changes, as run; each claim
     that rests on the reading is judged again under it (column `robustness`; None: not evaluated). `look`: the
     seed plan's look (claims/sequential.py): the level of each tested verdict and of seeds_needed. At the second
-    look, the `planned` claims (ids: the plan's) are judged on every seed at its level, and every other claim as at
+    look, its `planned` claims (ids: the plan's) are judged on every seed at its level, and every other claim as at
     the first look, on its runs' first-look seeds (first_look): seeds added for another claim never change its data,
     and its note says so. The alternatives are judged on the first look's seeds (their runs get none added)."""
     tables, labels = _in_paper_terms(tables, labels)
@@ -72,7 +71,7 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
                 under[(reading, name)] = Judge({**first, **alt_tables}, {**labels, **alt_labels}, scale, judge.level)
     rows = []
     for claim in claims_cfg["claims"]:
-        this = second if claim["id"] in planned else judge
+        this = second if claim["id"] in look.planned else judge
         status, ruling, result, support, figures, rule = this(claim)
         if this is judge and look.number == 2 and any(len(first[f]) < len(tables[f]) for f in figures):
             ruling = " ".join(x for x in (ruling, "Judged on its runs' first-look seeds: the seeds the seed plan "
@@ -287,7 +286,9 @@ def ledger_look(record: Path) -> Look:
         named = json.loads(record.read_text()).get("seed_plan")
     except (OSError, ValueError):
         return Look()
-    return Look(named["mode"], named["look"]) if named else Look()
+    if not named:
+        return Look()
+    return Look(named["mode"], named["look"], tuple(named.get("planned", ())), named.get("plan_sha256", ""))
 
 
 def bootstrap_record(paper: str, scale: str) -> dict[str, Any]:
@@ -324,16 +325,15 @@ def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, 
                  out: Path, record: Path | None = None, scale_note: str = "",
                  readings: dict[str, dict[str, Any]] | None = None,
                  alternatives: dict[str, dict[str, dict[str, dict[str, Any]]]] | None = None,
-                 seeds: dict[str, Any] | None = None, look: Look = Look(), planned: Collection[str] = ()
-                 ) -> pd.DataFrame:
+                 seeds: dict[str, Any] | None = None, look: Look = Look()) -> pd.DataFrame:
     """The ledger of one paper: its claims file, its figure tables and what the ledger reads of their
     figures (by name, Figure.claims_settings: their label columns); `record` gets the
     bootstrap's settings (bootstrap_record) and `scale_note`, how this scale departs from the paper's
     (Figure.scale_note of the paper's figures); `readings`, the paper's; `alternatives`, the figures of each
     alternative reading as run (RunTable.alternatives_settings: each one's table path and labels;
     None: not evaluated; evaluate_claims); `seeds`, the seeds judged and those the tunings its runs take were chosen
-    on (RunTable.seeds_record), for the record; `look`, the seed plan's look, and at the second the claims
-    `planned` (evaluate_claims; the record names the look under adaptive). Written atomically, after every check has run: a failure leaves the
+    on (RunTable.seeds_record), for the record; `look`, the seed plan's look and at the second its planned
+    claims (evaluate_claims; the record names the look under adaptive). Written atomically, after every check has run: a failure leaves the
     files as they were. The record holds the ledger's sha256 and its rows' digests (claims/seal.py), which every
     reader of the ledger checks."""
     claims_cfg = load_claims(claims_path, readings=readings)
@@ -344,7 +344,7 @@ def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, 
                          {f: s["labels"] for f, s in figs.items()})
                   for name, figs in alts.items()}
         for reading, alts in alternatives.items()}
-    ledger = with_data_notes(evaluate_claims(claims_cfg, tables, scale, labels, readings, alt, look, planned), tables)
+    ledger = with_data_notes(evaluate_claims(claims_cfg, tables, scale, labels, readings, alt, look), tables)
     failed = implementation_failures(ledger)
     if failed:
         raise ResultsError(f"{claims_path}: {len(failed)} implementation check(s) FAIL at scale {scale}, so the "

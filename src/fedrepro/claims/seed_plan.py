@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -36,10 +37,11 @@ from typing import Any, Iterable
 import pandas as pd
 
 from fedrepro.claims.causes import SEEDS
-from fedrepro.claims.sequential import ADAPTIVE, LOOKS, within_reach
+from fedrepro.claims.sequential import ADAPTIVE, LOOKS, Look, within_reach
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import Figure, RunTable, run_id_of
 from fedrepro.utils.atomic import atomic_path
+from fedrepro.utils.digest import file_sha256
 
 FILE = "seed_plan.json"  # results/<scale>/seed_plan.json
 
@@ -101,22 +103,23 @@ def make_plan(claims: Iterable[OpenClaim], specs: dict[str, dict[str, Any]],
     read; `minutes_per_seed`: run id -> estimated job minutes per seed (a run without one blocks its claims)."""
     claims = list(claims)
     m = settings.max_seeds
-    verdicts: dict[str, tuple[bool, str]] = {}
+    verdicts: dict[str, tuple[bool, str, str]] = {}  # claim -> planned, why (a word), reason
     candidates = []
     for c in claims:
         have = min((specs[r]["seeds"] for r in c.runs), default=m)
         missing = [r for r in c.runs if specs[r]["seeds"] < m and not math.isfinite(minutes_per_seed.get(r, math.nan))]
         if settings.mode != ADAPTIVE:
-            verdicts[c.key] = False, f"seed_plan {settings.mode}: one look"
+            verdicts[c.key] = False, "one look", f"seed_plan {settings.mode}: one look"
         elif not c.tested:
-            verdicts[c.key] = False, ("bootstrapped: a share of resamples has no level to split over two looks, so "
-                                      "its first look's verdict stands")
+            verdicts[c.key] = False, "bootstrapped", ("bootstrapped: a share of resamples has no level to split over "
+                                                      "two looks, so its first look's verdict stands")
         elif not c.runs or have >= m:
-            verdicts[c.key] = False, f"its runs have {have} seeds, max_seeds {m}: nothing to add"
+            verdicts[c.key] = False, "at max_seeds", f"its runs have {have} seeds, max_seeds {m}: nothing to add"
         elif not within_reach(c.seeds_needed, have, m):
-            verdicts[c.key] = False, f"seeds_needed {c.seeds_needed} is not within max_seeds {m}"
+            verdicts[c.key] = False, "beyond max_seeds", f"seeds_needed {c.seeds_needed} is not within max_seeds {m}"
         elif missing:
-            verdicts[c.key] = False, f"no cost estimate for run {missing[0]} (no benchmark record of its paper's runs)"
+            verdicts[c.key] = False, "no cost estimate", (f"no cost estimate for run {missing[0]} (no benchmark "
+                                                          f"record of its paper's runs)")
         else:
             candidates.append(c)
 
@@ -132,13 +135,14 @@ def make_plan(claims: Iterable[OpenClaim], specs: dict[str, dict[str, Any]],
         more = cost(best, planned)
         if spent + more > settings.budget_minutes:
             for c in left:
-                verdicts[c.key] = False, (f"over budget: {cost(c, planned):.1f} more job minutes, "
-                                          f"{settings.budget_minutes - spent:.1f} of {settings.budget_minutes:g} left")
+                verdicts[c.key] = False, "over budget", (f"over budget: {cost(c, planned):.1f} more job minutes, "
+                                                         f"{settings.budget_minutes - spent:.1f} of "
+                                                         f"{settings.budget_minutes:g} left")
             break
         planned.update(r for r in best.runs if specs[r]["seeds"] < m)
         spent += more
-        verdicts[best.key] = True, (f"seeds_needed {best.seeds_needed} within max_seeds {m}: its runs brought to "
-                                    f"{m} seeds, {more:.1f} more job minutes")
+        verdicts[best.key] = True, "planned", (f"seeds_needed {best.seeds_needed} within max_seeds {m}: its runs "
+                                               f"brought to {m} seeds, {more:.1f} more job minutes")
         left.remove(best)
     runs = []
     for r in sorted(planned):
@@ -150,7 +154,8 @@ def make_plan(claims: Iterable[OpenClaim], specs: dict[str, dict[str, Any]],
             "levels": {"first": LOOKS[0], "second": LOOKS[1]} if settings.mode == ADAPTIVE else {},
             "minutes": round(spent, 3),
             "claims": [{"paper": c.paper, "claim": c.claim, "seeds_needed": c.seeds_needed, "runs": list(c.runs),
-                        "planned": verdicts[c.key][0], "reason": verdicts[c.key][1]} for c in claims],
+                        "planned": verdicts[c.key][0], "why": verdicts[c.key][1], "reason": verdicts[c.key][2]}
+                       for c in claims],
             "runs": runs}
 
 
@@ -182,6 +187,49 @@ def read_plan(path: Path) -> dict[str, Any] | None:
         return json.loads(path.read_text())
     except ValueError as exc:
         raise ResultsError(f"{path} is not a seed plan (not JSON: {exc}); remake it with `fedrepro seed-plan`") from None
+
+
+def stage_plan(mode: str, results: Path) -> dict[str, Any] | None:
+    """The plan a workflow under `mode` trains: under adaptive the one at results/<scale>/seed_plan.json once
+    `fedrepro seed-plan` has made it (the second stage), else None (fixed, or the first stage)."""
+    return read_plan(results / FILE) if mode == ADAPTIVE else None
+
+
+def stage_look(mode: str, plan: dict[str, Any] | None, paper: str, results: Path) -> Look:
+    """The look rule claims judges `paper` at (stage_plan's plan): one look under fixed, the first under adaptive
+    before the plan, the second with the paper's planned claims once it is made, and the plan file's sha256."""
+    if plan is None:
+        return Look(mode)
+    return Look(mode, 2, tuple(c["claim"] for c in plan["claims"] if c["planned"] and c["paper"] == paper),
+                file_sha256(results / FILE))
+
+
+def plan_finding(look: Look, results: Path) -> str:
+    """What is wrong with the plan a ledger judged at the second look says it read (its record's sha256 of
+    results/<scale>/seed_plan.json), or "" where nothing is (or the ledger is of one look or the first)."""
+    if look.number != 2:
+        return ""
+    path = results / FILE
+    if not path.is_file():
+        return f"{path} is gone, yet the ledger was judged with it at the second look"
+    if file_sha256(path) != look.plan:
+        return (f"{path} is not the plan the ledger was judged with (sha256 {file_sha256(path)[:12]}, the record says "
+                f"{look.plan[:12] or 'none'}): rerun snakemake, or remake the first look")
+    return ""
+
+
+def plan_text(plan: dict[str, Any]) -> str:
+    """The plan in a paragraph (the report's front page): what it planned, what it added and why the others not."""
+    chosen = [f"{c['paper']} {c['claim']}" for c in plan["claims"] if c["planned"]]
+    why = Counter(c["why"] for c in plan["claims"] if not c["planned"])
+    runs = Counter(r["extends"] for r in plan["runs"])
+    return (f"Seed plan ({plan['mode']}, max_seeds {plan['max_seeds']}, budget {plan['budget_minutes']:g} job "
+            f"minutes): {len(chosen)} of {len(plan['claims'])} claims open for want of seeds got their runs brought "
+            f"to {plan['max_seeds']} seeds and a second look"
+            + (f" ({', '.join(chosen)})" if chosen else "")
+            + f"; {len(runs)} runs extended, {sum(r['seeds'] for r in plan['runs'])} seeds added, an estimated "
+            f"{plan['minutes']:.1f} job minutes. Not planned: "
+            + ("; ".join(f"{n} {reason}" for reason, n in why.most_common()) or "none") + ".")
 
 
 def planned_table(table: RunTable, plan: dict[str, Any] | None) -> RunTable:

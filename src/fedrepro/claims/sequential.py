@@ -60,15 +60,20 @@ def within_reach(seeds_needed: str, have: int, max_seeds: int) -> bool:
 
 @dataclass(frozen=True)
 class Look:
-    """Which look a ledger is (the mode, look 1 or 2): the level of its tested verdicts (`level`) and the level at
+    """Which look a ledger is (the mode, look 1 or 2, and at the second the claims planned): the level of its tested verdicts (`level`) and the level at
     which it estimates `seeds_needed` (`estimate_level`: the second look's under adaptive, the only look to which
     added seeds can go; ALPHA under fixed, the one look). A bootstrapped verdict (a share of resamples) has no
     level to split: every look keeps it as it is (claims/seed_plan.py never plans its claim)."""
     mode: str = FIXED
     number: int = 1
+    planned: tuple[str, ...] = ()  # at the second look, the claims the plan gave seeds (claims/seed_plan.py)
+    plan: str = ""  # at the second look, the sha256 of the seed_plan.json it was judged with (the audit checks it)
 
     def __post_init__(self) -> None:
         level(self.mode, self.number)  # a mode or look that does not exist: its one-line error here
+        if (self.planned or self.plan) and self.number != 2:
+            raise ValueError(f"claims {', '.join(self.planned)} planned at look {self.number}: only the second "
+                             f"look judges planned claims")
 
     @property
     def level(self) -> float:
@@ -84,7 +89,9 @@ class Look:
         if self.mode == FIXED:
             return {}
         return {"seed_plan": {"mode": self.mode, "look": self.number, "level": self.level,
-                              "seeds_needed_level": self.estimate_level,
+                              "seeds_needed_level": self.estimate_level, "planned": list(self.planned),
+                              **({"plan_sha256": self.plan} if self.number == 2 else {}),
                               "text": "each tested verdict decided at `level` (claims/sequential.py: the two looks "
                                       "spend alpha), seeds_needed estimated at `seeds_needed_level`; a bootstrapped "
-                                      "verdict as in one look"}}
+                                      "verdict as in one look; at look 2 the `planned` claims on every seed, the "
+                                      "others as at look 1"}}

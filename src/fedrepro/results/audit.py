@@ -31,6 +31,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from fedrepro.claims.ledger import ledger_look
+from fedrepro.claims.seed_plan import plan_finding
 from fedrepro.errors import ResultsError
 from fedrepro.failures import failure_text, read_failure
 from fedrepro.experiments.runtable import Alternative, Figure, RunTable, run_id_of
@@ -369,8 +371,8 @@ def audit_paper(paper: str, figures: list[Figure], scale: str, scale_from: str, 
     runs: dict[str, RunAudit] = {}
     for name, figure in [(f.name, f) for f in figures] + [(name, f) for name, f, _ in under]:
         for curve in figure.curves:
-            runs.setdefault(curve.run_id, RunAudit(curve.run_id, [])).curves.append(
-                f"{name}: {curve.panel} / {curve.label}")
+            for rid in figure.curve_runs(curve.run_id):  # its own run, then those the seed plan added to it
+                runs.setdefault(rid, RunAudit(rid, [])).curves.append(f"{name}: {curve.panel} / {curve.label}")
     for run in runs.values():
         audit_run(run, run_files(out.results, run.run_id), checkout)
     audited = [_audit_figure(paper, figure, runs, checkout, out) for figure in figures]
@@ -555,6 +557,9 @@ def _claims(paper: str, out: Layout, checkout: Checkout) -> tuple[pd.DataFrame |
         return None, Finding("claims", FAIL, f"{checkout.relative(path)} is not a claims ledger: no column "
                                              f"{', '.join(lacking)}; rerun snakemake (rule claims)")
     summary = _counts(out.ledger(paper, "json"), ledger)
+    wrong_plan = plan_finding(ledger_look(out.ledger(paper, "json")), out.results)
+    if wrong_plan:
+        return ledger, Finding("claims", FAIL, f"{checkout.relative(path)}: {wrong_plan}")
     scales = set(ledger["scale"])
     if scales != {out.scale}:
         return ledger, Finding("claims", WARN, f"{checkout.relative(path)} was computed at scale "
