@@ -404,8 +404,8 @@ def seed_plan_file(scale: str | None, root: Path = Path(".")) -> str:
 
     from fedrepro.claims.ledger import ledger_look
     from fedrepro.claims.seal import read_ledger
-    from fedrepro.claims.seed_plan import FILE, claim_runs, make_plan, minutes_per_seed, open_claims, settings_of, \
-        write_plan
+    from fedrepro.claims.seed_plan import FILE, claim_runs, claim_tables, make_plan, minutes_per_seed, open_claims, \
+        settings_of, write_plan
     from fedrepro.claims.sequential import ADAPTIVE
     from fedrepro.experiments.runtable import build_run_table
     from fedrepro.layout import Layout
@@ -435,9 +435,11 @@ def seed_plan_file(scale: str | None, root: Path = Path(".")) -> str:
     table = build_run_table({**config, "scale": scale, "papers": known_papers()}, root / "config")
     claims, specs = [], {}
     for paper in first:
-        figure_runs = {f.name: f.run_ids for f in table.paper_figures(paper)}
+        figures = table.paper_figures(paper)
+        tables = claim_tables(figures, lambda name: out.table(paper, name))
         found = open_claims(paper, read_ledger(out.ledger(paper)),
-                            claim_runs(read_yaml(root / "config" / "claims" / f"{paper}.yaml"), figure_runs))
+                            claim_runs(read_yaml(root / "config" / "claims" / f"{paper}.yaml"),
+                                       {f.name: f.run_ids for f in figures}, tables))
         claims += found
         specs.update({r: table.runs[r] for c in found for r in c.runs})
     settings = dataclasses.replace(settings_of(config, scale), mode=ADAPTIVE)  # the mode the ledgers were judged in

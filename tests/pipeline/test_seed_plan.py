@@ -124,6 +124,26 @@ def test_open_claims_are_the_rows_whose_cause_is_seeds_with_the_runs_of_their_fi
     assert [(c.claim, c.seeds_needed, c.runs) for c in found] == [("A", "6", ("r1", "r2", "r3")), ("C", "unknown", ())]
 
 
+def test_a_claim_with_selectors_reads_only_the_runs_its_selectors_match():
+    # two panels, three methods, a run each; the table as the checks read it (its run_id: the curve's own run)
+    table = pd.DataFrame([{"panel": p, "method": m, "run_id": f"{m}-{p}", "seed": 0}
+                          for p in ("P1", "P2") for m in ("x", "y", "z")])
+    figure_runs = {"f": sorted(table["run_id"])}
+    claims = {"claims": [
+        {"id": "AB", "figures": ["f"], "check": "faster", "a": {"method": "x"}, "b": {"method": "y"}},
+        {"id": "S", "figures": ["f"], "check": "ordered", "select": {"method": "z", "panel": ["P2"]}},
+        {"id": "ALL", "figures": ["f"], "check": "monotone", "per": ["panel"]},  # no selector: every curve
+        {"id": "NONE", "figures": ["f"], "check": "faster", "a": {"method": "x"}, "b": {"method": "w"}},
+        {"id": "NOTABLE", "figures": ["g"], "check": "faster", "a": {"method": "x"}, "b": {"method": "y"}},
+    ]}
+    runs = claim_runs(claims, {**figure_runs, "g": ["g1"]}, {"f": table})
+    assert runs["AB"] == ["x-P1", "x-P2", "y-P1", "y-P2"] and runs["S"] == ["z-P2"]
+    assert runs["ALL"] == figure_runs["f"]
+    assert runs["NONE"] == figure_runs["f"]  # a selector that matches nothing: what the check reads is not known
+    assert runs["NOTABLE"] == ["g1"]  # no table on disk: every run of its figures
+    assert claim_runs(claims, figure_runs) == {**claim_runs(claims, figure_runs, {}), "NOTABLE": []}
+
+
 def test_extension_starts_after_a_runs_own_first_seed():
     spec = {"seeds": 2, "first_seed": 100, "lr": 0.1}
     assert seeds_of(extension(spec, 5)) == [102, 103, 104]

@@ -5,8 +5,8 @@ docs/claims.md "Two looks: seeds where the claims need them").
 make_plan is pure. A claim is planned when its ledger row has cause `seeds`, its verdict is tested (p-values the
 second look can hold to its level: a bootstrapped verdict, a share of resamples, has no level to split over two
 looks, so it keeps its one), its `seeds_needed` is within reach of the scale's `max_seeds`
-(sequential.within_reach), every run it reads has a cost estimate, and its added seeds fit in what is left of the
-budget. Planned, every run it reads gets a run of the same settings that trains the
+(sequential.within_reach), every run it reads (claim_runs: the runs its selectors match) has a cost estimate, and
+its added seeds fit in what is left of the budget. Planned, every run it reads gets a run of the same settings that trains the
 seeds from its last one up to `max_seeds` (`first_seed`: the seeds already trained, which are reused; its own run
 id). The budget is job minutes, summed over jobs as `fedrepro cost` sums them: a run's estimate is its benchmark
 record's wall time per seed (minutes_per_seed), times the seeds added.
@@ -32,14 +32,17 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import pandas as pd
 
 from fedrepro.claims.causes import SEEDS
+from fedrepro.claims.checks.common import rows_matching
 from fedrepro.claims.sequential import ADAPTIVE, LOOKS, Look, within_reach
+from fedrepro.claims.validation import CLAIM_FIELDS
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import Figure, RunTable, run_id_of
+from fedrepro.results.tables import in_paper_terms, read_figure_table
 from fedrepro.utils.atomic import atomic_path
 from fedrepro.utils.digest import file_sha256
 
@@ -83,11 +86,49 @@ def open_claims(paper: str, ledger: pd.DataFrame, runs_of: dict[str, list[str]])
                       row.p_pass != "") for row in rows.itertuples()]
 
 
-def claim_runs(claims_cfg: dict[str, Any], figure_runs: dict[str, list[str]]) -> dict[str, list[str]]:
-    """Claim id -> the run ids it reads: those of its figures made at this scale (`figure_runs`: figure name -> run
-    ids, RunTable's Figure.run_ids of the paper's figures), as the ledger reads them (ledger.Judge)."""
-    return {c["id"]: sorted({r for f in c.get("figures", []) for r in figure_runs.get(f, [])})
-            for c in claims_cfg["claims"]}
+def claim_runs(claims_cfg: dict[str, Any], figure_runs: dict[str, list[str]],
+               tables: dict[str, pd.DataFrame] | None = None) -> dict[str, list[str]]:
+    """Claim id -> the run ids it reads: of the runs of its figures made at this scale (`figure_runs`: figure name
+    -> run ids, RunTable's Figure.run_ids of the paper's figures), those whose rows its selectors match in its
+    figures' `tables` (selected_runs: as the checks read them, in the paper's terms); every run of its figures
+    where it has no selector, where a table is absent, or where a selector matches nothing."""
+    out = {}
+    for c in claims_cfg["claims"]:
+        every = sorted({r for f in c.get("figures", []) for r in figure_runs.get(f, [])})
+        figures = c.get("figures", [])
+        read = None
+        if tables is not None and figures and all(f in tables for f in figures):
+            read = selected_runs(c, pd.concat([tables[f] for f in figures], ignore_index=True))
+        out[c["id"]] = sorted(read & set(every)) if read else every
+    return out
+
+
+def claim_tables(figures: list[Figure], table_path: Callable[[str], Path]) -> dict[str, pd.DataFrame]:
+    """Each figure's table on disk (`table_path`: figure name -> its path) as the claims read it, in the paper's
+    terms (results/tables.py in_paper_terms); a figure without a table is left out."""
+    out = {}
+    for f in figures:
+        if table_path(f.name).is_file():
+            out[f.name] = in_paper_terms(read_figure_table(table_path(f.name)), f.claims_settings()["labels"])[0]
+    return out
+
+
+def selected_runs(claim: dict[str, Any], table: pd.DataFrame) -> set[str] | None:
+    """The run ids of the rows a claim's selectors match in its figures' table: its parameters that select rows
+    (a dict of column values, as `a`, `b` and `select` do: checks/common.py rows_matching), whose rows are all its
+    check reads of the curves. None where it has no selector or one matches no row (then it reads what its check
+    does with every curve)."""
+    selectors = [v for k, v in claim.items() if k not in CLAIM_FIELDS and isinstance(v, dict) and v
+                 and set(v) <= set(table.columns)]
+    if not selectors or "run_id" not in table:
+        return None
+    runs: set[str] = set()
+    for selector in selectors:
+        rows = rows_matching(table, selector)
+        if rows.empty:
+            return None
+        runs |= set(rows["run_id"].astype(str))
+    return runs
 
 
 def extension(spec: dict[str, Any], max_seeds: int) -> dict[str, Any]:
