@@ -10,10 +10,12 @@ import pytest
 import yaml
 
 from fedrepro.claims.calibration_verdicts import MC_LABELS, two_curves
+from fedrepro.claims.checks import Result
 from fedrepro.claims.checks.common import deciding_margin
 from fedrepro.claims.data import ClaimData, take_seeds
 from fedrepro.claims.ledger import evaluate_claims
 from fedrepro.claims.support import DECIDE, MIN_UNITS, SEED, Support, bootstrap, decide
+from fedrepro.verdicts import INCONCLUSIVE
 
 LABELS = ["figure", "panel", "curve", "method", "run_id"]
 ROUNDS = np.arange(0, 11)
@@ -238,3 +240,16 @@ def test_the_ledger_states_the_measured_rate_or_gives_no_verdict():
         else:
             assert row["status"] == "INCONCLUSIVE" and row["cause"] == "check" and stat in row["note"], row
             assert "PASS on the full data" in row["note"] and row["error_rate"].startswith("not backed")
+
+
+def test_a_claims_units_are_the_seeds_of_the_runs_its_selectors_match():
+    # the seed plan brought the compared curves x and y to 12 seeds and left z at 4 (it reads none of z):
+    # the claim is decided on 12, whatever z has; with no selector it reads every curve, so z's 4 count
+    rows = [{"figure": "f", "panel": "p", "curve": m, "method": m, "run_id": m * 4, "seed": s, "round": 0, "loss": 1.0}
+            for m, seeds in (("x", 12), ("y", 12), ("z", 4)) for s in range(seeds)]
+    data = ClaimData(pd.DataFrame(rows), ["figure", "panel", "curve", "method", "run_id"])
+    compared = {"a": {"method": "x"}, "b": {"method": "y"}, "per": ["panel"], "metric": "loss"}
+    result = Result(INCONCLUSIVE, "")  # a tested check's support reads its data's units, not its result
+    assert bootstrap("compare_final", data, compared, result).units == 12
+    assert bootstrap("compare_final", data, {"per": ["panel"]}, result).units == 4
+    assert data.seeds() == 4 and data.seeds({"xxxx"}) == 12

@@ -76,11 +76,13 @@ class ClaimData:
 
     # --- the replication units and the bootstrap ---------------------------------------------------
 
-    def seeds(self) -> int:
-        """The fewest seeds (Monte Carlo runs) of any run in the table; 0 without data."""
+    def seeds(self, runs: set[str] | None = None) -> int:
+        """The fewest seeds (Monte Carlo runs) of any run in the table, or of `runs` (those a claim's selectors
+        match: checks/common.py selected_runs; the seed plan may add seeds to those alone); 0 without data."""
         if self._full is not None:
             return len(self._draw)
-        return int(self.table.groupby("run_id")["seed"].nunique().min()) if len(self.table) else 0
+        table = self.table if runs is None else self.table[self.table["run_id"].astype(str).isin(runs)]
+        return int(table.groupby("run_id")["seed"].nunique().min()) if len(table) else 0
 
     def units(self) -> np.ndarray:
         """The seed ids of the data (every run's, ascending): what a bootstrap draws from."""

@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable
 import pandas as pd
 
 from fedrepro.claims.causes import SEEDS
-from fedrepro.claims.checks.common import rows_matching
+from fedrepro.claims.checks.common import selected_runs
 from fedrepro.claims.sequential import ADAPTIVE, LOOKS, Look, within_reach
 from fedrepro.claims.validation import CLAIM_FIELDS
 from fedrepro.errors import ResultsError
@@ -90,7 +90,7 @@ def claim_runs(claims_cfg: dict[str, Any], figure_runs: dict[str, list[str]],
                tables: dict[str, pd.DataFrame] | None = None) -> dict[str, list[str]]:
     """Claim id -> the run ids it reads: of the runs of its figures made at this scale (`figure_runs`: figure name
     -> run ids, RunTable's Figure.run_ids of the paper's figures), those whose rows its selectors match in its
-    figures' `tables` (selected_runs: as the checks read them, in the paper's terms); every run of its figures
+    figures' `tables` (checks/common.py selected_runs, as the checks read them: in the paper's terms); every run of its figures
     where it has no selector, where a table is absent, or where a selector matches nothing."""
     out = {}
     for c in claims_cfg["claims"]:
@@ -98,7 +98,8 @@ def claim_runs(claims_cfg: dict[str, Any], figure_runs: dict[str, list[str]],
         figures = c.get("figures", [])
         read = None
         if tables is not None and figures and all(f in tables for f in figures):
-            read = selected_runs(c, pd.concat([tables[f] for f in figures], ignore_index=True))
+            params = {k: v for k, v in c.items() if k not in CLAIM_FIELDS}
+            read = selected_runs(params, pd.concat([tables[f] for f in figures], ignore_index=True))
         out[c["id"]] = sorted(read & set(every)) if read else every
     return out
 
@@ -111,24 +112,6 @@ def claim_tables(figures: list[Figure], table_path: Callable[[str], Path]) -> di
         if table_path(f.name).is_file():
             out[f.name] = in_paper_terms(read_figure_table(table_path(f.name)), f.claims_settings()["labels"])[0]
     return out
-
-
-def selected_runs(claim: dict[str, Any], table: pd.DataFrame) -> set[str] | None:
-    """The run ids of the rows a claim's selectors match in its figures' table: its parameters that select rows
-    (a dict of column values, as `a`, `b` and `select` do: checks/common.py rows_matching), whose rows are all its
-    check reads of the curves. None where it has no selector or one matches no row (then it reads what its check
-    does with every curve)."""
-    selectors = [v for k, v in claim.items() if k not in CLAIM_FIELDS and isinstance(v, dict) and v
-                 and set(v) <= set(table.columns)]
-    if not selectors or "run_id" not in table:
-        return None
-    runs: set[str] = set()
-    for selector in selectors:
-        rows = rows_matching(table, selector)
-        if rows.empty:
-            return None
-        runs |= set(rows["run_id"].astype(str))
-    return runs
 
 
 def extension(spec: dict[str, Any], max_seeds: int) -> dict[str, Any]:

@@ -47,6 +47,7 @@ from typing import get_args
 import numpy as np
 
 from fedrepro.claims.checks import CHECKS, NOT_RESAMPLED, TESTED, UNITS, Result
+from fedrepro.claims.checks.common import selected_runs
 from fedrepro.claims.checks.inference import ALPHA
 from fedrepro.claims.checks.monte_carlo import ON_RUNS, Series
 from fedrepro.claims.data import ClaimData
@@ -164,7 +165,7 @@ def bootstrap(check: str, data: ClaimData, params: dict, result: Result, *seed_p
     """The support of `check` (with `params`; `result` on the full data) from `resamples` resamples of
     `data`, the stream seeded by `seed` and `seed_parts` (the claim's figures). `measure`: bootstrap an unbacked
     claim all the same (what calibration_verdicts measures MEASURED with)."""
-    units, unit = data.seeds(), UNITS[check]
+    units, unit = data.seeds(selected_runs(params, data.table)), UNITS[check]  # of the runs it compares
     if check in NOT_RESAMPLED:
         return Support(units, unit, reason=NOT_RESAMPLED[check], kind="none")
     if check in TESTED or tests_runs(check, params):

@@ -78,6 +78,23 @@ def rows_matching(frame: pd.DataFrame, selector: dict[str, Any]) -> pd.DataFrame
     return frame[mask]
 
 
+def selected_runs(params: dict[str, Any], table: pd.DataFrame) -> set[str] | None:
+    """The run ids of the rows a claim's selectors match in its figures' table: its parameters that select rows
+    (a dict of column values, as `a`, `b` and `select` do: rows_matching), whose rows are all its check reads of
+    the curves. None where it has no selector or one matches no row (its check then reads what it reads of every
+    curve)."""
+    selectors = [v for v in params.values() if isinstance(v, dict) and v and set(v) <= set(table.columns)]
+    if not selectors or "run_id" not in table:
+        return None
+    runs: set[str] = set()
+    for selector in selectors:
+        rows = rows_matching(table, selector)
+        if rows.empty:
+            return None
+        runs |= set(rows["run_id"].astype(str))
+    return runs
+
+
 def cells_of(curves: pd.DataFrame, per: list[str], named: bool = False):
     """(name, rows) per value of the `per` keys; `named` writes settings as key = value (not figure, panel)."""
     keys = [k for k in per if k in curves]
