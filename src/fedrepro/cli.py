@@ -489,16 +489,22 @@ def ledger_rebuilder(paper: str, scale: str, settings: dict, root: Path = Path("
     """The ledger's own builder (claims/ledger.py write_ledger) with what rule claims gives it (RunTable.ledger_settings,
     the paper's claims file and figure tables; `look`, the seed plan's look its record names: ledger_look), writing
     the ledger and its record where the audit says: the audit compares them with the ones on disk (results/audit.py
-    audit_paper)."""
+    audit_paper). A second look whose seed_plan.json is not the plan it was judged with cannot be rebuilt: that is
+    the audit's FAIL (claims/seed_plan.py plan_finding)."""
 
     def rebuild(csv: Path, record: Path) -> None:
         from fedrepro.claims.ledger import ledger_look, write_ledger
+        from fedrepro.claims.seed_plan import plan_finding
         from fedrepro.layout import Layout
 
         out = Layout(scale, root)
+        at = look or ledger_look(out.ledger(paper, "json"))
+        wrong_plan = plan_finding(at, out.results)  # a second look is recomputed only with the plan it read
+        if wrong_plan:
+            raise ResultsError(wrong_plan)
         write_ledger(root / "config" / "claims" / f"{paper}.yaml", [out.table(paper, name) for name in settings["figures"]],
                      settings["figures"], scale, csv, record, settings["scale_note"], settings["readings"],
-                     settings["alternatives"], settings["seeds"], look or ledger_look(out.ledger(paper, "json")))
+                     settings["alternatives"], settings["seeds"], at)
 
     return rebuild
 
