@@ -142,6 +142,9 @@ def test_a_claim_with_selectors_reads_only_the_runs_its_selectors_match():
     assert runs["NONE"] == figure_runs["f"]  # a selector that matches nothing: what the check reads is not known
     assert runs["NOTABLE"] == ["g1"]  # no table on disk: every run of its figures
     assert claim_runs(claims, figure_runs) == {**claim_runs(claims, figure_runs, {}), "NOTABLE": []}
+    # a run drawn against two x columns is a curve each, <run_id>/<x column> in the table (TDCD's two t_comm)
+    two_x = pd.concat([table.assign(run_id=table["run_id"] + f"/time_tc{c}") for c in (10, 100)])
+    assert claim_runs(claims, figure_runs, {"f": two_x})["AB"] == ["x-P1", "x-P2", "y-P1", "y-P2"]
 
 
 def test_extension_starts_after_a_runs_own_first_seed():

@@ -100,8 +100,15 @@ def claim_runs(claims_cfg: dict[str, Any], figure_runs: dict[str, list[str]],
         if tables is not None and figures and all(f in tables for f in figures):
             params = {k: v for k, v in c.items() if k not in CLAIM_FIELDS}
             read = selected_runs(params, pd.concat([tables[f] for f in figures], ignore_index=True))
-        out[c["id"]] = sorted(read & set(every)) if read else every
+        runs = {table_run(r) for r in read or ()} & set(every)
+        out[c["id"]] = sorted(runs) if runs else every
     return out
+
+
+def table_run(run_id: str) -> str:
+    """The run of a figure table's run_id: a run drawn against several x columns is one curve each, its rows
+    carrying <run_id>/<x_source> (results/tables.py figure_table; TDCD's time_tc10 and time_tc100 panels)."""
+    return run_id.split("/")[0]
 
 
 def claim_tables(figures: list[Figure], table_path: Callable[[str], Path]) -> dict[str, pd.DataFrame]:
