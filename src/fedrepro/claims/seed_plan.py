@@ -6,9 +6,9 @@ make_plan is pure. A claim is planned when its ledger row has cause `seeds`, its
 second look can hold to its level: a bootstrapped verdict, a share of resamples, has no level to split over two
 looks, so it keeps its one), its `seeds_needed` is within reach of the scale's `max_seeds`
 (sequential.within_reach), every run it reads (claim_runs: the runs its selectors match) has a cost estimate, and
-its added seeds fit in what is left of the budget. Planned, every run it reads gets a run of the same settings that trains the
-seeds from its last one up to `max_seeds` (`first_seed`: the seeds already trained, which are reused; its own run
-id). The budget is job minutes, summed over jobs as `fedrepro cost` sums them: a run's estimate is its benchmark
+its added seeds fit in what is left of the budget. Planned, every run it reads gets a run of the same settings that
+trains the seeds from its last one up to `max_seeds` (`first_seed`: the seeds already trained, which are reused;
+its own run id). The budget is job minutes, summed over jobs as `fedrepro cost` sums them: a run's estimate is its benchmark
 record's wall time per seed (minutes_per_seed), times the seeds added.
 
 A curve reads its added seeds (planned_table): the run table with the plan gives each figure whose runs got seeds
@@ -90,8 +90,8 @@ def claim_runs(claims_cfg: dict[str, Any], figure_runs: dict[str, list[str]],
                tables: dict[str, pd.DataFrame] | None = None) -> dict[str, list[str]]:
     """Claim id -> the run ids it reads: of the runs of its figures made at this scale (`figure_runs`: figure name
     -> run ids, RunTable's Figure.run_ids of the paper's figures), those whose rows its selectors match in its
-    figures' `tables` (checks/common.py selected_runs, as the checks read them: in the paper's terms); every run of its figures
-    where it has no selector, where a table is absent, or where a selector matches nothing."""
+    figures' `tables` (checks/common.py selected_runs, as the checks read them: in the paper's terms); every run of
+    its figures where it has no selector, where a table is absent, or where a selector matches nothing."""
     out = {}
     for c in claims_cfg["claims"]:
         every = sorted({r for f in c.get("figures", []) for r in figure_runs.get(f, [])})
