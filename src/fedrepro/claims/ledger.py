@@ -333,8 +333,8 @@ def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, 
     alternative reading as run (RunTable.alternatives_settings: each one's table path and labels;
     None: not evaluated; evaluate_claims); `seeds`, the seeds judged and those the tunings its runs take were chosen
     on (RunTable.seeds_record), for the record; `look`, the seed plan's look and at the second its planned
-    claims (evaluate_claims; the record names the look under adaptive). Written atomically, after every check has run: a failure leaves the
-    files as they were. The record holds the ledger's sha256 and its rows' digests (claims/seal.py), which every
+    claims (evaluate_claims; the record names the look under adaptive). Written atomically, after every check has
+    run: a failure leaves the files as they were. The record holds the ledger's sha256 and its rows' digests (claims/seal.py), which every
     reader of the ledger checks."""
     claims_cfg = load_claims(claims_path, readings=readings)
     tables = {p.stem: read_figure_table(p) for p in table_paths}
