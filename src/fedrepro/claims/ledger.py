@@ -21,7 +21,7 @@ from fedrepro.claims.kinds import PAPER as PAPER_KIND
 from fedrepro.claims.seal import ledger_seal
 from fedrepro.claims.sequential import Look
 from fedrepro.claims.robustness import DEPENDS, NOT_EVALUATED, TOO_FEW_SEEDS, Alternative, category, decode, encode
-from fedrepro.claims.validation import CLAIM_FIELDS, FigureLabels, validate_claims
+from fedrepro.claims.validation import FigureLabels, claim_params, validate_claims
 from fedrepro.errors import ConfigError, ResultsError
 from fedrepro.experiments.runtable import FIRST_LOOK_SEEDS
 from fedrepro.results.tables import in_paper_terms, merged_labels, read_figure_table
@@ -160,7 +160,7 @@ class Judge:
 
     def __call__(self, claim: dict[str, Any]) -> Judged:
         figures = [f for f in claim.get("figures", []) if f in self.tables]
-        params = {k: v for k, v in claim.items() if k not in CLAIM_FIELDS}
+        params = claim_params(claim)
         missing = bool(claim.get("figures")) and not figures
         if missing:
             result = Result(INCONCLUSIVE, "", f"figures {claim['figures']} not produced at scale {self.scale}")
@@ -334,8 +334,8 @@ def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, 
     None: not evaluated; evaluate_claims); `seeds`, the seeds judged and those the tunings its runs take were chosen
     on (RunTable.seeds_record), for the record; `look`, the seed plan's look and at the second its planned
     claims (evaluate_claims; the record names the look under adaptive). Written atomically, after every check has
-    run: a failure leaves the files as they were. The record holds the ledger's sha256 and its rows' digests (claims/seal.py), which every
-    reader of the ledger checks."""
+    run: a failure leaves the files as they were. The record holds the ledger's sha256 and its rows' digests
+    (claims/seal.py), which every reader of the ledger checks."""
     claims_cfg = load_claims(claims_path, readings=readings)
     tables = {p.stem: read_figure_table(p) for p in table_paths}
     labels = {name: f["labels"] for name, f in figures.items()}

@@ -8,8 +8,8 @@ looks, so it keeps its one), its `seeds_needed` is within reach of the scale's `
 (sequential.within_reach), every run it reads (claim_runs: the runs its selectors match) has a cost estimate, and
 its added seeds fit in what is left of the budget. Planned, every run it reads gets a run of the same settings that
 trains the seeds from its last one up to `max_seeds` (`first_seed`: the seeds already trained, which are reused;
-its own run id). The budget is job minutes, summed over jobs as `fedrepro cost` sums them: a run's estimate is its benchmark
-record's wall time per seed (minutes_per_seed), times the seeds added.
+its own run id). The budget is job minutes, summed over jobs as `fedrepro cost` sums them: a run's estimate is its
+benchmark record's wall time per seed (minutes_per_seed), times the seeds added.
 
 A curve reads its added seeds (planned_table): the run table with the plan gives each figure whose runs got seeds
 their extensions, so its table holds every seed of each curve under the curve's own run id (results/tables.py
@@ -39,7 +39,7 @@ import pandas as pd
 from fedrepro.claims.causes import SEEDS
 from fedrepro.claims.checks.common import selected_runs
 from fedrepro.claims.sequential import ADAPTIVE, LOOKS, Look, within_reach
-from fedrepro.claims.validation import CLAIM_FIELDS
+from fedrepro.claims.validation import claim_params
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import Figure, RunTable, run_id_of
 from fedrepro.results.tables import in_paper_terms, read_figure_table
@@ -98,8 +98,7 @@ def claim_runs(claims_cfg: dict[str, Any], figure_runs: dict[str, list[str]],
         figures = c.get("figures", [])
         read = None
         if tables is not None and figures and all(f in tables for f in figures):
-            params = {k: v for k, v in c.items() if k not in CLAIM_FIELDS}
-            read = selected_runs(params, pd.concat([tables[f] for f in figures], ignore_index=True))
+            read = selected_runs(claim_params(c), pd.concat([tables[f] for f in figures], ignore_index=True))
         runs = {table_run(r) for r in read or ()} & set(every)
         out[c["id"]] = sorted(runs) if runs else every
     return out

@@ -62,8 +62,9 @@ def within_reach(seeds_needed: str, have: int, max_seeds: int) -> bool:
 class Look:
     """Which look a ledger is (the mode, look 1 or 2, and at the second the claims planned): the level of its
     tested verdicts (`level`) and the level at which it estimates `seeds_needed` (`estimate_level`: the second
-    look's under adaptive, the only look to which added seeds can go; ALPHA under fixed, the one look). A bootstrapped verdict (a share of resamples) has no
-    level to split: every look keeps it as it is (claims/seed_plan.py never plans its claim)."""
+    look's under adaptive, the only look to which added seeds can go; ALPHA under fixed, the one look). A
+    bootstrapped verdict (a share of resamples) has no level to split: every look keeps it as it is
+    (claims/seed_plan.py never plans its claim)."""
     mode: str = FIXED
     number: int = 1
     planned: tuple[str, ...] = ()  # at the second look, the claims the plan gave seeds (claims/seed_plan.py)

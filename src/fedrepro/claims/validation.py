@@ -20,6 +20,13 @@ from fedrepro.schemas import SCALES
 # keys of a claim entry that are not parameters of its check
 CLAIM_FIELDS = {"id", "kind", "quote", "figures", "check", "expected", "note", "min_seeds", "undecided_at",
                 "rests_on"}
+
+
+def claim_params(claim: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters a claim gives its check: every key but CLAIM_FIELDS."""
+    return {k: v for k, v in claim.items() if k not in CLAIM_FIELDS}
+
+
 # top-level keys of a claims file (each check names its own metric, x column and window)
 LEDGER_FIELDS = {"paper", "claims"}
 # Per figure of a paper, each label column of its table and the values it takes at the paper scale, in the
