@@ -13,5 +13,7 @@ bench 300 --record | tee "$out/baseline.log"               # ~4 min: all six wor
 cp benchmarks/records/gpu_throughput.jsonl "$out/"           # (the device's copy of the tree is not kept)
 fast=(--workloads fedcluster_10 defedavg_fmnist defedavg_cifar10)
 bench 90 "${fast[@]}" --grouped-on-cuda | tee "$out/grouped.log"
-bench 90 "${fast[@]}" --processes 2 | tee "$out/processes2.log"
-bench 60 --workloads tdcd_cifar10 --iterations 10 --processes 2 | tee "$out/tdcd_processes2.log"
+# two seeds a GPU (config seed_workers: 2), recorded: `fedrepro cost --gpus N --seed-workers 2` prices from these
+bench 90 "${fast[@]}" --processes 2 --record | tee "$out/processes2.log"
+bench 60 --workloads tdcd_cifar10 --iterations 10 --processes 2 --record | tee "$out/tdcd_processes2.log"
+cp benchmarks/records/gpu_throughput.jsonl "$out/"

@@ -53,3 +53,29 @@ def kill_at_checkpoint(monkeypatch):
         return lambda: monkeypatch.setattr(context.RunContext, "save_checkpoint", original)
 
     return arm
+
+
+@pytest.fixture
+def same_with_seed_workers(tmp_path):
+    """same_with_seed_workers(spec, inputs, workers=2): train the run one seed group after another and with `workers`
+    seed workers (processes at once, experiments/seed_workers.py); assert the same metrics.csv byte for byte, the
+    same summary, the record's worker count and no checkpoint left behind. Returns both records."""
+    from fedrepro.experiments.execute import execute_run
+    from fedrepro.experiments.runtable import run_id_of
+    from fedrepro.experiments.store import RunFiles
+
+    def check(spec: dict, inputs: dict, workers: int = 2) -> tuple[dict, dict]:
+        rid = run_id_of(spec)
+        records, metrics = [], []
+        for name, n in (("serial", 1), ("workers", workers)):
+            files = RunFiles(tmp_path / name / rid)
+            records.append(execute_run(rid, spec, files, inputs["prepared"], inputs["data_provenance"],
+                                       device="cpu", seed_workers=n, log_path=tmp_path / f"{name}.log"))
+            metrics.append(files.metrics.read_bytes())
+            assert [p for p in files.checkpoints() if p.exists()] == []
+        assert metrics[0] == metrics[1]
+        assert records[0]["summary"] == records[1]["summary"]
+        assert records[0]["seed_workers"] == 1
+        return records[0], records[1]
+
+    return check

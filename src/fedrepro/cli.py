@@ -116,6 +116,8 @@ def parser() -> argparse.ArgumentParser:
                      help=f"results directory (default: {ADHOC_DIR}/, ignored by git and DVC; never results/)")
     one.add_argument("--device", default="auto", choices=list(DEVICES))
     one.add_argument("--threads", default=1, type=int)
+    one.add_argument("--seed-workers", default=1, type=positive_int, metavar="K",
+                     help="train K of its seeds at once, each in its own process of --threads threads")
     audit = sub.add_parser("audit", help="check that the results on disk are what their runs recorded",
                            description="For every figure of the papers, check the runs behind it (run.json, "
                            "metrics.csv hash, data hashes, code commit, package versions, DVC record), the "
@@ -144,6 +146,9 @@ def parser() -> argparse.ArgumentParser:
     cost.add_argument("--gpus", type=positive_int, metavar="N",
                       help="instead: the network runs' GPU-hours and wall time on N GPUs, from the GPU rates measured by "
                       "benchmarks/gpu_throughput.py (docs/performance.md)")
+    cost.add_argument("--seed-workers", type=positive_int, default=1, metavar="K",
+                      help="with --gpus: each job trains K seeds at once (config seed_workers), priced at the rates "
+                      "measured in K processes on one GPU (benchmarks/gpu_throughput.py --processes K)")
     plan = sub.add_parser("seed-plan", help="the seeds the adaptive seed plan adds to the claims its first look left "
                           "open (config seed_plan: adaptive)", description="Reads each paper's sealed ledger at the "
                           "scale, the runs its claims read and their benchmark records; writes results/<scale>/"
@@ -183,7 +188,8 @@ def main(argv: list[str] | None = None) -> None:
 
         run_step(lambda: print(run_variants(args.name, jobs=args.jobs).to_string(index=False)))
     if args.command == "cost":
-        run_step(lambda: print(gpu_plan_table(args.scale, args.gpus) if args.gpus else job_cost_table(args.scale)))
+        run_step(lambda: print(gpu_plan_table(args.scale, args.gpus, args.seed_workers) if args.gpus
+                               else job_cost_table(args.scale)))
     if args.command == "seed-plan":
         run_step(lambda: print(seed_plan_file(args.scale)))
     if args.command == "docs":
@@ -365,18 +371,18 @@ def run_one(args: argparse.Namespace) -> None:
     inputs = RunTable(args.scale, {run_id: spec}, {}).input_files(run_id)
     execute_run(run_id, spec, files, Path(inputs["prepared"]),
                 [Path(p) for p in inputs["provenance"]], device=args.device, threads=args.threads,
-                log_path=log_path)
+                seed_workers=args.seed_workers, log_path=log_path)
     record = read_record(files.record)
     print(f"wall {record['wall_seconds']:.1f} s on {record['device']['device']}; diverged: {record['diverged']}")
     print(files.metrics.read_text())
 
 
-def gpu_plan_table(scale: str | None, gpus: int) -> str:
+def gpu_plan_table(scale: str | None, gpus: int, seed_workers: int = 1) -> str:
     from fedrepro.results.gpu_cost import gpu_plan, load_rates
     from fedrepro.validate import load_and_validate
 
     _, table = load_and_validate({"scale": scale} if scale else {}, Path("config"))
-    return gpu_plan(table.runs, gpus, load_rates())
+    return gpu_plan(table.runs, gpus, load_rates(processes=seed_workers), seed_workers)
 
 
 def job_cost_table(scale: str | None) -> str:

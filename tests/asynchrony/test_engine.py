@@ -206,3 +206,7 @@ def test_a_round_leaves_the_state_it_is_given_alone(tmp_path, images):
     again, _ = trainer.method.round(saved, 10)
     first, _ = trainer.method.round(saved, 10)
     assert torch.equal(again["w"], first["w"])
+
+
+def test_seed_workers_give_the_same_bytes(images, same_with_seed_workers):
+    same_with_seed_workers(spec_of(seeds=3), images, workers=3)

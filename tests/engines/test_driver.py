@@ -48,9 +48,6 @@ class ToySetup(Setup):
     def __init__(self, growth=2.0, dt=None, batched=False):
         self.growth, self.dt, self.batched, self.summary = growth, dt, batched, {"toy": True}
 
-    def seed_groups(self, seeds):
-        return [seeds] if self.batched else super().seed_groups(seeds)
-
     def start(self, seeds):
         return Toy(seeds, self.growth, self.dt)
 
@@ -58,11 +55,17 @@ class ToySetup(Setup):
 class ToyEngine(Engine):
     name, watch = "toy", "x"
 
+    def __init__(self, batched=False):
+        self.batched = batched
+
+    def seed_groups(self, seeds):
+        return [seeds] if self.batched else super().seed_groups(seeds)
+
 
 def run(tmp_path, setup, **spec):
     spec = {"rounds": 10, "seeds": 2, **spec}
     ctx = RunContext("toy", spec, "cpu", tmp_path / "checkpoint.pt", logging.getLogger("toy"), show_progress=False)
-    return run_seeds(ToyEngine(), setup, spec, ctx)
+    return run_seeds(ToyEngine(setup.batched), setup, spec, ctx)
 
 
 def test_rounds_cadence_logs_first_last_and_every_k(tmp_path):

@@ -142,3 +142,8 @@ def test_a_killed_monte_carlo_run_resumes_and_ends_with_the_same_metrics(tmp_pat
     assert "resuming from checkpoint: seed 0,1,2,3, round 8" in (tmp_path / "killed.log").read_text()
     assert files.metrics.read_bytes() == reference.metrics.read_bytes()
     assert not files.checkpoint.exists()
+
+
+def test_a_monte_carlo_run_is_one_seed_group_whatever_its_seed_workers(inputs, same_with_seed_workers):
+    _, record = same_with_seed_workers(spec_of(), inputs)
+    assert record["seed_workers"] == 1  # its seeds are one batched computation: nothing to train at once

@@ -236,3 +236,114 @@ def test_a_run_given_another_input_than_the_one_its_settings_name_stops(tmp_path
     with pytest.raises(DataError, match=r"reads a9a.npz \(its dataset and view\), not .*w8a.npz"):
         _run(tmp_path, "other", spec, rid, {**synthetic_inputs, "prepared": other})
     assert not (tmp_path / "other" / rid / "metrics.csv").exists()
+
+
+def test_seed_workers_give_the_same_bytes_as_one_seed_after_another(synthetic_inputs, spec_and_id,
+                                                                    same_with_seed_workers):
+    spec, _ = spec_and_id(seeds=3)
+    _, workers = same_with_seed_workers(spec, synthetic_inputs, workers=2)
+    assert workers["seed_workers"] == 2 and workers["seeds"] == [0, 1, 2]
+
+
+def test_a_job_of_seed_workers_resumes_its_finished_and_its_checkpointed_groups(tmp_path, synthetic_inputs,
+                                                                                 spec_and_id, kill_at_checkpoint):
+    """The state a killed job of two workers leaves: seed 0's group trained (its checkpoint says done), seed 1's
+    checkpointed mid-run. The job run again trains only the rest of seed 1, to the same bytes."""
+    from fedrepro.data.inputs import load_input
+    from fedrepro.engines import ENGINES
+    from fedrepro.engines.driver import run_one_group
+
+    spec, rid = spec_and_id()
+    reference = _run(tmp_path, "reference", spec, rid, synthetic_inputs)
+    files = RunFiles(tmp_path / "killed" / rid)
+    engine = ENGINES[spec["engine"]]
+    for g, dies in ((0, None), (1, 2)):
+        ctx = RunContext(rid, spec, "cpu", files.group_checkpoint(g), logging.getLogger("killed"), show_progress=False)
+        setup = engine.setup(spec, load_input(synthetic_inputs["prepared"]), ctx)
+        if dies is None:
+            run_one_group(engine, setup, spec, ctx, g)
+            continue
+        restore = kill_at_checkpoint(dies)
+        with pytest.raises(KeyboardInterrupt):
+            run_one_group(engine, setup, spec, ctx, g)
+        restore()
+    assert files.group_checkpoint(0).exists() and files.group_checkpoint(1).exists()
+
+    execute_run(rid, spec, files, synthetic_inputs["prepared"], synthetic_inputs["data_provenance"], device="cpu",
+                seed_workers=2, log_path=tmp_path / "resumed.log")
+    log = (tmp_path / "resumed.log").read_text()
+    assert "resuming from checkpoint: seed 1, round 20" in log
+    assert "seed 0 round" not in log  # its group was done: not trained again
+    assert files.metrics.read_bytes() == reference.metrics.read_bytes()
+    assert [p for p in files.checkpoints() if p.exists()] == []
+
+
+def test_a_checkpoint_of_the_other_way_of_training_is_named_and_not_resumed(tmp_path, synthetic_inputs, spec_and_id,
+                                                                           kill_at_checkpoint):
+    spec, rid = spec_and_id()
+    reference = _run(tmp_path, "reference", spec, rid, synthetic_inputs)
+    files = RunFiles(tmp_path / "killed" / rid)
+    restore = kill_at_checkpoint(2)
+    with pytest.raises(KeyboardInterrupt):
+        execute_run(rid, spec, files, synthetic_inputs["prepared"], synthetic_inputs["data_provenance"], device="cpu")
+    restore()
+    execute_run(rid, spec, files, synthetic_inputs["prepared"], synthetic_inputs["data_provenance"], device="cpu",
+                seed_workers=2, log_path=tmp_path / "workers.log")
+    log = (tmp_path / "workers.log").read_text()
+    assert f"not resuming {files.checkpoint}: it is a checkpoint of one seed group after another" in log
+    assert files.metrics.read_bytes() == reference.metrics.read_bytes() and not files.checkpoint.exists()
+
+
+WORKERS_JOB = textwrap.dedent('''
+    import json, sys
+    from pathlib import Path
+    from fedrepro.experiments.execute import execute_run
+    from fedrepro.experiments.store import RunFiles
+
+    if __name__ == "__main__":
+        args = json.loads(sys.argv[1])
+        execute_run(args["run_id"], args["spec"], RunFiles(Path(args["dir"])), Path(args["prepared"]),
+                    [Path(p) for p in args["provenance"]], device="cpu", seed_workers=2)
+''')
+
+
+@pytest.mark.slow
+def test_seed_workers_of_a_killed_job_stop_and_the_job_resumes_to_the_same_metrics(tmp_path, synthetic_inputs,
+                                                                                   spec_and_id):
+    """SIGKILL of the job's process alone (not its group): its workers notice and stop, and the job run again
+    ends with the bytes of one seed after another."""
+    import os
+    import signal
+    import time
+
+    spec, rid = spec_and_id(rounds=12000, eval_every=1000, checkpoint_every=50)  # ~8 s a seed here
+    files = RunFiles(tmp_path / "killed" / rid)
+    args = {"run_id": rid, "spec": spec, "dir": str(files.run_dir), "prepared": str(synthetic_inputs["prepared"]),
+            "provenance": [str(p) for p in synthetic_inputs["data_provenance"]]}
+    script = tmp_path / "job.py"
+    script.write_text(WORKERS_JOB)
+    job = subprocess.Popen([sys.executable, str(script), json.dumps(args)], start_new_session=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not all(files.group_checkpoint(g).exists() for g in (0, 1)):
+        assert job.poll() is None and time.monotonic() < deadline, "the job ended before both groups checkpointed"
+        time.sleep(0.05)
+    job.kill()
+    job.wait()
+    gone = time.monotonic() + 3  # the workers look for their parent every 0.5 s; each seed trains ~8 s more
+    while True:  # the job's session holds its workers until they exit
+        try:
+            os.killpg(job.pid, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < gone, "a seed worker went on training after its job was killed"
+        time.sleep(0.05)
+    left = {g: files.group_checkpoint(g).read_bytes() for g in (0, 1)}
+    time.sleep(0.5)
+    assert {g: files.group_checkpoint(g).read_bytes() for g in (0, 1)} == left and not files.metrics.exists()
+
+    execute_run(rid, spec, files, synthetic_inputs["prepared"], synthetic_inputs["data_provenance"], device="cpu",
+                seed_workers=2, log_path=tmp_path / "resumed.log")
+    assert "resuming from checkpoint" in (tmp_path / "resumed.log").read_text()
+    reference = _run(tmp_path, "reference", spec, rid, synthetic_inputs)
+    assert files.metrics.read_bytes() == reference.metrics.read_bytes()

@@ -129,3 +129,7 @@ def test_a_nan_loss_marks_the_seed_diverged(tmp_path, image_inputs):
     assert record["diverged"] is True
     at = record["summary"]["seeds"]["0"]["diverged_at"]
     assert at is not None and metrics["round"].max() == at
+
+
+def test_seed_workers_give_the_same_bytes(image_inputs, same_with_seed_workers):
+    same_with_seed_workers(nn_spec(seeds=3, backend="vectorized"), image_inputs)

@@ -100,3 +100,25 @@ def test_every_paper_scale_job_asks_for_more_time_than_the_recorded_rates_take()
             if cost.workload and cost.seconds / 60 > cost.limit_minutes:
                 over.append(f"{rid} ({spec['paper']}): {cost.seconds / 60:.0f} min > {cost.limit_minutes}")
     assert not over, over
+
+
+def test_seed_workers_price_a_job_in_waves_at_the_rate_of_that_many_processes(tmp_path):
+    """K seeds at once: ceil(seeds / K) waves, each seed at 1/K of the K processes' summed rate; a workload
+    measured only alone has no price at K, and a K-process record never stands for one process."""
+    runs = _runs("paper")
+    rid, spec = next((r, s) for r, s in runs.items() if s["paper"] == "fedcluster" and s["algorithm"] == "fedavg")
+    assert spec["seeds"] == 5
+    records = tmp_path / "gpu_throughput.jsonl"
+    alone, two = _rate("fedcluster_100", 1000.0, 2.0), _rate("fedcluster_100", 1500.0, 3.0) | {"processes": 2}
+    records.write_text(json.dumps(alone) + "\n" + json.dumps(two) + "\n")
+    assert gpu_cost.load_rates(records)["fedcluster_100"]["client_steps_per_s"] == 1000.0
+    rates_2 = gpu_cost.load_rates(records, processes=2)
+    per_seed = round(spec["frac"] * spec["n_devices"]) * spec["E"] * spec["rounds"]
+    evaluations = spec["rounds"] // spec["eval_every"] + 1
+    cost = gpu_cost.run_cost(rid, spec, rates_2, seed_workers=2)
+    assert math.isclose(cost.seconds, 3 * (per_seed / 750.0 + evaluations * 3.0))  # waves of 2, 2 and 1 seeds
+    alone_cost = gpu_cost.run_cost(rid, spec, gpu_cost.load_rates(records))
+    assert math.isclose(alone_cost.seconds, 5 * (per_seed / 1000.0 + evaluations * 2.0))
+    assert gpu_cost.load_rates(records, processes=3) == {}
+    plan = gpu_cost.gpu_plan({rid: spec}, 1, {}, seed_workers=3)
+    assert "--processes 3 --record" in plan and "3 seeds at once" in plan

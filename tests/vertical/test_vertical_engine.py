@@ -113,3 +113,9 @@ def test_the_engine_is_registered_with_its_x_columns():
     # `time`: a figure table's per-panel copy of one time_tc<c> (results/tables.py x_source); no other name
     assert "time" in engine.x and "time_tc" not in engine.x and "time_tcx" not in engine.x
     assert "test_f1" in engine.metrics
+
+
+@pytest.mark.parametrize("backend", ["vectorized", "loop"])
+def test_seed_workers_give_the_same_bytes(images, same_with_seed_workers, backend):
+    """Within-round checkpoints (Q > checkpoint_every) included: each group's own checkpoint file."""
+    same_with_seed_workers(spec_of(backend=backend, checkpoint_every=3), images)

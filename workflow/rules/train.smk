@@ -14,7 +14,8 @@ rule train:
         str(OUT.logs / "train" / "{run_id}.log"),
     benchmark:
         str(OUT.logs / "benchmarks" / "train" / "{run_id}.tsv"),
-    threads: 1
+    # one core a seed worker; the workers are an execution setting, not a param, so changing them reruns nothing
+    threads: config["seed_workers"]
     resources:
         mem_mb=3000,
         runtime=train_runtime,

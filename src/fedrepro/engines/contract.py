@@ -15,6 +15,8 @@ one registry (engines/__init__.py ENGINES).
       numerics, keying      its numerics version and which settings key its random streams (numerics.py, where
                             jobs that load no engine read them too)
       setup(spec, data, ctx) -> Setup: the run-level part (data on the device, the problem)
+      seed_groups(seeds)    which seeds advance together (one at a time, or all at once when the numerics are
+                            batched over seeds, like the Monte Carlo runs): known before any data is read
       runtime_minutes(spec) a generous time limit of a run, for cluster schedulers
       limits(spec)          settings that may not exceed the data or each other (S <= N, N x M <= rows):
                             checked at start-up and before a run starts
@@ -22,8 +24,6 @@ one registry (engines/__init__.py ENGINES).
                             checked with the limits
     Setup
       columns, summary      the metrics.csv columns in order; run-level facts for run.json
-      seed_groups(seeds)    which seeds advance together (one at a time, or all at once when the
-                            numerics are batched over seeds, like the Monte Carlo runs)
       start(seeds)          -> Trainer for one group, at round 0
     Trainer                 the state of one group of seeds
       advance(r)            round r -> r + 1
@@ -80,9 +80,6 @@ class Trainer:
 class Setup:
     columns: list[str]
     summary: dict[str, Any]
-
-    def seed_groups(self, seeds: list[int]) -> list[list[int]]:
-        return [[s] for s in seeds]
 
     def start(self, seeds: list[int]) -> Trainer:
         raise NotImplementedError
@@ -158,6 +155,9 @@ class Engine:
         """The run's numerics, before any seed: `arrays` is its one prepared input, the file the spec names
         (data/inputs.py prepared_path; a multi-view folder's memmaps and meta)."""
         raise NotImplementedError
+
+    def seed_groups(self, seeds: list[int]) -> list[list[int]]:
+        return [[s] for s in seeds]
 
     def runtime_minutes(self, spec: dict[str, Any]) -> int:
         """A generous wall-clock limit of one run for a cluster scheduler."""

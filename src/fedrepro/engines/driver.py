@@ -14,6 +14,8 @@ The cadence is either
 A seed diverges when its watched metric is not finite or above `divergence_threshold`; a group stops
 when all its seeds have (seeds batched together cannot stop one by one). Every `checkpoint_every`
 rounds the whole state is saved atomically; a killed run resumes from it and ends with the same rows.
+The groups train one after another (run_seeds), or each alone in a process of its own (run_one_group, with a
+checkpoint of its own: experiments/seed_workers.py); both train a group with the same code (train_group).
 """
 
 from __future__ import annotations
@@ -83,10 +85,11 @@ def cadence_of(spec: dict[str, Any], steps_key: str = "rounds") -> RoundCadence 
 
 
 def run_seeds(engine: Engine, setup: Setup, spec: dict[str, Any], ctx: RunContext) -> tuple[list[Row], dict[str, Any]]:
-    """Train every seed of `spec`; returns the metrics rows (seed-major) and the run summary."""
+    """Train every seed of `spec`, one group after another; returns the metrics rows (seed-major) and the run
+    summary. One checkpoint file holds the group in training and the rows of the groups before it."""
     seeds = seeds_of(spec)
-    cadence, checkpoint_every = cadence_of(spec, engine.steps_key), spec.get("checkpoint_every")
-    groups = setup.seed_groups(seeds)
+    cadence = cadence_of(spec, engine.steps_key)
+    groups = engine.seed_groups(seeds)
 
     saved = ctx.load_checkpoint()
     rows: list[Row] = saved["rows"] if saved else []
@@ -99,39 +102,72 @@ def run_seeds(engine: Engine, setup: Setup, spec: dict[str, Any], ctx: RunContex
     bar = ctx.progress(total=len(seeds) * cadence.total, desc=f"{spec.get('method', engine.name)} {ctx.run_id[:8]}")
     bar.update(sum(len(g) for g in groups[:first_group]) * cadence.total)
     for g in range(first_group, len(groups)):
-        group = groups[g]
-        trainer, r = setup.start(group), 0
-        diverged_at: dict[int, int | None] = dict.fromkeys(group)
-        if saved and saved["group"] == g:
-            trainer.load_state_dict(saved["state"])
-            trainer.info, r, diverged_at = saved["info"], saved["round"], saved["diverged_at"]
-        shown = cadence.progress(r, trainer)
-        bar.update(shown * len(group))
-        while True:
-            points = cadence.points(r, trainer)
-            if points:
-                evaluated = trainer.evaluate(r)
-                rows.extend({**row, **point} for point in points for row in evaluated)
-                _watch(engine, spec, evaluated, diverged_at, r, ctx, cadence.log_due(r), bar, trainer)
-                if all(at is not None for at in diverged_at.values()):
-                    break
-            if cadence.last(r, trainer):
-                break
-            trainer.advance(r)
-            r += 1
-            now = cadence.progress(r, trainer)
-            bar.update((now - shown) * len(group))
-            shown = now
-            if checkpoint_every and r % checkpoint_every == 0 and not cadence.last(r, trainer):
-                ctx.save_checkpoint({"group": g, "round": r, "rows": rows, "per_seed": per_seed,
-                                     "state": trainer.state_dict(), "info": trainer.info, "diverged_at": diverged_at})
-        bar.update((cadence.total - shown) * len(group))
-        for s in group:
-            per_seed[str(s)] = {**trainer.info[s], "diverged_at": diverged_at[s]}
+        train_group(engine, setup, spec, ctx, g, groups[g], rows, per_seed, saved if saved and saved["group"] == g
+                    else None, bar)
         saved = None
     bar.close()
-    rows.sort(key=lambda row: row["seed"])  # stable: a batched group evaluates round-major
-    return rows, {**setup.summary, "seeds": per_seed}
+    return seed_major(rows), {**setup.summary, "seeds": per_seed}
+
+
+def run_one_group(engine: Engine, setup: Setup, spec: dict[str, Any], ctx: RunContext, g: int) -> dict[str, Any]:
+    """Train group g of the run's seeds alone, resuming from ctx's checkpoint, which holds this group only (one
+    worker of several training a run's groups at once: experiments/seed_workers.py). Once trained, the checkpoint
+    says so (`done`) and holds the group's rows and per-seed facts, which this returns; a done group is not
+    trained again."""
+    saved = ctx.load_checkpoint()
+    if saved and saved.get("done"):
+        return saved
+    group = engine.seed_groups(seeds_of(spec))[g]
+    if saved:
+        ctx.log.info("resuming from checkpoint: seed %s, round %d", ",".join(map(str, group)), saved["round"])
+    rows: list[Row] = saved["rows"] if saved else []
+    per_seed: dict[str, Any] = saved["per_seed"] if saved else {}
+    bar = ctx.progress(total=0, desc="")
+    train_group(engine, setup, spec, ctx, g, group, rows, per_seed, saved, bar)
+    bar.close()
+    done = {"group": g, "done": True, "rows": rows, "per_seed": per_seed}
+    ctx.save_checkpoint(done)
+    return {**done, "wall_seconds": ctx.wall_seconds()}
+
+
+def seed_major(rows: list[Row]) -> list[Row]:
+    """The rows ordered by seed, each seed's in the order evaluated (a batched group evaluates round-major)."""
+    return sorted(rows, key=lambda row: row["seed"])
+
+
+def train_group(engine: Engine, setup: Setup, spec: dict[str, Any], ctx: RunContext, g: int, group: list[int],
+                rows: list[Row], per_seed: dict[str, Any], saved: dict[str, Any] | None, bar) -> None:
+    """Train the seeds of group g from round 0, or from `saved` (a checkpoint of this group), appending their rows
+    to `rows` and their facts to `per_seed`; every checkpoint holds both as they stand."""
+    cadence, checkpoint_every = cadence_of(spec, engine.steps_key), spec.get("checkpoint_every")
+    trainer, r = setup.start(group), 0
+    diverged_at: dict[int, int | None] = dict.fromkeys(group)
+    if saved:
+        trainer.load_state_dict(saved["state"])
+        trainer.info, r, diverged_at = saved["info"], saved["round"], saved["diverged_at"]
+    shown = cadence.progress(r, trainer)
+    bar.update(shown * len(group))
+    while True:
+        points = cadence.points(r, trainer)
+        if points:
+            evaluated = trainer.evaluate(r)
+            rows.extend({**row, **point} for point in points for row in evaluated)
+            _watch(engine, spec, evaluated, diverged_at, r, ctx, cadence.log_due(r), bar, trainer)
+            if all(at is not None for at in diverged_at.values()):
+                break
+        if cadence.last(r, trainer):
+            break
+        trainer.advance(r)
+        r += 1
+        now = cadence.progress(r, trainer)
+        bar.update((now - shown) * len(group))
+        shown = now
+        if checkpoint_every and r % checkpoint_every == 0 and not cadence.last(r, trainer):
+            ctx.save_checkpoint({"group": g, "round": r, "rows": rows, "per_seed": per_seed,
+                                 "state": trainer.state_dict(), "info": trainer.info, "diverged_at": diverged_at})
+    bar.update((cadence.total - shown) * len(group))
+    for s in group:
+        per_seed[str(s)] = {**trainer.info[s], "diverged_at": diverged_at[s]}
 
 
 def _watch(engine: Engine, spec: dict[str, Any], evaluated: list[Row], diverged_at: dict[int, int | None], r: int,

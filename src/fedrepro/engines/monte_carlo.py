@@ -80,9 +80,6 @@ class MonteCarloSetup(Setup):
         self.summary = {"hyperparameters": hyperparameters(spec), "f_star": problem.f_star, "theta_star": theta_star.tolist(),
                         "features": list(problem.feature_names)}
 
-    def seed_groups(self, seeds: list[int]) -> list[list[int]]:
-        return [seeds]  # the Monte Carlo runs are one batched computation
-
     def start(self, seeds: list[int]) -> Trainer:
         return MonteCarloTrainer(self, seeds)
 
@@ -93,6 +90,9 @@ class MonteCarloEngine(Engine):
     metrics = ("cost", "cost_error")
     watch = "cost"
     ms_per_round = 100
+
+    def seed_groups(self, seeds: list[int]) -> list[list[int]]:
+        return [seeds]  # the Monte Carlo runs are one batched computation
 
     def limits(self, spec: dict[str, Any]) -> list[Limit]:
         return rows_limit(spec, "n_agents", "samples_per_agent") + setting_limit(spec, "agents_per_round", "n_agents")

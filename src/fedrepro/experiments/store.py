@@ -45,6 +45,14 @@ class RunFiles:
     def checkpoint(self) -> Path:
         return self.run_dir / "checkpoint.pt"
 
+    def group_checkpoint(self, g: int) -> Path:
+        """The checkpoint of seed group g when a run's groups train at once (experiments/seed_workers.py)."""
+        return self.run_dir / f"checkpoint.group{g}.pt"
+
+    def checkpoints(self) -> list[Path]:
+        """Every checkpoint file in the run's folder: one after another's, and each group's of groups at once."""
+        return [self.checkpoint] + sorted(self.run_dir.glob("checkpoint.group*.pt"))
+
     @property
     def tree(self) -> Path:
         """The results directory the run's folder lies in (run_files: <results>/runs/<run_id>)."""

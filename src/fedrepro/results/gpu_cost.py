@@ -11,14 +11,17 @@ its card; the newest of each workload is used). A run's work is counted from its
 - vertical: N silos x K clients a local iteration; MIMIC's LSTM silos have no measured rate.
 Evaluations: one per the run's cadence, at the benchmark's measured seconds (`eval_seconds_full`: TDCD's scaled
 from the benchmark's few hundred IDs to the run's evaluation sets).
-Seeds run one after another in a run's job; jobs (one a run, `--gpus=1` each, as profiles/slurm submits them) are
-packed onto N GPUs longest first, which gives the wall time.
+A run's job trains its seeds one after another, or with `--seed-workers K` (config `seed_workers`) K at once in
+waves, each seed at 1/K of the rate K processes together reach on one GPU (the benchmark's `--processes K` records;
+a workload measured only alone has no price at K). Jobs (one a run, `--gpus=1` each, as profiles/slurm submits
+them) are packed onto N GPUs longest first, which gives the wall time.
 """
 
 from __future__ import annotations
 
 import heapq
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,8 +50,9 @@ class RunCost:
     limit_minutes: int  # the runtime a cluster job asks for (Engine.runtime_minutes)
 
 
-def load_rates(path: Path | None = None) -> dict[str, dict[str, Any]]:
-    """The newest record of each workload (the file is appended to, one line per workload and session)."""
+def load_rates(path: Path | None = None, processes: int = 1) -> dict[str, dict[str, Any]]:
+    """The newest record of each workload measured in `processes` processes at once on one GPU (the file is
+    appended to, one line per workload and session; a record without `processes` ran alone)."""
     path = path or RECORDS
     if not path.is_file():
         raise ResultsError(f"{path}: no GPU rates recorded; run benchmarks/gpu_throughput.py --record on a GPU")
@@ -56,7 +60,8 @@ def load_rates(path: Path | None = None) -> dict[str, dict[str, Any]]:
     for line in path.read_text().splitlines():
         if line.strip():
             record = json.loads(line)
-            rates[record["workload"]] = record
+            if record.get("processes", 1) == processes:
+                rates[record["workload"]] = record
     return rates
 
 
@@ -88,14 +93,18 @@ def run_work(spec: dict[str, Any]) -> tuple[str | None, float]:
     return None, 0.0  # the CPU engines
 
 
-def run_cost(run_id: str, spec: dict[str, Any], rates: dict[str, dict[str, Any]]) -> RunCost:
+def run_cost(run_id: str, spec: dict[str, Any], rates: dict[str, dict[str, Any]], seed_workers: int = 1) -> RunCost:
+    """The run's work and its job's seconds at `rates` (measured in `seed_workers` processes at once: load_rates)."""
     engine = ENGINES[spec["engine"]]
     workload, steps = run_work(spec)
-    evaluations = _evaluations(spec, engine.steps_key) * spec["seeds"]
+    per_seed = _evaluations(spec, engine.steps_key)
+    evaluations = per_seed * spec["seeds"]
     rate = rates.get(workload) if workload else None
     seconds = float("nan")
-    if rate is not None:
-        seconds = steps * spec["seeds"] / rate["client_steps_per_s"] + evaluations * rate["eval_seconds_full"]
+    if rate is not None:  # waves of `seed_workers` seeds (a last, smaller wave priced as a full one)
+        waves = math.ceil(len(engine.seed_groups(list(range(spec["seeds"])))) / seed_workers)
+        seed_seconds = steps * seed_workers / rate["client_steps_per_s"] + per_seed * rate["eval_seconds_full"]
+        seconds = waves * seed_seconds
     return RunCost(run_id, spec["paper"], workload if rate else None, steps * spec["seeds"], evaluations, seconds,
                    engine.runtime_minutes(spec))
 
@@ -108,10 +117,13 @@ def makespan(seconds: list[float], gpus: int) -> float:
     return max(loads)
 
 
-def gpu_plan(runs: dict[str, dict[str, Any]], gpus: int, rates: dict[str, dict[str, Any]]) -> str:
-    """Markdown: per paper, the runs, client-steps, GPU-hours and wall time on `gpus` GPUs; the rates used."""
-    costs = [run_cost(rid, spec, rates) for rid, spec in runs.items() if ENGINES[spec["engine"]].trains_networks]
-    lines = [f"## GPU plan: {gpus} GPU{'s' * (gpus > 1)}, one job per run (`--gpus=1`, profiles/slurm)", "",
+def gpu_plan(runs: dict[str, dict[str, Any]], gpus: int, rates: dict[str, dict[str, Any]], seed_workers: int = 1) -> str:
+    """Markdown: per paper, the runs, client-steps, GPU-hours and wall time on `gpus` GPUs; the rates used (measured
+    in `seed_workers` processes at once: load_rates)."""
+    costs = [run_cost(rid, spec, rates, seed_workers) for rid, spec in runs.items()
+             if ENGINES[spec["engine"]].trains_networks]
+    at_once = f", {seed_workers} seeds at once" if seed_workers > 1 else ""
+    lines = [f"## GPU plan: {gpus} GPU{'s' * (gpus > 1)}, one job per run (`--gpus=1`, profiles/slurm){at_once}", "",
              "| paper | runs | runs with a measured rate | client-steps (G) | GPU-hours | wall on "
              f"{gpus} GPU{'s' * (gpus > 1)} (h) | longest run (h) | runs over their job's runtime limit |",
              "|---|---|---|---|---|---|---|---|"]
@@ -124,13 +136,16 @@ def gpu_plan(runs: dict[str, dict[str, Any]], gpus: int, rates: dict[str, dict[s
         longest = max((c.seconds for c in timed), default=float("nan")) / 3600
         lines.append(f"| {paper} | {len(mine)} | {len(timed)} | {sum(c.client_steps for c in mine) / 1e9:.3f} | "
                      f"{hours:.1f} | {wall:.2f} | {longest:.2f} | {over} |")
-    lines += ["", "Rates (benchmarks/gpu_throughput.py, the newest record of each workload):", "",
+    measured = f"measured in {seed_workers} processes at once on one GPU, their sum" if seed_workers > 1 else "alone"
+    lines += ["", f"Rates (benchmarks/gpu_throughput.py, the newest record of each workload {measured}):", "",
               "| workload | card | date | client-steps/s | TFLOP/s | one evaluation (s) |", "|---|---|---|---|---|---|"]
     for name, r in sorted(rates.items()):
         lines.append(f"| {name} | {r['card']} | {r.get('date', '?')} | {r['client_steps_per_s']:.1f} | "
                      f"{r['tflops']:.2f} | {r['eval_seconds_full']:.2f} |")
     missing = sorted({c.run_id for c in costs if not c.workload})
     if missing:
+        how = (f" (measure them: benchmarks/gpu_throughput.py --processes {seed_workers} --record on a GPU)"
+               if seed_workers > 1 else "")
         lines += ["", f"No measured rate for {len(missing)} runs (not in the totals): "
-                      + ", ".join(sorted({runs[r]['model'] for r in missing})) + "."]
+                      + ", ".join(sorted({runs[r]['model'] for r in missing})) + how + "."]
     return "\n".join(lines) + "\n"
