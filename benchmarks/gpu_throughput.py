@@ -24,7 +24,9 @@ settings in effect (TF32, cuDNN) are printed first: they decide the floats and t
 Candidates for a faster GPU path, measured side by side with the baseline in one session: `--processes K` runs
 each workload in K processes at once on the device (several runs a GPU) and sums their rates; `--grouped-on-cuda`
 sends the conv nets' clients through nn/convnets.py's grouped channels_last convolutions instead of vmap(grad);
-`--tf32 off`. `--profile ROWS` prints torch.profiler's top kernels of one more round.
+`--silo-backend vectorized` trains TDCD's BatchNorm clients of a silo as one vmapped computation
+(nn/batchnorm_silo.py) instead of the loop; `--tf32 off`. `--profile ROWS` prints torch.profiler's top kernels of
+one more round.
 
 `--tiny` keeps the same runs but shrinks their sizes (devices, samples, steps, image side) so that the CPU runs
 every workload in seconds: a test runs it so the script cannot rot. Its numbers say nothing about speed.
@@ -162,7 +164,7 @@ def build(name: str, w: Workload, spec: dict[str, Any], args, device: str):
     many times the samples of one evaluation of the whole run its evaluation here covers (TDCD: fewer)."""
     spec = {**spec, **(w.tiny if args.tiny else {})}
     if w.paper == "tdcd":  # only the minibatch is touched: a few IDs stand for the rest (as cost_tdcd.py)
-        spec |= {"train_subset": None, "test_subset": None}
+        spec |= {"train_subset": None, "test_subset": None, "backend": args.silo_backend}
         n = max(spec["B"], 32 if args.tiny else 512)
         arrays = vertical_arrays(spec, n)
         n_train, n_test = SIZES[spec["dataset"]]
@@ -218,8 +220,8 @@ def measure(name: str, w: Workload, spec: dict[str, Any], args, device: str, bar
     sync(device)
     eval_seconds = time.perf_counter() - t0
     rate = steps / seconds
-    return {"workload": name, "run": {k: spec.get(k) for k in ("dataset", "algorithm", "model", "M", "N", "K", "Q",
-                                                                 "E", "B", "n", "view") if spec.get(k) is not None},
+    keys = ("dataset", "algorithm", "model", "backend", "M", "N", "K", "Q", "E", "B", "n", "view")
+    return {"workload": name, "run": {k: spec.get(k) for k in keys if spec.get(k) is not None},
             "advances": timed, "unit": w.unit, "seconds": seconds, "client_steps": steps,
             "client_steps_per_s": rate, "us_per_client_step": 1e6 / rate, "flops_per_client_step": flops,
             "tflops": rate * flops / 1e12, "eval_seconds": eval_seconds,
@@ -299,6 +301,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     p.add_argument("--grouped-on-cuda", action="store_true",
                    help="conv nets' clients as one grouped convolution in channels_last on CUDA too (nn/convnets.py), "
                    "not vmap(grad)")
+    p.add_argument("--silo-backend", choices=("auto", "loop", "vectorized"), default="auto",
+                   help="TDCD's silos: vectorized runs the ResNets' BatchNorm clients as one vmapped computation "
+                   "(nn/batchnorm_silo.py) instead of the loop that auto picks for them")
     p.add_argument("--processes", type=int, default=1,
                    help="run each workload in this many processes at once on the device and sum their rates")
     p.add_argument("--profile", type=int, default=0, metavar="ROWS",

@@ -68,3 +68,14 @@ def test_several_processes_at_once_sum_their_client_steps(tmp_path, monkeypatch)
     assert together["processes"] == 2
     assert together["client_steps"] == 2 * alone["client_steps"]  # the same run twice, its trace the same
     assert math.isclose(together["client_steps_per_s"], together["client_steps"] / together["seconds"])
+
+
+@pytest.mark.slow
+def test_tdcd_can_be_measured_with_its_batchnorm_clients_vectorized(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    bench = _benchmark()
+    args = ["--tiny", "--device", "cpu", "--workloads", "tdcd_cifar10"]
+    (loop,) = bench.main(args)
+    (vectorized,) = bench.main([*args, "--silo-backend", "vectorized"])
+    assert (loop["run"]["backend"], vectorized["run"]["backend"]) == ("auto", "vectorized")
+    assert vectorized["client_steps"] == loop["client_steps"] > 0

@@ -193,17 +193,60 @@ def test_batchnorm_clients_keep_their_own_running_statistics_and_the_hub_average
     module = seeded_model("resnet18_cifar", (3, 16, 16), 10, "bn").double()
     layout = StateLayout(module)
     assert layout.has_buffers and layout.size > layout.n_params
-    with pytest.raises(ValueError, match="BatchNorm"):
-        make_silo("vectorized", layout, x, torch.zeros(8, dtype=torch.long), torch.arange(8) % K, K, 0.1)
     y = torch.randint(0, 10, (8,))
-    alg = Stepped(TDCD([make_silo("loop", layout, x, y, torch.arange(8) % K, K, 0.1)], [layout.flatten()], 2,
-                       lambda r: torch.arange(8)))
-    alg.iterate(0)
-    stats = alg.silos[0].clients()[:, layout.n_params:]
-    assert not torch.equal(stats[0], stats[1])  # each client's own batch statistics
-    alg.iterate(1)  # the round's end: the hub is the mean of the clients' whole states, statistics included
-    assert torch.equal(alg.hubs[0], alg.silos[0].clients().mean(0))
-    assert not torch.equal(alg.hubs[0][layout.n_params:], layout.flatten()[layout.n_params:])
+    for backend in ("loop", "vectorized"):
+        alg = Stepped(TDCD([make_silo(backend, layout, x, y, torch.arange(8) % K, K, 0.1)], [layout.flatten()], 2,
+                           lambda r: torch.arange(8)))
+        alg.iterate(0)
+        stats = alg.silos[0].clients()[:, layout.n_params:]
+        assert not torch.equal(stats[0], stats[1])  # each client's own batch statistics
+        alg.iterate(1)  # the round's end: the hub is the mean of the clients' whole states, statistics included
+        assert torch.equal(alg.hubs[0], alg.silos[0].clients().mean(0))
+        assert not torch.equal(alg.hubs[0][layout.n_params:], layout.flatten()[layout.n_params:])
+
+
+def _batchnorm_net(shape: tuple[int, ...], out: int, seed: int) -> torch.nn.Module:
+    """Conv-BN-ReLU twice, then a linear head: BatchNorm after convolutions of two widths."""
+    torch.manual_seed(seed)
+    c, h, w = shape
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(c, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+        torch.nn.Conv2d(4, 6, 3, stride=2, padding=1, bias=False), torch.nn.BatchNorm2d(6), torch.nn.ReLU(),
+        torch.nn.Flatten(), torch.nn.Linear(6 * ((h + 1) // 2) * ((w + 1) // 2), out)).double()
+
+
+@pytest.mark.parametrize("model", ["conv_bn", pytest.param("resnet18_cifar", marks=pytest.mark.slow)])
+def test_vectorized_batchnorm_clients_equal_the_loop(model):
+    """nn/batchnorm_silo.py against the loop: several rounds, Q > 1, uneven client counts and a client that never
+    holds an ID (its statistics stay the hub's), each client's own running statistics, per-silo assignment. The
+    paper's ResNet-18 (shortcuts with BatchNorm) takes ~1-2 min here in float64, so it runs fewer rounds."""
+    N, K = 2, 4
+    Q, rounds = (2, 2) if model == "resnet18_cifar" else (3, 3)
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(M, 3, 16, 32 if model == "resnet18_cifar" else 10, generator=gen, dtype=torch.float64)
+    y = torch.randint(0, 10, (M,), generator=gen)
+    blocks = [torch.from_numpy(np.ascontiguousarray(b)) for b in split_features(x.numpy(), N, -1)]
+    shape = tuple(blocks[0].shape[1:])
+    if model == "conv_bn":
+        modules = [_batchnorm_net(shape, 10, j) for j in range(N)]
+    else:
+        modules = [seeded_model(model, shape, 10, "bn", j).double() for j in range(N)]
+    rng = np.random.default_rng(3)
+    owners = [torch.from_numpy(rng.choice(3, size=M, p=[0.6, 0.3, 0.1])) for _ in range(N)]  # client 3 empty
+    batches = random_batches(rounds, 20)
+    finals = {}
+    for backend in ("loop", "vectorized"):
+        alg = tdcd(backend, blocks, y, modules, owners, K, Q, 0.1, batches)
+        for t in range(rounds * Q - 1):  # ends within the last round: its clients, not only the hubs
+            alg.iterate(t)
+        finals[backend] = [s.clients().clone() for s in alg.silos], alg.model()
+    P = StateLayout(modules[0]).n_params
+    for loop, vec, module in zip(finals["loop"][0], finals["vectorized"][0], modules):
+        start = StateLayout(module).flatten()
+        assert (loop[0, :P] - start[:P]).abs().max() > 1e-3 and (loop[0, P:] - start[P:]).abs().max() > 1e-3
+        torch.testing.assert_close(vec, loop, rtol=1e-9, atol=1e-11)
+    for loop, vec in zip(finals["loop"][1], finals["vectorized"][1]):
+        torch.testing.assert_close(vec, loop, rtol=1e-9, atol=1e-11)
 
 
 def test_the_injected_loss_is_the_masked_mean():
@@ -239,3 +282,22 @@ def test_a_round_leaves_its_state_alone_and_any_state_resumes_exactly(backend):
         again.iterate(t)
     for a, b in zip(straight.model(), again.model()):
         assert torch.equal(a, b)
+
+
+def test_a_batchnorm_client_without_samples_stays_finite_and_unchanged_in_float32():
+    """Thirty BatchNorm layers: a client with no ID in the batch must not be normalized by 1/sqrt(eps) at each
+    (inf in float32 long before the last, and a NaN gradient times its zero loss weight)."""
+    torch.manual_seed(0)
+    layers = [torch.nn.Conv2d(3, 4, 3, padding=1)]
+    for _ in range(30):
+        layers += [torch.nn.BatchNorm2d(4), torch.nn.ReLU()]
+    module = torch.nn.Sequential(*layers, torch.nn.Flatten(), torch.nn.Linear(4 * 4 * 4, 10))
+    layout = StateLayout(module)
+    x, y = torch.randn(8, 3, 4, 4), torch.randint(0, 10, (8,))
+    silo = make_silo("vectorized", layout, x, y, torch.zeros(8, dtype=torch.long), 2, 0.1)  # client 1: no ID
+    hub = layout.flatten()
+    silo.start_round(hub, torch.arange(8))
+    silo.set_others(torch.zeros(8, 10) + silo.exchange() * 0)
+    silo.step()
+    states = silo.clients()
+    assert torch.isfinite(states).all() and torch.equal(states[1], hub) and not torch.equal(states[0], hub)

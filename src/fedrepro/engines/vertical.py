@@ -247,7 +247,7 @@ class VerticalSetup(Setup):
         self.env = Environment(spec, arrays, ctx)
         probe = build_model(spec["model"], self.env.shapes[0], spec["out_dim"], **self.env.model_options())
         has_buffers = StateLayout(probe).has_buffers
-        self.backend = silo_backend(spec["backend"], spec["model"], has_buffers)
+        self.backend = silo_backend(spec["backend"], has_buffers)
         metrics = ["train_loss", "test_loss", "test_accuracy"]
         if spec["test_metric"] != "accuracy":
             metrics.append(TEST_METRIC[spec["test_metric"]])

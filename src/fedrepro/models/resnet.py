@@ -7,7 +7,8 @@
 - ImageNet stem (torchvision's resnet18): conv7x7 stride 2 + BN + ReLU + maxpool 3x3 stride 2, the same
   layers, global average pooling, Linear(512, out): out = 40 for ModelNet40 (our default, docs/papers/tdcd.md R6) or
   1000 (the authors' code, torchvision's default head).
-Both have BatchNorm: their clients train on the loop backend, each with its own running statistics.
+Both have BatchNorm: each client keeps its own running statistics; the clients train on the loop backend (`auto`),
+or as one vmapped computation with `backend: vectorized` (nn/batchnorm_silo.py).
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ sum of the other silos' embeddings, stale within the round) is a per-sample inpu
   the padded mean is each client's masked sum / max(count, 1) (an empty client gets a zero gradient, so
   its step changes nothing, as skipping it); gradients from the client layer's stacked_grad (closed form
   for plain MLPs, grouped convolutions for small conv nets on the CPU, vmap(grad) for anything else,
-  e.g. the LSTM). Models without buffers only (no BatchNorm).
+  e.g. the LSTM). A model with BatchNorm takes nn/batchnorm_silo.py's BatchNormSilo: vmap over whole client
+  states, each BatchNorm over the client's own samples.
 - `loop`: one client at a time, plain autograd, each client with its own copy of the whole floating
   state, BatchNorm running statistics included (the reference, and the paper scale's ResNets).
 A silo's state is one flat vector, parameters then floating buffers (StateLayout); for a model without
@@ -27,7 +28,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call
 
-from fedrepro.errors import ConfigError
 from fedrepro.nn.flat import FlatModel
 from fedrepro.nn.gradients import fused_sgd, stacked_grad
 from fedrepro.nn.losses import CROSS_ENTROPY, Loss
@@ -35,13 +35,12 @@ from fedrepro.nn.losses import CROSS_ENTROPY, Loss
 SILO_BACKENDS = ("loop", "vectorized")
 
 
-def silo_backend(choice: str, model: str, has_buffers: bool) -> str:
+def silo_backend(choice: str, has_buffers: bool) -> str:
     """A run's `backend` setting as a silo backend: `auto` is vectorized for models without buffers, the loop for
-    the BatchNorm ResNets (each client needs its own running statistics)."""
+    the BatchNorm ResNets, whose vectorized silo (nn/batchnorm_silo.py) is chosen only by name until it is measured
+    faster on a GPU (docs/performance.md); choosing it changes the floats, not the arithmetic."""
     if choice == "auto":
         return "loop" if has_buffers else "vectorized"
-    if choice == "vectorized" and has_buffers:
-        raise ConfigError(f"backend: vectorized, but model {model!r} has BatchNorm buffers; use loop or auto")
     return choice
 
 
@@ -173,6 +172,17 @@ class Silo:
         self.batch = batch
         return client_slots(self.owner[batch], self.K)
 
+    def _pad(self, batch: Tensor, dtype: torch.dtype) -> None:
+        """The round's samples of every client at once, padded: `positions` and `mask` (K, width), `xs` and `ys`
+        (K, width, ...), gathered once for the Q steps, and `weight`, the mask scaled so that a client's padded mean
+        is the mean over its own samples."""
+        positions, mask, counts = self._slots(batch)
+        self.positions, self.mask = positions, mask
+        ids = batch[positions]
+        self.xs, self.ys = self.x[ids], self.y[ids]
+        scale = positions.shape[1] / counts.clamp(min=1).to(dtype)
+        self.weight = mask.to(dtype) * scale[:, None]
+
 
 class LoopSilo(Silo):
     """One client at a time (the reference; any model, BatchNorm included)."""
@@ -223,7 +233,7 @@ class VectorizedSilo(Silo):
     def __init__(self, layout: StateLayout, x: Tensor, y: Tensor, owner: Tensor, K: int, lr: float) -> None:
         super().__init__(layout, x, y, owner, K, lr)
         if layout.has_buffers:
-            raise ValueError("the vectorized silo backend needs a model without buffers (no BatchNorm); use loop")
+            raise ValueError("VectorizedSilo needs a model without buffers; a BatchNorm model's is BatchNormSilo")
         self.flat = FlatModel(layout.module)
         self.grad = stacked_grad(self.flat, FUSED_LOSS)
         self.fused = fused_sgd(self.flat, FUSED_LOSS, lr)
@@ -231,15 +241,10 @@ class VectorizedSilo(Silo):
         self.g: Tensor | None = None
 
     def start_round(self, hub: Tensor, batch: Tensor) -> None:
-        positions, mask, counts = self._slots(batch)
-        self.positions = positions
+        self._pad(batch, hub.dtype)
         self.hub = hub
         self.w = self.flat.stack(hub, self.K, out=self.w)
         self.g = torch.empty_like(self.w) if self.g is None else self.g
-        ids = batch[positions]
-        self.xs, self.ys = self.x[ids], self.y[ids]  # (K, width, ...), gathered once for the Q steps
-        scale = positions.shape[1] / counts.clamp(min=1).to(hub.dtype)
-        self.weight = mask.to(hub.dtype) * scale[:, None]
 
     def exchange(self) -> Tensor:
         # every client starts from the hub and no model here has buffers: the hub's forward over the
@@ -271,6 +276,14 @@ class VectorizedSilo(Silo):
 
 
 def make_silo(backend: str, layout: StateLayout, x: Tensor, y: Tensor, owner: Tensor, K: int, lr: float) -> Silo:
+    """The silo of a backend: vectorized is VectorizedSilo for a model without buffers, BatchNormSilo for one with
+    BatchNorm (nn/batchnorm_silo.py, which builds on this module)."""
     if backend not in SILO_BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; expected one of {SILO_BACKENDS}")
-    return (LoopSilo if backend == "loop" else VectorizedSilo)(layout, x, y, owner, K, lr)
+    if backend == "loop":
+        return LoopSilo(layout, x, y, owner, K, lr)
+    if layout.has_buffers:
+        from fedrepro.nn.batchnorm_silo import BatchNormSilo
+
+        return BatchNormSilo(layout, x, y, owner, K, lr)
+    return VectorizedSilo(layout, x, y, owner, K, lr)
