@@ -27,6 +27,7 @@ from fedrepro.seeding import seeds_of
 from fedrepro.utils import atomic
 from fedrepro.utils.digest import file_sha256
 
+
 def execute_run(
     run_id: str,
     spec: dict[str, Any],

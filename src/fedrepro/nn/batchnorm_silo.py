@@ -100,9 +100,7 @@ class BatchNormSilo(LoopSilo):
 
     def _stacked(self) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
         """The clients' parameters and running statistics by name, (K, *shape) views of the states."""
-        named = self.layout.params + self.layout.buffers
-        views = [(n, part.view(self.K, *shape))
-                 for (n, shape), part in zip(named, torch.split(self.states, self.layout.numels, dim=1))]
+        views = list(self.layout.views(self.states).items())
         P = len(self.layout.params)
         return dict(views[:P]), dict(views[P:])
 

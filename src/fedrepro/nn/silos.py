@@ -88,12 +88,14 @@ class StateLayout:
         return torch.cat([t.reshape(-1) for t in tensors])
 
     def views(self, s: Tensor, params: Tensor | None = None) -> dict[str, Tensor]:
-        """Views of a state s (S,) by name; the parameters from `params` (P,) instead when given (a leaf
-        to differentiate), the buffers always from s (BatchNorm in train mode updates them in place)."""
-        parts = torch.split(s, self.numels)
+        """Views of a state s (S,) by name, or of stacked states (K, S) as (K, *shape) each; the parameters from
+        `params` (P,) instead when given (a leaf to differentiate), the buffers always from s (BatchNorm in train
+        mode updates them in place)."""
+        parts = torch.split(s, self.numels, dim=-1)
         if params is not None:
-            parts = (*torch.split(params, self.numels[: len(self.params)]), *parts[len(self.params):])
-        return {n: p.view(shape) for (n, shape), p in zip(self.params + self.buffers, parts)}
+            parts = (*torch.split(params, self.numels[: len(self.params)], dim=-1), *parts[len(self.params):])
+        lead = s.shape[:-1]
+        return {n: p.view(*lead, *shape) for (n, shape), p in zip(self.params + self.buffers, parts)}
 
     def forward(self, s: Tensor, x: Tensor, train: bool) -> Tensor:
         """The module's output on x with state s, without gradients (train mode updates s's running
