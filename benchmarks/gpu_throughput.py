@@ -25,7 +25,9 @@ Candidates for a faster GPU path, measured side by side with the baseline in one
 each workload in K processes at once on the device (several runs a GPU) and sums their rates; `--grouped-on-cuda`
 sends the conv nets' clients through nn/convnets.py's grouped channels_last convolutions instead of vmap(grad);
 `--silo-backend vectorized` trains TDCD's BatchNorm clients of a silo as one vmapped computation
-(nn/batchnorm_silo.py) instead of the loop; `--tf32 off`. `--profile ROWS` prints torch.profiler's top kernels of
+(nn/batchnorm_silo.py) instead of the loop; `--tf32 off`. The FedCluster workloads, whose runs evaluate every round,
+also time `--rounds` rounds each after an evaluation, then as many with each evaluation on a side stream beside the
+next round (engines/federated_nn.py OVERLAPPED_EVALUATION), in the same process: `evaluated_rounds`. `--profile ROWS` prints torch.profiler's top kernels of
 one more round.
 
 `--tiny` keeps the same runs but shrinks their sizes (devices, samples, steps, image side) so that the CPU runs
@@ -221,11 +223,36 @@ def measure(name: str, w: Workload, spec: dict[str, Any], args, device: str, bar
     eval_seconds = time.perf_counter() - t0
     rate = steps / seconds
     keys = ("dataset", "algorithm", "model", "backend", "M", "N", "K", "Q", "E", "B", "n", "view")
-    return {"workload": name, "run": {k: spec.get(k) for k in keys if spec.get(k) is not None},
-            "advances": timed, "unit": w.unit, "seconds": seconds, "client_steps": steps,
-            "client_steps_per_s": rate, "us_per_client_step": 1e6 / rate, "flops_per_client_step": flops,
-            "tflops": rate * flops / 1e12, "eval_seconds": eval_seconds,
-            "eval_seconds_full": eval_seconds * eval_scale}
+    result = {"workload": name, "run": {k: spec.get(k) for k in keys if spec.get(k) is not None},
+              "advances": timed, "unit": w.unit, "seconds": seconds, "client_steps": steps,
+              "client_steps_per_s": rate, "us_per_client_step": 1e6 / rate, "flops_per_client_step": flops,
+              "tflops": rate * flops / 1e12, "eval_seconds": eval_seconds,
+              "eval_seconds_full": eval_seconds * eval_scale}
+    if w.paper == "fedcluster":  # its runs evaluate every round: serial, then beside the next round
+        first = warm + timed + profiled
+        result["evaluated_rounds"] = {mode: rounds_evaluated(trainer, range(first + 2 * i * args.rounds,
+                                                                            first + (2 * i + 1) * args.rounds),
+                                                             mode == "overlapped", device)
+                                      for i, mode in enumerate(("serial", "overlapped"))}
+    return result
+
+
+def rounds_evaluated(trainer, rounds: range, overlapped: bool, device: str) -> float:
+    """Seconds of these rounds, each after an evaluation, as the driver runs them at eval_every = 1: each
+    evaluation's rows read before the next round, or `overlapped` (federated_nn OVERLAPPED_EVALUATION) read after it,
+    the evaluation on a side stream beside it."""
+    trainer.overlaps_evaluation = overlapped
+    sync(device)
+    t0 = time.perf_counter()
+    for r in rounds:
+        pending = trainer.launch_evaluation(r)
+        if not overlapped:
+            pending()
+        trainer.advance(r)
+        if overlapped:
+            pending()
+    sync(device)
+    return time.perf_counter() - t0
 
 
 def profile(trainer, rounds: range, device: str, rows: int) -> None:
@@ -342,6 +369,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
               f"{r['client_steps_per_s']:9.1f} client-steps/s ({r['us_per_client_step']:8.1f} us each), "
               f"{r['flops_per_client_step'] / 1e9:7.3f} GFLOP each -> {r['tflops']:6.2f} TFLOP/s{shares}; "
               f"one evaluation {r['eval_seconds']:6.2f} s  {r['run']}", flush=True)
+        if "evaluated_rounds" in r:
+            serial, overlapped = r["evaluated_rounds"]["serial"], r["evaluated_rounds"]["overlapped"]
+            print(f"{'':16s} {args.rounds} rounds each after an evaluation: {serial:7.2f} s serial, {overlapped:7.2f} s "
+                  f"with the evaluation beside the next round ({serial / overlapped:.2f}x)", flush=True)
         results.append(r)
         for path in ([args.out / "gpu_throughput.jsonl"] if args.out else []) + ([RECORDS] if args.record else []):
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -43,6 +43,9 @@ def test_every_workload_runs_on_the_cpu_at_tiny_size(tmp_path, monkeypatch):
     assert by_name["fedcluster_100"]["client_steps"] == round(0.1 * tiny["n_devices"]) * tiny["E"] * 1
     tdcd = by_name["tdcd_modelnet"]
     assert tdcd["client_steps"] == tdcd["advances"] * tdcd["run"]["N"] * tdcd["run"]["K"]
+    # FedCluster's rounds after an evaluation, serial and overlapped, are timed; the other engines' are not
+    assert {name for name, r in by_name.items() if "evaluated_rounds" in r} == {"fedcluster_10", "fedcluster_100"}
+    assert all(t > 0 for t in by_name["fedcluster_10"]["evaluated_rounds"].values())
 
 
 def test_each_workload_names_one_paper_scale_run():

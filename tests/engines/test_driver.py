@@ -149,3 +149,74 @@ def test_a_resumed_run_counts_the_wall_time_of_the_attempt_it_resumed_from(tmp_p
     assert second.wall_seconds() < 100.0
     assert second.load_checkpoint()["round"] == 7
     assert 100.0 <= second.wall_seconds() < 200.0
+
+
+class OverlappingToy(Toy):
+    """A Toy whose evaluation runs beside the next round (Trainer.overlaps_evaluation): its values are taken at
+    launch, read later; `events` logs the order of launches, advances and reads; each advance counts into info."""
+
+    overlaps_evaluation = True
+
+    def __init__(self, seeds, growth, dt, events):
+        super().__init__(seeds, growth, dt)
+        self.events = events
+
+    def advance(self, r):
+        super().advance(r)
+        self.events.append(("advance", r))
+        for s in self.seeds:
+            self.info[s]["advances"] = self.rounds_done
+
+    def launch_evaluation(self, r):
+        self.events.append(("launch", r))
+        rows = self.evaluate(r)
+        return lambda: self.events.append(("read", r)) or rows
+
+
+class OverlappingSetup(ToySetup):
+    def __init__(self, overlap, **kwargs):
+        super().__init__(**kwargs)
+        self.overlap, self.events = overlap, []
+
+    def start(self, seeds):
+        trainer = OverlappingToy(seeds, self.growth, self.dt, self.events)
+        trainer.overlaps_evaluation = self.overlap
+        return trainer
+
+
+@pytest.mark.parametrize("spec", [
+    dict(eval_every=3),
+    dict(eval_every_time=1.2, time_horizon=5.0, checkpoint_every=2),
+    dict(eval_every=1, divergence_threshold=500.0, growth=10.0),  # every seed stops at round 3 (1000, 2000)
+    dict(eval_every=1, divergence_threshold=2500.0, growth=10.0, batched=True, seeds=3),
+], ids=["rounds", "time", "diverging", "diverging-batched"])
+def test_an_overlapped_evaluation_is_read_after_the_next_round_and_changes_nothing(tmp_path, spec):
+    setup = {k: spec.pop(k) for k in ("growth", "batched") if k in spec}
+    setup["dt"] = 0.5 if "time_horizon" in spec else None
+    serial, overlapped = OverlappingSetup(False, **setup), OverlappingSetup(True, **setup)
+    assert run(tmp_path / "serial", serial, **spec) == run(tmp_path / "overlapped", overlapped, **spec)
+    assert all(what == "launch" for what, _ in before_reads(serial.events))  # each read at once
+    before = before_reads(overlapped.events)
+    deferred = [e for e, r in zip(before, [r for what, r in overlapped.events if what == "read"]) if e == ("advance", r)]
+    groups = 1 if setup.get("batched") else spec.get("seeds", 2)
+    # every read after the advance of its own round, but a group's last if due at its end (no advance follows it)
+    assert deferred and len(deferred) >= len(before) - groups
+    assert all(e in deferred or e[0] == "launch" for e in before)
+
+
+def before_reads(events):
+    """The event before each read."""
+    return [events[i - 1] for i, (what, _) in enumerate(events) if what == "read"]
+
+
+def test_an_overlapped_evaluation_resumes_from_every_checkpoint_to_the_same_rows(tmp_path, monkeypatch):
+    spec = dict(seeds=2, checkpoint_every=2, eval_every=1)
+    reference = run(tmp_path / "ref", OverlappingSetup(False), **spec)
+    saves = []
+    monkeypatch.setattr(RunContext, "save_checkpoint", lambda self, state: saves.append(copy.deepcopy(state)))
+    run(tmp_path / "collect", OverlappingSetup(True), **spec)
+    monkeypatch.undo()
+    assert len(saves) == 8  # rounds 2, 4, 6, 8 of each seed
+    for state in saves:
+        monkeypatch.setattr(RunContext, "load_checkpoint", lambda self, s=state: s)
+        assert run(tmp_path / "resume", OverlappingSetup(True), **spec) == reference

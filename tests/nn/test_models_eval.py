@@ -69,3 +69,22 @@ def test_pooled_subsample_is_fixed_by_its_generator():
     a = pooled_train_set(table, subsample=50, gen=torch.Generator().manual_seed(1))
     b = pooled_train_set(table, subsample=50, gen=torch.Generator().manual_seed(1))
     assert all(torch.equal(x, y) for x, y in zip(a, b)) and a[1].sum() == 50
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA device"))])
+def test_an_evaluation_on_a_side_stream_reads_the_model_as_it_was_at_launch(device):
+    """SideStream: the same floats as evaluate, of W's value when launched, though the current stream then changes W
+    in place and goes on with other work (on the CPU the work runs at once)."""
+    from fedrepro.nn.evaluate import SideStream, evaluate_on_device
+
+    problem = make_problem("cnn_tiny")
+    flat = FlatModel(problem.model.to(device))
+    W, images, labels = problem.W0.to(device), problem.data.images.to(device), problem.data.labels.to(device)
+    expected = evaluate(flat, W, images, labels, batch_size=16)
+    read = SideStream(W.device).launch(lambda w: evaluate_on_device(flat, w, images, labels, batch_size=16), W)
+    W.mul_(0.5)
+    ones = torch.ones(512, 512, device=device, dtype=W.dtype)
+    for _ in range(20):  # the current stream busy meanwhile
+        ones @ ones
+    assert read() == expected != evaluate(flat, W, images, labels, batch_size=16)

@@ -133,3 +133,19 @@ def test_a_nan_loss_marks_the_seed_diverged(tmp_path, image_inputs):
 
 def test_seed_workers_give_the_same_bytes(image_inputs, same_with_seed_workers):
     same_with_seed_workers(nn_spec(seeds=3, backend="vectorized"), image_inputs)
+
+
+@pytest.mark.parametrize("spec", [nn_spec(seeds=2, backend="vectorized"),
+                                  nn_spec(lr_fedavg=1e30, seeds=1, rounds=3, eval_every=1)],
+                         ids=["converging", "diverging"])
+def test_an_evaluation_beside_the_next_round_gives_the_same_bytes(tmp_path, image_inputs, monkeypatch, spec):
+    """OVERLAPPED_EVALUATION on the CPU: each evaluation's rows are read after the next round (there SideStream works
+    at once), which must change nothing a run writes, a diverged seed's included."""
+    from fedrepro.engines import federated_nn
+
+    _, serial_record, serial = run(tmp_path, "serial", spec, image_inputs)
+    monkeypatch.setattr(federated_nn, "OVERLAPPED_EVALUATION", {"cpu"})
+    _, overlapped_record, overlapped = run(tmp_path, "overlapped", spec, image_inputs)
+    assert overlapped.metrics.read_bytes() == serial.metrics.read_bytes()
+    assert overlapped_record["summary"] == serial_record["summary"]
+    assert overlapped_record["diverged"] == serial_record["diverged"]

@@ -28,6 +28,8 @@ one registry (engines/__init__.py ENGINES).
     Trainer                 the state of one group of seeds
       advance(r)            round r -> r + 1
       evaluate(r)           one metrics row per seed of the group, at the current state
+      launch_evaluation(r)  evaluate(r), read later: a trainer that `overlaps_evaluation` runs it beside the next
+                            advance(r), and the driver reads its rows after that advance
       clock(r)              engines on a virtual clock: the simulated time from which the model after
                             r rounds is the server's (clock(0) = 0; inf when no round r closes)
       state_dict(), load_state_dict(state)   everything a bit-exact resume needs
@@ -37,7 +39,7 @@ one registry (engines/__init__.py ENGINES).
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -57,6 +59,8 @@ MAX_ROWS = 1_000_000
 
 
 class Trainer:
+    overlaps_evaluation = False
+
     def __init__(self, seeds: list[int]) -> None:
         self.seeds = seeds
         self.info: dict[int, dict[str, Any]] = {s: {} for s in seeds}
@@ -66,6 +70,10 @@ class Trainer:
 
     def evaluate(self, r: int) -> list[Row]:
         raise NotImplementedError
+
+    def launch_evaluation(self, r: int) -> Callable[[], list[Row]]:
+        rows = self.evaluate(r)
+        return lambda: rows
 
     def clock(self, r: int) -> float | None:
         return None

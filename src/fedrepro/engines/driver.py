@@ -12,14 +12,18 @@ The cadence is either
   checkpoint times t = kD <= H in that interval, and each of those rows gets `virtual_time` = t (a round
   spanning several checkpoints gives several rows); the run ends with the round current at the last.
 A seed diverges when its watched metric is not finite or above `divergence_threshold`; a group stops
-when all its seeds have (seeds batched together cannot stop one by one). Every `checkpoint_every`
-rounds the whole state is saved atomically; a killed run resumes from it and ends with the same rows.
+when all its seeds have (seeds batched together cannot stop one by one). A trainer that overlaps its evaluation
+with training (Trainer.overlaps_evaluation) has the rows of round r read after advance(r); a group that stops there
+has trained one round past its end, of which the run keeps nothing: the same rows and facts. Every
+`checkpoint_every` rounds the whole state is saved atomically; a killed run resumes from it and ends with the same
+rows.
 The groups train one after another (run_seeds), or each alone in a process of its own (run_one_group, with a
 checkpoint of its own: experiments/seed_workers.py); both train a group with the same code (train_group).
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -147,17 +151,28 @@ def train_group(engine: Engine, setup: Setup, spec: dict[str, Any], ctx: RunCont
         trainer.info, r, diverged_at = saved["info"], saved["round"], saved["diverged_at"]
     shown = cadence.progress(r, trainer)
     bar.update(shown * len(group))
+
+    def evaluated(pending) -> bool:
+        """Record the rows of an evaluation at round r; whether every seed of the group has now diverged."""
+        got = pending()
+        rows.extend({**row, **point} for point in points for row in got)
+        _watch(engine, spec, got, diverged_at, r, ctx, cadence.log_due(r), bar, trainer)
+        return all(at is not None for at in diverged_at.values())
+
     while True:
-        points = cadence.points(r, trainer)
-        if points:
-            evaluated = trainer.evaluate(r)
-            rows.extend({**row, **point} for point in points for row in evaluated)
-            _watch(engine, spec, evaluated, diverged_at, r, ctx, cadence.log_due(r), bar, trainer)
-            if all(at is not None for at in diverged_at.values()):
+        points, last = cadence.points(r, trainer), cadence.last(r, trainer)
+        pending = trainer.launch_evaluation(r) if points else None
+        if pending is not None and (last or not trainer.overlaps_evaluation):
+            if evaluated(pending):
                 break
-        if cadence.last(r, trainer):
+            pending = None
+        if last:
             break
-        trainer.advance(r)
+        info = copy.deepcopy(trainer.info) if pending is not None else None
+        trainer.advance(r)  # beside the evaluation still pending, whose rows are read after it
+        if pending is not None and evaluated(pending):
+            trainer.info = info  # the round trained past the group's end is not part of the run
+            break
         r += 1
         now = cadence.progress(r, trainer)
         bar.update((now - shown) * len(group))

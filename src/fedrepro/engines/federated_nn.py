@@ -36,7 +36,8 @@ from fedrepro.algorithms.fedcluster import Devices
 from fedrepro.algorithms.method import restore
 from fedrepro.data.partitions import device_partition, random_clusters, rho_cluster_clusters
 from fedrepro.data.registry import get_dataset
-from fedrepro.nn import DeviceData, FlatModel, evaluate, pooled_train_set
+from fedrepro.nn import DeviceData, FlatModel, pooled_train_set
+from fedrepro.nn.evaluate import SideStream, evaluate_on_device, floats
 from fedrepro.nn.clients import client_backend
 from fedrepro.nn.images import ImageData
 from fedrepro.engines.context import RunContext
@@ -48,6 +49,10 @@ from fedrepro.numerics import keying
 
 COLUMNS = ["seed", "round", "train_loss", "train_accuracy", "test_loss", "test_accuracy", "samples", "updates",
            "clients"]
+# The device types on which a seed's evaluation runs on a side stream, beside the next round's training (nn/evaluate.py
+# SideStream: the same kernels, so the same floats; the driver reads the rows after that round). None yet: on CUDA it
+# is a candidate until measured against the baseline (benchmarks/gpu_throughput.py, `evaluation_overlapped`).
+OVERLAPPED_EVALUATION: set[str] = set()
 # The `clustering`s by which Environment.for_seed draws FedCluster's clusters (data/partitions.py random_clusters,
 # rho_cluster_clusters)
 CLUSTERINGS = ("random", "rho_cluster")
@@ -120,6 +125,8 @@ class NetworkTrainer(Trainer):
         self.W = self.algo.init()
         self.counters = {"samples": 0, "updates": 0, "clients": 0}
         self.info[seed].update(self.seed_setup.record)
+        self.overlaps_evaluation = self.W.device.type in OVERLAPPED_EVALUATION
+        self._side = SideStream(self.W.device)
 
     def advance(self, r: int) -> None:
         self.W, info = self.algo.round(self.W, r)
@@ -127,11 +134,23 @@ class NetworkTrainer(Trainer):
             self.counters[key] += int(info[key])
 
     def evaluate(self, r: int) -> list[Row]:
+        return self._rows(r, floats(self._means(self.W)), self.counters)
+
+    def launch_evaluation(self, r: int) -> Callable[[], list[Row]]:
+        if not self.overlaps_evaluation:
+            return super().launch_evaluation(r)
+        means, counters = self._side.launch(self._means, self.W), dict(self.counters)
+        return lambda: self._rows(r, means(), counters)
+
+    def _means(self, W: torch.Tensor) -> dict[str, torch.Tensor]:
         flat, env, seed_setup = self.flat, self.env, self.seed_setup
-        train = evaluate(flat, self.W, env.images, env.labels, seed_setup.eval_index, seed_setup.eval_weights)
-        test = evaluate(flat, self.W, env.test_images, env.test_labels)
-        return [{"seed": self.seeds[0], "round": r, "train_loss": train["loss"], "train_accuracy": train["accuracy"],
-                 "test_loss": test["loss"], "test_accuracy": test["accuracy"], **self.counters}]
+        train = evaluate_on_device(flat, W, env.images, env.labels, seed_setup.eval_index, seed_setup.eval_weights)
+        test = evaluate_on_device(flat, W, env.test_images, env.test_labels)
+        return {"train_loss": train["loss"], "train_accuracy": train["accuracy"], "test_loss": test["loss"],
+                "test_accuracy": test["accuracy"]}
+
+    def _rows(self, r: int, means: dict[str, float], counters: dict[str, int]) -> list[Row]:
+        return [{"seed": self.seeds[0], "round": r, **means, **counters}]
 
     def state_dict(self) -> dict[str, Any]:
         return {"W": self.W, "counters": dict(self.counters)}

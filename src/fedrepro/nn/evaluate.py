@@ -12,8 +12,17 @@ from fedrepro.nn.flat import FlatModel
 from fedrepro.nn.losses import CROSS_ENTROPY, Loss
 
 
+def evaluate(*args, **kwargs) -> dict[str, float]:
+    """evaluate_on_device's means as floats (which waits for the device)."""
+    return floats(evaluate_on_device(*args, **kwargs))
+
+
+def floats(values: dict[str, Tensor]) -> dict[str, float]:
+    return {name: float(value) for name, value in values.items()}
+
+
 @torch.no_grad()
-def evaluate(
+def evaluate_on_device(
     flat: FlatModel,
     W: Tensor,
     images: Tensor,
@@ -23,12 +32,13 @@ def evaluate(
     batch_size: int = 2048,
     loss: Loss = CROSS_ENTROPY,
     extra: Sequence[Tensor] = (),
-) -> dict[str, float]:
+) -> dict[str, Tensor]:
     """Weighted mean loss (per-sample `loss.samples`, cross-entropy by default) and accuracy of W over
     images[index] (default: all), weights default to 1; `extra` are the loss's per-sample inputs, each
     aligned with images. Gathers one batch at a time, so a large index never copies the whole set;
     without an index, batches are slices (no copy at all). Evaluation is a large share of a
-    reduced-scale run."""
+    reduced-scale run. The means are 0-d tensors on W's device: nothing waits for the device (a side stream's
+    work, SideStream)."""
     forward = _server_forward(flat, W)
     n = len(labels) if index is None else len(index)
     weights = torch.ones(n, device=W.device) if weights is None else weights
@@ -45,7 +55,7 @@ def evaluate(
         total_loss = total_loss + loss.samples(out, y, *e) @ c
         correct = correct + (loss.predictions(out, *e) == y).to(c.dtype) @ c
     total = weights.sum()
-    return {"loss": float(total_loss / total), "accuracy": float(correct / total)}
+    return {"loss": total_loss / total, "accuracy": correct / total}
 
 
 def _server_forward(flat: FlatModel, W: Tensor) -> Callable[[Tensor], Tensor]:
@@ -71,3 +81,32 @@ def pooled_train_set(
         pick = torch.randperm(len(slots), generator=gen, device=gen.device)[:subsample]
         slots = slots[pick.to(slots.device)]
     return torch.unique(slots, return_counts=True)
+
+
+class SideStream:
+    """Evaluation beside training: work queued on a CUDA stream of its own after what the current stream has queued
+    so far, so the device runs it while the current stream goes on; its 0-d results are read there once done. On
+    any other device the work runs at once."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.stream = torch.cuda.Stream(device) if device.type == "cuda" else None
+
+    def launch(self, work: Callable[[Tensor], dict[str, Tensor]], W: Tensor) -> Callable[[], dict[str, float]]:
+        """work(W) at W's value now, whatever the current stream does to W next; returns the reader of its values."""
+        if self.stream is None:
+            out = work(W)
+            return lambda: floats(out)
+        W = W.clone()
+        self.stream.wait_stream(torch.cuda.current_stream(W.device))
+        with torch.cuda.stream(self.stream):
+            out = work(W)
+            done = torch.cuda.Event()
+            done.record()
+        W.record_stream(self.stream)  # W's memory is not reused before the work is done
+
+        def read() -> dict[str, float]:
+            done.synchronize()
+            with torch.cuda.stream(self.stream):  # copies to the host wait for this stream only
+                return floats(out)
+
+        return read
