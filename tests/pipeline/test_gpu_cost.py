@@ -122,3 +122,17 @@ def test_seed_workers_price_a_job_in_waves_at_the_rate_of_that_many_processes(tm
     assert gpu_cost.load_rates(records, processes=3) == {}
     plan = gpu_cost.gpu_plan({rid: spec}, 1, {}, seed_workers=3)
     assert "--processes 3 --record" in plan and "3 seeds at once" in plan
+
+
+@pytest.mark.parametrize("candidate", [{"grouped_on_cuda": True}, {"run": {"backend": "vectorized"}},
+                                       {"float_settings": {"cudnn_allow_tf32": False}}],
+                         ids=["grouped-on-cuda", "silo-backend", "tf32-off"])
+def test_a_record_of_a_candidate_path_never_stands_for_the_runs_own(tmp_path, candidate):
+    """A newer record measured with one of the benchmark's candidates switched on prices nothing: the runs train on
+    their own path, at their own float settings."""
+    records = tmp_path / "gpu_throughput.jsonl"
+    own = _rate("tdcd_cifar10", 60.0, 2.0) | {"run": {"backend": "auto"}, "grouped_on_cuda": False}
+    records.write_text(json.dumps(own) + "\n" + json.dumps(_rate("tdcd_cifar10", 90.0, 2.0) | candidate) + "\n")
+    assert gpu_cost.load_rates(records)["tdcd_cifar10"]["client_steps_per_s"] == 60.0
+    records.write_text(json.dumps(own) + "\n" + json.dumps(_rate("tdcd_cifar10", 90.0, 2.0)) + "\n")
+    assert gpu_cost.load_rates(records)["tdcd_cifar10"]["client_steps_per_s"] == 90.0  # the newer, when the runs'

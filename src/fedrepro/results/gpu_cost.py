@@ -28,6 +28,7 @@ from typing import Any
 
 from fedrepro.engines import ENGINES
 from fedrepro.engines.asynchronous import trace_of
+from fedrepro.engines.context import FLOAT_SETTINGS
 from fedrepro.errors import ResultsError
 
 RECORDS = Path("benchmarks/records/gpu_throughput.jsonl")
@@ -51,8 +52,8 @@ class RunCost:
 
 
 def load_rates(path: Path | None = None, processes: int = 1) -> dict[str, dict[str, Any]]:
-    """The newest record of each workload measured in `processes` processes at once on one GPU (the file is
-    appended to, one line per workload and session; a record without `processes` ran alone)."""
+    """The newest record of each workload measured in `processes` processes at once on one GPU, on the path the runs
+    train on (the file is appended to, one line per workload and session; a record without `processes` ran alone)."""
     path = path or RECORDS
     if not path.is_file():
         raise ResultsError(f"{path}: no GPU rates recorded; run benchmarks/gpu_throughput.py --record on a GPU")
@@ -60,9 +61,18 @@ def load_rates(path: Path | None = None, processes: int = 1) -> dict[str, dict[s
     for line in path.read_text().splitlines():
         if line.strip():
             record = json.loads(line)
-            if record.get("processes", 1) == processes:
+            if record.get("processes", 1) == processes and _the_runs_own_path(record):
                 rates[record["workload"]] = record
     return rates
+
+
+def _the_runs_own_path(record: dict[str, Any]) -> bool:
+    """Whether a record measured what the runs train: their float settings (FLOAT_SETTINGS) and no candidate of the
+    benchmark's switched on (`--grouped-on-cuda`, a silo backend chosen by name, `--tf32 off`). A key that an older
+    record lacks had its default."""
+    settings = record.get("float_settings", {})
+    return (not record.get("grouped_on_cuda") and record.get("run", {}).get("backend", "auto") == "auto"
+            and all(settings.get(name, value) == value for name, value in FLOAT_SETTINGS.items()))
 
 
 def _evaluations(spec: dict[str, Any], steps_key: str) -> int:
@@ -137,7 +147,8 @@ def gpu_plan(runs: dict[str, dict[str, Any]], gpus: int, rates: dict[str, dict[s
         lines.append(f"| {paper} | {len(mine)} | {len(timed)} | {sum(c.client_steps for c in mine) / 1e9:.3f} | "
                      f"{hours:.1f} | {wall:.2f} | {longest:.2f} | {over} |")
     measured = f"measured in {seed_workers} processes at once on one GPU, their sum" if seed_workers > 1 else "alone"
-    lines += ["", f"Rates (benchmarks/gpu_throughput.py, the newest record of each workload {measured}):", "",
+    lines += ["", f"Rates (benchmarks/gpu_throughput.py, the newest record of each workload {measured}, on the runs' "
+              "own path and float settings):", "",
               "| workload | card | date | client-steps/s | TFLOP/s | one evaluation (s) |", "|---|---|---|---|---|---|"]
     for name, r in sorted(rates.items()):
         lines.append(f"| {name} | {r['card']} | {r.get('date', '?')} | {r['client_steps_per_s']:.1f} | "
