@@ -64,11 +64,17 @@ touch:
 	@test -n "$(PRESENT)" || $(NONE_PRESENT)
 	$(BIN)/snakemake --cores 1 --touch --quiet $(SNAKEMAKE_ARGS) -- $(PRESENT)
 
+# The tests spread over one process per core (pytest-xdist), the slow end-to-end ones first (tests/conftest.py), each
+# process taking over the others' waiting tests once it runs dry; TEST_WORKERS=0 runs them all in this one. At most 4:
+# the end-to-end smoke run (2 cores) is the long pole past that, and each process holds up to 2 GB.
+TEST_WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --maxprocesses 4 --dist worksteal
+
 test: install
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 test-fast: install
-	$(BIN)/python -m pytest -m "not slow"
+	$(PYTEST) -m "not slow"
 
 # snakemake --lint, green but for its conda recommendation, which does not apply (tests/pipeline/test_lint.py)
 lint: install

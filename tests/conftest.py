@@ -13,6 +13,12 @@ from fedrepro.data import absolute_mirror_env
 absolute_mirror_env()
 
 
+def pytest_collection_modifyitems(items):
+    """The slow end-to-end tests first, in their order: `make test` spreads the tests over processes (pytest -n), and
+    the longest must start at once, with the short ones filling the time beside them, not end the run alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture
 def write_run_inputs(tmp_path: Path):
     """write(name, dataset, **arrays) -> the `prepared` and `data_provenance` arguments of execute_run:
