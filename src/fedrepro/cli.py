@@ -286,11 +286,12 @@ def claims_heading(claims: list[dict]) -> str:
     the other kinds (claims/kinds.py)."""
     from collections import Counter
 
-    from fedrepro.claims.kinds import IMPLEMENTATION, PAPER, REPORT, kind_of
+    from fedrepro.claims.kinds import DERIVED, IMPLEMENTATION, PAPER, REPORT, kind_of
 
     kinds = Counter(kind_of(c) for c in claims)
-    others = [f"{kinds[IMPLEMENTATION]} implementation check{'s' * (kinds[IMPLEMENTATION] != 1)}"] * bool(
-        kinds[IMPLEMENTATION]) + [f"{kinds[REPORT]} reported, not judged"] * bool(kinds[REPORT])
+    others = ([f"{kinds[DERIVED]} derived from its numbers"] * bool(kinds[DERIVED])
+              + [f"{kinds[IMPLEMENTATION]} implementation check{'s' * (kinds[IMPLEMENTATION] != 1)}"]
+              * bool(kinds[IMPLEMENTATION]) + [f"{kinds[REPORT]} reported, not judged"] * bool(kinds[REPORT]))
     return f"claims ({kinds[PAPER]} of the paper's" + "".join(f"; {o}" for o in others) + "):"
 
 

@@ -16,14 +16,18 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from fedrepro.claims.kinds import IMPLEMENTATION, PAPER, REPORT, counts_text, kinds_of
-from fedrepro.claims.robustness import row_text
+from fedrepro.claim_card import anchor, card, reason
+from fedrepro.claims.kinds import DERIVED, IMPLEMENTATION, PAPER, REPORT, counts_text, kinds_of
+from fedrepro.claims.robustness import decode, row_text
 from fedrepro.expected import DOCS, read_reference, reference_dir, reference_scales, stamp_text
 from fedrepro.errors import ConfigError
+from fedrepro.scale_costs import page_part, readme_part, scale_costs
 from fedrepro.schemas import SCALES
 from fedrepro.experiments.runtable import RunTable
+from fedrepro.utils.yaml_file import read_yaml
 from fedrepro.verdicts import FAIL, PASS, VERDICTS
 
+CARD, COSTS = "card", "costs"  # the generated part that opens each page; what a paper costs at each scale
 NOTES = "notes.yaml"  # docs/papers/<paper>/notes.yaml: {scale: {claim_id: {verdict, note}}}
 QUOTED, MEASURED = 120, 160  # characters of the paper's words and of the measured value a page shows; ledger.csv has all
 
@@ -58,17 +62,22 @@ def _cell(text: str, most: int | None = None) -> str:
 
 def support_text(row: pd.Series) -> str:
     """A verdict's support: the p-values of a tested check (the one that decided, both when open), else the share
-    of bootstrap resamples that agree; then the error rate its rule states."""
+    of bootstrap resamples that agree. The error rate its rule states is said once above the table
+    (verdicts_table)."""
     p_pass, p_fail = row.get("p_pass", ""), row.get("p_fail", "")
     if p_pass or p_fail:
         shown = {PASS: [("p_pass", p_pass)], FAIL: [("p_fail", p_fail)]}.get(
             row["status"], [("p_pass", p_pass), ("p_fail", p_fail)])
-        support = ", ".join(f"{name} {float(p):.2g}" for name, p in shown if p)
-    elif row.get("support", ""):
-        support = f"{float(row['support']):.0%} of resamples"
-    else:
-        support = ""
-    return "; ".join(t for t in (support, row.get("error_rate", "")) if t)
+        return ", ".join(f"{name} {float(p):.2g}" for name, p in shown if p)
+    if row.get("support", ""):
+        return f"{float(row['support']):.0%} of resamples"
+    return ""
+
+
+def readings_text(row: pd.Series) -> str:
+    """The verdict across readings, where some alternative was judged; "-" where none was (the table's heading
+    says why once, instead of every row)."""
+    return row_text(row) if any(a.verdict is not None for a in decode(row.get("alternatives", ""))) else "-"
 
 
 def read_notes(paper: str, docs: Path = DOCS) -> dict[str, dict[str, dict[str, str]]]:
@@ -104,20 +113,33 @@ def verdicts_table(paper: str, scale: str, ledger: pd.DataFrame, stamp: dict,
     """One scale's reference verdicts: the paper's claims as a table, each with its hand-written note, the other
     kinds on a line of their own."""
     folder, notes = f"{paper}/{scale}", notes or {}
+    mine = ledger[kinds_of(ledger) == PAPER]
+    rates = sorted({r for r in mine.get("error_rate", pd.Series(dtype=str)) if r})
+    unjudged = not any(readings_text(row) != "-" for _, row in mine.iterrows())
     lines = [f"#### At `{scale}`", "",
-             f"{counts_text(ledger)}. From [{folder}/ledger.csv]({folder}/ledger.csv), {stamp_text(stamp)}.", "",
-             "| claim | the paper says | verdict | measured | support | cause | across readings | why (by hand) |",
+             f"{counts_text(ledger)}. From [{folder}/ledger.csv]({folder}/ledger.csv), {stamp_text(stamp)}.",
+             "", "Error rates the rules state: " + "; ".join(rates) + "." if rates else "",
+             "No alternative reading was run at this scale (`readings: primary`): `make reproduce READINGS=all` "
+             "judges them." if unjudged else "", "",
+             "| claim | the paper says | verdict | why open or failed | measured | support | across readings | "
+             "why (by hand) |",
              "|---|---|---|---|---|---|---|---|"]
+    lines = [line for i, line in enumerate(lines) if line or not (i > 0 and lines[i - 1] == "")]
     kinds = kinds_of(ledger)
-    for _, row in ledger[kinds == PAPER].iterrows():
+    for _, row in mine.iterrows():
         note = notes.get(row["claim_id"], {}).get("note", "")
-        lines.append(f"| {row['claim_id']} | {_cell(row.get('quote', ''), QUOTED)} | {row['status']} | "
+        why = f"{row['cause']}: {reason(row)}" if row.get("cause") else ""
+        if row.get("departs") and not why:
+            why = str(row["departs"])
+        lines.append(f"| <a id=\"{anchor(scale, row['claim_id'])}\"></a>{row['claim_id']} | "
+                     f"{_cell(row.get('quote', ''), QUOTED)} | {row['status']} | {_cell(why)} | "
                      f"{_cell(row.get('measured', ''), MEASURED)} | {_cell(support_text(row))} | "
-                     f"{_cell(row.get('cause', ''))} | {_cell(row_text(row))} | {_cell(note)} |")
-    for kind, what in ((IMPLEMENTATION, "Implementation checks"), (REPORT, "Shown, not judged")):
+                     f"{_cell(readings_text(row))} | {_cell(note)} |")
+    for kind, what in ((DERIVED, "Derived from the paper's numbers, not its sentences (outside its count)"),
+                       (IMPLEMENTATION, "Implementation checks"), (REPORT, "Shown, not judged")):
         rows = ledger[kinds == kind]
         if len(rows):
-            lines += ["", f"{what}: " + ", ".join(f"{r.claim_id} {r.status}" if kind == IMPLEMENTATION
+            lines += ["", f"{what}: " + ", ".join(f"{r.claim_id} {r.status}" if kind != REPORT
                                                   else r.claim_id for r in rows.itertuples()) + "."]
         explained = [f"- {r.claim_id}: {_cell(notes[r.claim_id]['note'])}" for r in rows.itertuples()
                      if r.claim_id in notes]
@@ -152,8 +174,15 @@ def expected_part(paper: str, figures: list[str], docs: Path = DOCS) -> str | No
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+def card_part(paper: str, claims: list[dict], titles: dict[str, str], docs: Path = DOCS) -> str | None:
+    """The claim card of the paper's committed references (claim_card.py); None without any."""
+    ledgers = {scale: read_reference(paper, scale, docs)[0] for scale in reference_scales(paper, docs)}
+    return card(ledgers, claims, titles) if ledgers else None
+
+
 def _replace(text: str, part: str, body: str | None) -> str:
-    """`text` with `part` holding `body`; without a body, without the part."""
+    """`text` with `part` holding `body`; without a body, without the part. A new part goes at the end, but the
+    card, which opens the page: after its title and first paragraph (the paper it is about)."""
     begin, end = _markers(part)
     block = f"{begin}\n{body}{end}"
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
@@ -161,6 +190,10 @@ def _replace(text: str, part: str, body: str | None) -> str:
         return re.sub(r"\n*" + pattern.pattern + r"\n?", "\n", text, flags=re.DOTALL)
     if pattern.search(text):
         return pattern.sub(lambda _: block, text)
+    if part == CARD:
+        head, _, rest = text.partition("\n\n")  # the title
+        first, _, rest = rest.partition("\n\n")  # its first paragraph
+        return f"{head}\n\n{first}\n\n{block}\n\n{rest}"
     return text.rstrip("\n") + f"\n\n{block}\n"
 
 
@@ -183,17 +216,26 @@ def run_tables(config_dir: Path = Path("config")) -> dict[str, RunTable]:
 
 
 def write_docs(papers: list[str], docs: Path = DOCS, check: bool = False, root: Path = Path(".")) -> list[str]:
-    """Rewrite the generated parts of the papers' pages (with `check`, write nothing); returns the pages with a
-    part that was not current."""
+    """Rewrite the generated parts of the papers' pages and of the README (its costs, from the same source as each
+    page's: scale_costs.py) (with `check`, write nothing); returns the pages with a part that was not current."""
     tables = run_tables(root / "config")
+    costs = scale_costs(tables["paper"].runs, root)
     stale = []
-    for paper in papers:
-        page = docs / f"{paper}.md"
+    pages = {docs / f"{paper}.md": paper for paper in papers}
+    readme = root / "README.md"
+    for page, paper in [*pages.items(), *([(readme, None)] if readme.is_file() else [])]:
         if not page.is_file():
             raise ConfigError(f"{page} does not exist: a paper's page is written by hand, its generated parts added")
         text = page.read_text()
-        parts = {"figures": figures_part(paper, tables),
-                 "expected": expected_part(paper, [f.name for f in tables["paper"].paper_figures(paper)], docs)}
+        if paper is None:
+            parts = {COSTS: readme_part(costs, root)}
+        else:
+            figures = tables["paper"].paper_figures(paper)
+            claims = read_yaml(root / "config" / "claims" / f"{paper}.yaml")["claims"]
+            parts = {CARD: card_part(paper, claims, {f.name: f.title for f in figures}, docs),
+                     COSTS: page_part(paper, costs),
+                     "figures": figures_part(paper, tables),
+                     "expected": expected_part(paper, [f.name for f in figures], docs)}
         if any(current_part(text, part) != body for part, body in parts.items()):
             stale.append(str(page))
         if check:

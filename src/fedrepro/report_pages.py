@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from fedrepro.claims.causes import not_found_at_paper_scale
-from fedrepro.claims.kinds import IMPLEMENTATION, KINDS, PAPER, kinds_of, verdict_counts
+from fedrepro.claims.kinds import DERIVED, IMPLEMENTATION, KINDS, PAPER, kinds_of, verdict_counts
 from fedrepro.claims.robustness import MEANING, row_text
 from fedrepro.claims.seal import read_ledger
 from fedrepro.claims.table import COLUMNS, LEGEND_STYLE, STATUS_COLOURS, VERDICT_WORDS, legend, plain_words
@@ -169,10 +169,11 @@ def overview(root: Path, scale: str) -> str:
                          f"the paper's ({sum(counts.values())})", *_verdict_cells(counts, key),
                          _readings(ledger, PAPER) or "-", provenance.sources,
                          _counted(provenance.commits, most=1) or "-"])
-            implementation = verdict_counts(ledger, IMPLEMENTATION)
-            if implementation:
-                rows.append(["", "", f"*implementation checks* ({sum(implementation.values())})",
-                             *_verdict_cells(implementation, key), _readings(ledger, IMPLEMENTATION), "", ""])
+            for kind, what in ((DERIVED, "derived from its numbers"), (IMPLEMENTATION, "implementation checks")):
+                counted = verdict_counts(ledger, kind)
+                if counted:
+                    rows.append(["", "", f"*{what}* ({sum(counted.values())})", *_verdict_cells(counted, key),
+                                 _readings(ledger, kind), "", ""])
     header = ["paper", "scale", "claims", *VERDICTS, "across readings", "data", "code (runs per commit)"]
     table = _rst_table(header, rows) if rows else "No claims ledger on disk yet.\n"
     plan = read_plan(Layout(scale, root).results / PLAN_FILE)
@@ -184,6 +185,7 @@ def overview(root: Path, scale: str) -> str:
                   "settings do not find): " + "; ".join(unfound) + ".\n")
     notes = "\n".join(f"- *{term}*: {text}" for term, text in (
         ("claims", f"the paper's claims are what it asserts, and only they count towards its verdicts; "
+                   f"*derived* rows are {KINDS[DERIVED]}; "
                    f"*implementation checks*, on their own line, are {KINDS[IMPLEMENTATION]}; claims only "
                    f"reported, not judged, are in neither"),
         ("across readings", "where the paper leaves a choice open, we read it one way; "

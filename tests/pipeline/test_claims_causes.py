@@ -12,6 +12,8 @@ from scipy import stats
 
 from fedrepro.claims import causes
 from fedrepro.claims.checks.inference import combine, effect_test
+from fedrepro.claims.data_notes import STAND_IN_LABELS
+from fedrepro.claims.kinds import counts_text
 from fedrepro.claims.ledger import evaluate_claims, write_ledger
 from fedrepro.claims.validation import validate_claims
 from fedrepro.errors import ConfigError, ResultsError
@@ -146,7 +148,19 @@ def test_kind_is_validated_and_a_report_is_exactly_a_claim_that_is_not_judged():
 def test_every_claims_file_declares_valid_kinds(path):
     cfg = yaml.safe_load(path.read_text())
     validate_claims(cfg, str(path))
-    assert {c.get("kind", "paper") for c in cfg["claims"]} <= {"paper", "implementation", "report"}
+    assert {c.get("kind", "paper") for c in cfg["claims"]} <= {"paper", "derived", "implementation", "report"}
+
+
+def test_a_derived_row_is_judged_outside_the_papers_count(tmp_path):
+    """A pattern we read off the paper's numbers is no sentence of the paper: judged, counted on its own line."""
+    claims = yaml.safe_load(CLAIMS)
+    claims["claims"].append({"id": "D1", "kind": "derived", "figures": ["f"], "check": "compare_final",
+                             "a": {"method": "fast"}, "b": {"method": "slow"}, "per": ["panel"], "metric": "grad_norm"})
+    table = _table(_curve("fast", 0.1, 5), _curve("slow", 0.1, 1), _curve("near", 0.1, 1.05))
+    ledger = evaluate_claims(claims, {"f": table}, "quick", {"f": LABELS}, READINGS)
+    assert ledger.set_index("claim_id").loc["D1", "status"] == "PASS"
+    text = counts_text(ledger)
+    assert "of 6 paper claims; derived from its numbers: 1 PASS; implementation checks" in text
 
 
 def test_the_record_counts_the_papers_claims_apart_and_repeats_the_fields(tmp_path):
@@ -170,3 +184,59 @@ def test_the_record_counts_the_papers_claims_apart_and_repeats_the_fields(tmp_pa
         "N1", "seeds_needed"]
     reread = pd.read_csv(tmp_path / "p.csv", dtype=str, keep_default_na=False)
     assert list(reread["cause"]) == [by_id[c]["cause"] for c in reread["claim_id"]]
+
+
+STAND_IN = sorted(STAND_IN_LABELS)[0]
+
+
+def test_a_paper_claim_on_a_stand_in_is_never_pass_or_fail():
+    table = _table(_curve("fast", 0.1, 5), _curve("slow", 0.1, 1)).assign(data_source=STAND_IN)
+    ledger = evaluate_claims(yaml.safe_load(CLAIMS), {"f": table}, "quick", {"f": LABELS}, READINGS).set_index(
+        "claim_id")
+    # what the check gave on the stand-in stays as information; the paper's claim needs the real data
+    assert (ledger.loc["P1", ["status", "cause", "check_says"]] == ["INCONCLUSIVE", causes.DATA, "PASS"]).all()
+    assert (ledger.loc["F1", ["status", "cause", "check_says"]] == ["INCONCLUSIVE", causes.DATA, "FAIL"]).all()
+    assert "Needs the real dataset" in ledger.loc["P1", "note"] and STAND_IN in ledger.loc["P1", "note"]
+    # an implementation check tests our code, on whatever data: it stands
+    assert ledger.loc["I1", "status"] == "PASS"
+    real = evaluate_claims(yaml.safe_load(CLAIMS), {"f": table.assign(data_source="CIFAR-10")}, "quick",
+                           {"f": LABELS}, READINGS).set_index("claim_id")
+    assert real.loc["P1", "status"] == "PASS" and real.loc["P1", "check_says"] == ""
+
+
+def test_a_fail_is_the_papers_only_when_every_alternative_reading_was_judged():
+    fails = "claims:\n  - {id: F1, figures: [f], check: compare_final, a: {method: slow}, b: {method: fast}, " \
+            "per: [panel], metric: grad_norm, rests_on: [steps]}\n"
+    table = _table(_curve("fast", 0.1, 5), _curve("slow", 0.1, 1))
+
+    def judged(alternatives, runs=None):
+        readings = {**READINGS, "steps": {**READINGS["steps"], "alternatives": alternatives}}
+        return evaluate_claims(yaml.safe_load(fails), {"f": table}, "quick", {"f": LABELS}, readings,
+                               runs).set_index("claim_id").loc["F1"]
+
+    # an alternative that changes the runs, not trained (readings: primary): the FAIL is ours so far
+    row = judged({"halved": {"set": {"eta": 0.05}}})
+    assert (row["status"], row["cause"]) == ("FAIL", causes.READING) and "steps=halved" in row["note"]
+    # every alternative judged, and none flips it: the paper's
+    row = judged({"halved": {"set": {"eta": 0.05}}}, {"steps": {"halved": ({"f": table}, {"f": LABELS})}})
+    assert (row["status"], row["cause"]) == ("FAIL", causes.PAPER)
+    # the paper's single seed decides nothing by the rule, so it cannot overturn the FAIL
+    one_seed = _table(_curve("fast", 0.1, 5, seeds=1), _curve("slow", 0.1, 1, seeds=1))
+    row = judged({"paper": {"set": {"seeds": 1}}}, {"steps": {"paper": ({"f": one_seed}, {"f": LABELS})}})
+    assert (row["status"], row["cause"]) == ("FAIL", causes.PAPER)
+
+
+def test_a_verdict_says_where_its_check_departs_from_the_sentence():
+    claims = yaml.safe_load(CLAIMS)
+    claims["claims"][0] |= {"departs": {"quick": "target 37%; the paper's 70% is out of reach here"},
+                            "not_tested": "'substantially': no margin is declared"}
+    table = _table(_curve("fast", 0.1, 5), _curve("slow", 0.1, 1))
+    ledger = evaluate_claims(claims, {"f": table}, "quick", {"f": LABELS}, READINGS).set_index("claim_id")
+    assert ledger.loc["P1", "departs"] == ("at quick: target 37%; the paper's 70% is out of reach here; "
+                                           "not tested: 'substantially': no margin is declared")
+    assert ledger.loc["F1", "departs"] == ""
+    at_paper = evaluate_claims(claims, {"f": table}, "paper", {"f": LABELS}, READINGS).set_index("claim_id")
+    assert at_paper.loc["P1", "departs"] == "not tested: 'substantially': no margin is declared"
+    for bad in ({"departs": {"tiny": "x"}}, {"departs": "fewer clients"}, {"not_tested": ""}):
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            validate_claims({"claims": [claims["claims"][0] | bad]}, "test")

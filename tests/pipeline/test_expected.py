@@ -127,6 +127,7 @@ def reference(docs: Path, statuses: dict[str, str]) -> None:
 
 def test_a_page_renders_the_reference_and_check_sees_when_it_changes(tmp_path):
     shutil.copytree(REPO / "config", tmp_path / "config")
+    shutil.copytree(REPO / "benchmarks" / "records", tmp_path / "benchmarks" / "records")  # the cost line's
     docs = tmp_path / "docs"
     docs.mkdir()
     shutil.copy(REPO / "docs" / "papers" / "fedvr.md", docs / "fedvr.md")
@@ -135,9 +136,9 @@ def test_a_page_renders_the_reference_and_check_sees_when_it_changes(tmp_path):
     part = current_part((docs / "fedvr.md").read_text(), "expected")
     assert "#### At `quick`" in part
     assert "1 PASS, 0 FAIL, 1 INCONCLUSIVE of 2 paper claims; implementation checks: 1 PASS" in part
-    assert "| C1 | our algorithm converges faster | PASS | ours 0.1 \\| theirs 0.2 | p_pass 0.01; false PASS <= 5% |" \
+    assert "| <a id=\"quick-c1\"></a>C1 | our algorithm converges faster | PASS | ours 0.1 \\| theirs 0.2 | p_pass 0.01; false PASS <= 5% |" \
         in part
-    assert "| C4 | less variance | INCONCLUSIVE | ratio 1.1 | p_pass 0.3, p_fail 0.4; false PASS <= 5% | seeds |" in part
+    assert "| <a id=\"quick-c4\"></a>C4 | less variance | INCONCLUSIVE | ratio 1.1 | p_pass 0.3, p_fail 0.4; false PASS <= 5% | seeds |" in part
     assert "Implementation checks: C0 PASS." in part and "| C0 |" not in part
     assert "1 runs at commit aaaaaaa; numerics finite_sum 1; on cpu (AMD EPYC)" in part
     assert write_docs(["fedvr"], docs, check=True, root=tmp_path) == []
@@ -148,6 +149,7 @@ def test_a_page_renders_the_reference_and_check_sees_when_it_changes(tmp_path):
 
 def test_a_note_shows_in_its_claims_row_and_stops_docs_once_its_verdict_moves(tmp_path):
     shutil.copytree(REPO / "config", tmp_path / "config")
+    shutil.copytree(REPO / "benchmarks" / "records", tmp_path / "benchmarks" / "records")  # the cost line's
     docs = tmp_path / "docs"
     docs.mkdir()
     shutil.copy(REPO / "docs" / "papers" / "fedvr.md", docs / "fedvr.md")

@@ -6,7 +6,11 @@ import re
 import shutil
 from pathlib import Path
 
-from fedrepro.paper_docs import current_part, hand_written, write_docs
+import pandas as pd
+
+from fedrepro.claim_card import reason
+from fedrepro.claims import causes
+from fedrepro.paper_docs import CARD, COSTS, current_part, hand_written, write_docs
 from fedrepro.schemas import known_papers
 
 REPO = Path(__file__).resolve().parents[2]
@@ -18,6 +22,7 @@ def test_every_papers_page_shows_what_the_configuration_gives():
 
 def test_a_title_edit_makes_its_page_stale_and_docs_rewrites_only_the_generated_parts(tmp_path):
     shutil.copytree(REPO / "config", tmp_path / "config")
+    shutil.copytree(REPO / "benchmarks" / "records", tmp_path / "benchmarks" / "records")
     shutil.copytree(REPO / "docs" / "papers", tmp_path / "docs")
     paper = tmp_path / "config" / "papers" / "fedvr.yaml"
     paper.write_text(paper.read_text().replace('title: "Fig. 9: three algorithms', 'title: "Fig. 9: the three'))
@@ -53,3 +58,64 @@ def test_hand_written_drops_every_generated_part_and_keeps_the_rest():
             "<!-- generated: expected (`fedrepro docs` writes it; do not edit by hand) -->\n1 FAIL\n"
             "<!-- end of generated: expected -->\nend")
     assert hand_written(page) == "intro 3 PASS\n\nmiddle\n\nend"
+
+
+def test_every_papers_page_opens_with_its_claim_card():
+    """A reader finds each claim's verdict before any reading: the card stands before the page's first section,
+    one line per claim of the paper, each linked to its full row."""
+    for paper in known_papers():
+        text = (REPO / "docs" / "papers" / f"{paper}.md").read_text()
+        card = current_part(text, CARD)
+        assert card is not None, f"{paper}.md has no claim card"
+        assert text.index("<!-- generated: card") < text.index("\n## "), f"{paper}.md: the card is not at the top"
+        for link in re.findall(r"\]\(#([\w-]+)\)", card):
+            assert f'<a id="{link}"></a>' in text, f"{paper}.md: the card links to {link}, which is no row"
+
+
+def test_a_page_without_its_card_is_stale(tmp_path):
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    shutil.copytree(REPO / "benchmarks" / "records", tmp_path / "benchmarks" / "records")
+    shutil.copytree(REPO / "docs" / "papers", tmp_path / "docs")
+    page = tmp_path / "docs" / "tdcd.md"
+    page.write_text(re.sub(r"<!-- generated: card.*?end of generated: card -->\n", "", page.read_text(), flags=re.S))
+    assert write_docs(["tdcd"], tmp_path / "docs", check=True, root=tmp_path) == [str(page)]
+    write_docs(["tdcd"], tmp_path / "docs", root=tmp_path)
+    assert page.read_text().index("<!-- generated: card") < page.read_text().index("\n## ")
+
+
+# a cost or time a reader compares between pages: "6.7 H200-hours", "100-300 GPU-hours", "~17 min"
+COST = re.compile(r"\b[\d.,]+(-[\d.,]+)? (H100-|H200-|GPU-)hours\b|~\d+ min")
+
+
+def test_no_cost_is_written_by_hand_in_the_readme_or_a_papers_page():
+    """The README's costs and each page's come from one source (scale_costs.py): prose cannot disagree with them."""
+    pages = [REPO / "README.md", *sorted((REPO / "docs" / "papers").glob("*.md"))]
+    found = [f"{page.relative_to(REPO)}: {m.group(0)!r}" for page in pages
+             for m in COST.finditer(hand_written(page.read_text()))]
+    assert not found, "costs written by hand (generate them or remove them):\n" + "\n".join(found)
+
+
+def test_the_readme_and_each_page_give_the_same_costs():
+    readme = current_part((REPO / "README.md").read_text(), COSTS)
+    for paper in known_papers():
+        row = next(line for line in readme.splitlines() if line.startswith(f"| `{paper}` |"))
+        quick, at_paper = [c.strip() for c in row.strip("|").split("|")[1:]]
+        line = current_part((REPO / "docs" / "papers" / f"{paper}.md").read_text(), COSTS)
+        assert f"`quick`: {quick} " in line and f"The paper scale: {at_paper} " in line, (paper, row, line)
+
+
+def _row(**fields):
+    return pd.Series({"status": "INCONCLUSIVE", "cause": "", "check_says": "", "departs": "", "measured": "",
+                      "note": "", "seeds_needed": "", "scale": "quick"} | fields)
+
+
+def test_the_cards_reason_says_what_the_row_rests_on():
+    assert reason(_row(cause=causes.DATA, check_says="PASS")) == "needs the real dataset; on the stand-in it holds"
+    assert reason(_row(status="PASS", measured="12/12 cells hold: ...")) == "holds in 12/12 cells"
+    assert reason(_row(status="PASS", measured="1/1 cells hold", departs="at quick: target 37%")) == \
+        "holds in 1/1 cells; at quick: target 37%"
+    assert reason(_row(cause=causes.SEEDS, seeds_needed="7")) == "about 7 seeds would decide it"
+    unjudged = _row(status="FAIL", cause=causes.READING, note="Not yet the paper's FAIL: alternative readings ...")
+    assert "not yet run" in reason(unjudged)
+    long = _row(cause=causes.SCALE, note="not decided at the quick scale (the check alone says FAIL): " + "word " * 30)
+    assert len(reason(long).split()) <= 16  # 15 words and the ellipsis

@@ -3,11 +3,13 @@
 
 `cause` of a FAIL or INCONCLUSIVE row (a PASS, and a report, has none), the first that applies:
 
-- reading: the verdict rests on a definition of ours (a reading whose source is `assumption`), or it flips
-  under an alternative reading that was judged (robustness `depends`);
-- scale: this scale cannot show it: declared `undecided_at` this scale, a figure not produced here, or
-  judged on a synthetic stand-in for the paper's data;
-- paper: a FAIL under every reading judged, at a scale that can show it;
+- data: judged on a synthetic stand-in for the paper's data: it needs the real dataset, whatever the stand-in
+  gave (the ledger's `check_says`);
+- reading: the verdict rests on a definition of ours (a reading whose source is `assumption`), it flips
+  under an alternative reading that was judged (robustness `depends`), or it is a FAIL under the primary
+  readings whose alternatives were not all judged at this scale;
+- scale: this scale cannot show it: declared `undecided_at` this scale, or a figure not produced here;
+- paper: a FAIL under every declared reading, each judged at this scale that can show it;
 - seeds: the rule's test of the seeds is open and more seeds of the same effect would decide it (too few
   seeds for the rule at all, or t-tests whose effects the spread hides);
 - check: the check cannot decide on these data whatever the number of seeds: a time censored at the run's
@@ -37,11 +39,12 @@ from scipy import stats
 from fedrepro.claims.checks.inference import ALPHA, Test
 from fedrepro.verdicts import FAIL, INCONCLUSIVE, PASS
 
-PAPER, READING, SCALE, SEEDS, CHECK = "paper", "reading", "scale", "seeds", "check"
+DATA, PAPER, READING, SCALE, SEEDS, CHECK = "data", "paper", "reading", "scale", "seeds", "check"
 CAUSES = {
-    PAPER: "fails under every reading judged, at a scale that can show it",
-    READING: "depends on a reading: an assumed definition, or an alternative that flips it",
-    SCALE: "this scale cannot show it: undecided_at, a figure not made here, or stand-in data",
+    DATA: "needs the real dataset: judged on a synthetic stand-in",
+    PAPER: "fails under every declared reading, each judged at a scale that can show it",
+    READING: "depends on a reading: an assumed definition, an alternative that flips it, or one not judged",
+    SCALE: "this scale cannot show it: declared undecided here, or a figure not made here",
     SEEDS: "more seeds would decide it (seeds_needed: how many)",
     CHECK: "the check cannot decide it on these data: censored, below a floor, uncalibrated, no data",
 }
@@ -132,15 +135,20 @@ def not_found_at_paper_scale(reduced: pd.DataFrame, paper: pd.DataFrame) -> list
     return [c for c, s in zip(reduced["claim_id"], reduced["status"]) if s == PASS and at_paper.get(c, PASS) != PASS]
 
 
-def cause(status: str, *, reading: bool, scale: bool, rule: str, test: Test | None, level: float = ALPHA) -> str:
-    """The cause of a FAIL or INCONCLUSIVE verdict ("" for a PASS). `reading`: it rests on an assumed definition
-    or depends on an alternative reading; `scale`: this scale cannot show it; `rule`: what the decision rule
+def cause(status: str, *, reading: bool, scale: bool, rule: str, test: Test | None, level: float = ALPHA,
+          stand_in: bool = False, unjudged: bool = False) -> str:
+    """The cause of a FAIL or INCONCLUSIVE verdict ("" for a PASS). `stand_in`: judged on a stand-in for the
+    paper's data; `reading`: it rests on an assumed definition or depends on an alternative reading; `unjudged`:
+    an alternative of a reading it rests on was not judged here, so a FAIL is not yet the paper's (no alternative
+    could turn a PASS or an open verdict into the paper's FAIL); `scale`: this scale cannot show it; `rule`: what the decision rule
     said when it left a verdict open (SEEDS: too few seeds for it; CHECK: a bootstrap that did not agree; "");
     `test`: the claim's combined Test, whose open comparisons say whether seeds could decide it at `level` (the
     level of seeds_needed: sequential.Look.estimate_level)."""
     if status == PASS:
         return ""
-    if reading:
+    if stand_in:
+        return DATA
+    if reading or (unjudged and status == FAIL):
         return READING
     if scale:
         return SCALE

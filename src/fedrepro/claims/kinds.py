@@ -13,9 +13,11 @@ import pandas as pd
 from fedrepro.claims.checks import REPORTING
 from fedrepro.verdicts import VERDICTS
 
-PAPER, IMPLEMENTATION, REPORT = "paper", "implementation", "report"
+PAPER, DERIVED, IMPLEMENTATION, REPORT = "paper", "derived", "implementation", "report"
 KINDS = {
     PAPER: "what the paper asserts: its verdicts are the paper's count",
+    DERIVED: "our inference from the paper's numbers (a pattern of its table), not a sentence of the paper: judged, "
+             "outside the paper's count",
     IMPLEMENTATION: "true by construction (a count fixed by the settings, an invariant of the simulator, a "
                     "property of the data): a check of our implementation, outside the paper's count; a FAIL stops "
                     "the ledger",
@@ -53,11 +55,14 @@ def verdict_counts(ledger: pd.DataFrame, kind: str = PAPER) -> Counter:
 
 
 def counts_text(ledger: pd.DataFrame) -> str:
-    """"8 PASS, 7 FAIL, 2 INCONCLUSIVE of 17 paper claims; implementation checks: 4 PASS; 5 reported": the
-    paper's claims first, the other kinds on their own."""
+    """"8 PASS, 7 FAIL, 2 INCONCLUSIVE of 17 paper claims; derived from its numbers: 1 PASS; implementation checks:
+    4 PASS; 5 reported": the paper's claims first, the other kinds on their own."""
     paper = verdict_counts(ledger)
     text = (", ".join(f"{paper.get(v, 0)} {v}" for v in VERDICTS)
             + f" of {sum(paper.values())} paper claim{'' if sum(paper.values()) == 1 else 's'}")
+    derived = verdict_counts(ledger, DERIVED)
+    if derived:
+        text += "; derived from its numbers: " + ", ".join(f"{n} {v}" for v in VERDICTS if (n := derived.get(v)))
     implementation = verdict_counts(ledger, IMPLEMENTATION)
     if implementation:
         text += "; implementation checks: " + ", ".join(f"{n} {v}" for v in VERDICTS if (n := implementation.get(v)))

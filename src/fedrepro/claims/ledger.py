@@ -16,21 +16,24 @@ from fedrepro.claims.checks.common import at_level
 from fedrepro.claims.checks.inference import ALPHA
 from fedrepro.claims.data import ClaimData
 from fedrepro.claims.data_notes import stand_ins, with_data_notes
-from fedrepro.claims.kinds import IMPLEMENTATION, REPORT, counts_text, kind_of, verdict_counts
+from fedrepro.claims.kinds import DERIVED, IMPLEMENTATION, REPORT, counts_text, kind_of, verdict_counts
 from fedrepro.claims.kinds import PAPER as PAPER_KIND
 from fedrepro.claims.seal import ledger_seal
 from fedrepro.claims.sequential import Look
-from fedrepro.claims.robustness import DEPENDS, NOT_EVALUATED, TOO_FEW_SEEDS, Alternative, category, decode, encode
+from fedrepro.claims.robustness import DEPENDS, NOT_EVALUATED, TOO_FEW_SEEDS, Alternative, category, decode, encode, \
+    unjudged
 from fedrepro.claims.validation import FigureLabels, claim_params, validate_claims
 from fedrepro.errors import ConfigError, ResultsError
 from fedrepro.experiments.runtable import FIRST_LOOK_SEEDS
 from fedrepro.results.tables import in_paper_terms, merged_labels, read_figure_table
 from fedrepro.utils.atomic import atomic_path
 from fedrepro.utils.yaml_file import read_yaml
-from fedrepro.verdicts import FAIL, INCONCLUSIVE
+from fedrepro.verdicts import FAIL, INCONCLUSIVE, PASS
 
 # kind: paper, implementation or report (claims/kinds.py); cause, seeds_needed: why a FAIL or INCONCLUSIVE row is so,
-# and for cause seeds how many would decide it (claims/causes.py); robustness, alternatives: the verdict under the
+# and for cause seeds how many would decide it (claims/causes.py); check_says: the check's own verdict on these data
+# where the row's differs (a stand-in, an assumed reading or a scale declared undecided kept it from the paper);
+# departs: where the check departs from the paper's sentence at this scale (a reduced target, words not tested); robustness, alternatives: the verdict under the
 # alternative readings it rests on, a category and each alternative as JSON (claims/robustness.py);
 # p_pass, p_fail: the p-values of the claim's test (a check that tests its seeds, checks.TESTED): PASS when
 # p_pass <= alpha, FAIL when p_fail <= alpha (checks/inference.py); error_rate: what the verdict's rule states
@@ -38,10 +41,11 @@ from fedrepro.verdicts import FAIL, INCONCLUSIVE
 # TOST; checks.EQUIVALENCE), as its claims file declares it, in its check's units; support: share of bootstrap resamples in which the claim holds, for the other
 # checks (empty: NA, the reason in note); margin: the check's distance from its threshold in its own units
 # (> 0: holds); margin_se: margin / its bootstrap s.d.
-COLUMNS = ["claim_id", "kind", "figure", "scale", "status", "cause", "seeds_needed", "robustness", "alternatives",
+COLUMNS = ["claim_id", "kind", "figure", "scale", "status", "cause", "check_says", "departs", "seeds_needed", "robustness", "alternatives",
            "p_pass", "p_fail", "error_rate", "equivalence_margin", "support", "margin", "margin_se", "measured", "expected", "note", "quote"]
 # the structured fields of each row that the ledger's JSON record repeats (write_ledger)
-RECORDED = ["claim_id", "kind", "status", "cause", "seeds_needed", "robustness", "equivalence_margin"]
+RECORDED = ["claim_id", "kind", "status", "cause", "check_says", "departs", "seeds_needed", "robustness",
+            "equivalence_margin"]
 # reading -> alternative -> (figure tables, their label columns) of the figures the alternative changes, as run
 Alternatives = dict[str, dict[str, tuple[dict[str, pd.DataFrame], dict[str, list[str]]]]]
 
@@ -72,24 +76,30 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
     rows = []
     for claim in claims_cfg["claims"]:
         this = second if claim["id"] in look.planned else judge
-        status, ruling, result, support, figures, rule = this(claim)
+        status, ruling, result, support, figures, rule, alone = this(claim)
         if this is judge and look.number == 2 and any(len(first[f]) < len(tables[f]) for f in figures):
             ruling = " ".join(x for x in (ruling, "Judged on its runs' first-look seeds: the seeds the seed plan "
                                                   "added to them for other claims are not read.") if x)
         alts = robustness(claim, status, readings, alternatives, under, this)
         robust = category(alts, bool(_rests(claim, readings)))
         status, ruling = rests_on_readings(claim, readings, status, ruling)
+        kind = kind_of(claim)
+        stand_in = stand_ins(figures, tables) if kind in (PAPER_KIND, DERIVED) else []
+        status, ruling = on_stand_ins(stand_in, alone, status, ruling)
         na = f"support n/a: {support.reason}" if support.kind in ("none", "invariant") else ""
         tested = support.kind == "test"
-        kind = kind_of(claim)
         margin = equivalence_margin(claim)
         why = "" if kind == REPORT else causes.cause(
-            status, reading=bool(assumed(claim, readings)) or robust == DEPENDS,
-            scale=rule == causes.SCALE or bool(stand_ins(figures, tables)),
-            rule="" if rule == causes.SCALE else rule, test=result.test, level=look.estimate_level)
+            status, reading=bool(assumed(claim, readings)) or robust == DEPENDS, scale=rule == causes.SCALE,
+            rule="" if rule == causes.SCALE else rule, test=result.test, level=look.estimate_level,
+            stand_in=bool(stand_in), unjudged=bool(unjudged(alts)))
+        if why == causes.READING and status == FAIL and not assumed(claim, readings) and robust != DEPENDS:
+            ruling = " ".join(x for x in (ruling, "Not yet the paper's FAIL: alternative readings not judged here: "
+                                                  f"{', '.join(a.name for a in unjudged(alts))}.") if x)
         rows.append({
             "claim_id": claim["id"], "kind": kind, "figure": " ".join(figures or claim.get("figures", [])),
-            "scale": scale, "status": status, "cause": why,
+            "scale": scale, "status": status, "cause": why, "check_says": alone if alone != status else "",
+            "departs": departs(claim, scale),
             "seeds_needed": causes.seeds_text(causes.seeds_estimate(result.test, look.estimate_level), support.units,
                                               max(bootstrap_rule.MIN_UNITS, claim.get("min_seeds", 1)))
             if why == causes.SEEDS else "",
@@ -172,26 +182,28 @@ class Judge:
             if support.kind == "test":  # the test's own p-values against the look's level; a bootstrap has none
                 result = at_level(result, self.level)
         status, ruling, rule = bootstrap_rule.decide(result.status, support, claim.get("min_seeds", 1))
+        alone = status
         if missing:
             rule = causes.SCALE
         if self.scale in claim.get("undecided_at", {}):  # measured and shown, but this scale cannot decide it
             ruling = (f"not decided at the {self.scale} scale (the check alone says {status}): "
                       f"{claim['undecided_at'][self.scale]}")
             status, rule = INCONCLUSIVE, causes.SCALE
-        return Judged(status, ruling, result, support, figures, rule)
+        return Judged(status, ruling, result, support, figures, rule, alone)
 
 
 class Judged(NamedTuple):
     """A claim's verdict before the readings it rests on are weighed: its status and the rule's note on it
     (ruling), the check's Result, its Support, the figures read, and `rule`, the cause the judge itself gave
     an open verdict (causes.SCALE: undecided at this scale or no figure here; SEEDS or CHECK from the rule,
-    support.decide; "" otherwise)."""
+    support.decide; "" otherwise), and `alone`, the check's verdict before undecided_at."""
     status: str
     ruling: str
     result: Result
     support: bootstrap_rule.Support
     figures: list[str]
     rule: str
+    alone: str  # the check's verdict under the rule, before undecided_at (then `status` is INCONCLUSIVE)
 
 
 def robustness(claim: dict[str, Any], status: str, readings: dict[str, dict[str, Any]],
@@ -261,6 +273,25 @@ def rests_on_readings(claim: dict[str, Any], readings: dict[str, dict[str, Any]]
     if named:
         ruling = " ".join(x for x in (ruling, f"Rests on readings: {', '.join(named)}.") if x)
     return status, ruling
+
+
+def on_stand_ins(labels: list[str], alone: str, status: str, ruling: str) -> tuple[str, str]:
+    """(status, ruling) of a paper claim judged on the stand-ins `labels`: INCONCLUSIVE, for a stand-in shows the
+    mechanism on synthetic data, never the paper's claim on its data; what the check gave there (`alone`) is
+    kept as information."""
+    if not labels:
+        return status, ruling
+    gave = {PASS: "holds", FAIL: "fails"}.get(alone, "stays open")
+    return INCONCLUSIVE, " ".join(x for x in (ruling, f"Needs the real dataset: judged on {'; '.join(labels)}, "
+                                                      f"where it {gave} (the check alone says {alone}).") if x)
+
+
+def departs(claim: dict[str, Any], scale: str) -> str:
+    """Where the claim's check departs from the paper's sentence at `scale`: its declared `departs` there (a reduced
+    target or setting) and the words of the quote it does not test (`not_tested`)."""
+    parts = [f"at {scale}: {claim['departs'][scale]}" if scale in claim.get("departs", {}) else "",
+             f"not tested: {claim['not_tested']}" if claim.get("not_tested") else ""]
+    return "; ".join(p for p in parts if p)
 
 
 def _rounded(value: float, digits: int) -> float:
@@ -363,7 +394,7 @@ def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, 
 def ledger_summary(ledger: pd.DataFrame) -> dict[str, Any]:
     """What the ledger's JSON record says of its rows: the verdict counts by kind (the paper's claims alone make
     the paper's count) and each claim's structured fields, the alternatives as lists."""
-    counts = {kind: dict(sorted(verdict_counts(ledger, kind).items())) for kind in (PAPER_KIND, IMPLEMENTATION)}
+    counts = {kind: dict(sorted(verdict_counts(ledger, kind).items())) for kind in (PAPER_KIND, DERIVED, IMPLEMENTATION)}
     claims = [{key: ("" if pd.isna(row[key]) else row[key]) for key in RECORDED}
               | {"alternatives": [a.__dict__ for a in decode(row["alternatives"])]} for _, row in ledger.iterrows()]
     return {"counts": counts | {"text": counts_text(ledger)}, "claims": claims}

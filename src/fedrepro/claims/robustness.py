@@ -24,6 +24,10 @@ WHY_UNTESTED = {
     "too_few_seeds": "too few seeds for the rule",  # its runs have fewer seeds than the rule decides on
 }
 NOT_EVALUATED, TOO_FEW_SEEDS = "not_evaluated", "too_few_seeds"
+# the untested codes that leave a FAIL short of the paper's (causes.cause `unjudged`): the alternative could have
+# given another verdict and was not judged. The others cannot: it leaves the claim's runs or check as judged, or
+# its runs have too few seeds for the rule to decide anything (the paper's single seed), so it cannot overturn one.
+OPEN_QUESTIONS = ("not_run", NOT_EVALUATED)
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,11 @@ def category(alternatives: list[Alternative], rests: bool) -> str:
     if not judged or any(a.untested == NOT_EVALUATED for a in alternatives):
         return UNTESTED
     return ROBUST
+
+
+def unjudged(alternatives: list[Alternative]) -> list[Alternative]:
+    """The alternatives that were not judged and could have changed the verdict (OPEN_QUESTIONS)."""
+    return [a for a in alternatives if a.untested in OPEN_QUESTIONS]
 
 
 def text(kind: str, alternatives: list[Alternative]) -> str:

@@ -19,7 +19,7 @@ from fedrepro.schemas import SCALES
 
 # keys of a claim entry that are not parameters of its check
 CLAIM_FIELDS = {"id", "kind", "quote", "figures", "check", "expected", "note", "min_seeds", "undecided_at",
-                "rests_on"}
+                "rests_on", "departs", "not_tested", "section"}
 
 
 def claim_params(claim: Mapping[str, Any]) -> dict[str, Any]:
@@ -78,11 +78,14 @@ def _claim_problems(claim: dict[str, Any], figures: FigureLabels | None) -> list
     if figures is not None:
         unknown = sorted(set(claim.get("figures", [])) - set(figures))
         problems += [f"figures: unknown figure {f!r}; figures of this paper: {', '.join(sorted(figures))}" for f in unknown]
-    undecided = claim.get("undecided_at", {})
-    if not isinstance(undecided, dict) or not all(
-            scale in SCALES and isinstance(why, str) and why.strip() for scale, why in undecided.items()):
-        problems.append(f"undecided_at: a mapping of scales ({', '.join(SCALES)}) to the reason the claim cannot be "
-                        f"decided there, got {undecided!r}")
+    for key, what in (("undecided_at", "the reason the claim cannot be decided there"),
+                      ("departs", "how its check departs there from the paper's sentence")):
+        by_scale = claim.get(key, {})
+        if not isinstance(by_scale, dict) or not all(
+                scale in SCALES and isinstance(why, str) and why.strip() for scale, why in by_scale.items()):
+            problems.append(f"{key}: a mapping of scales ({', '.join(SCALES)}) to {what}, got {by_scale!r}")
+    problems += [f"{key}: a line of text, got {claim[key]!r}" for key in ("not_tested", "section")
+                 if key in claim and not (isinstance(claim[key], str) and claim[key].strip())]
     if claim.get("require") == "fraction" and "fraction" in optional and claim.get("fraction") is None:
         problems.append("require: 'fraction' needs a 'fraction' (the share of cells that must hold)")
     if claim.get("fraction") is not None and claim.get("require") != "fraction":

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from fedrepro.claims.causes import SEEDS
-from fedrepro.claims.kinds import IMPLEMENTATION, REPORT
+from fedrepro.claims.kinds import DERIVED, IMPLEMENTATION, REPORT
 from fedrepro.claims.robustness import DEPENDS
 from fedrepro.plots.common import plt, save_pdf_png, theme
 from fedrepro.verdicts import VERDICTS
@@ -20,7 +20,7 @@ from fedrepro.verdicts import VERDICTS
 COLOURS = dict(zip(VERDICTS, ("#2a9d55", "#c0392b", "#9a9a9a")))
 
 
-KIND_MARKS = {IMPLEMENTATION: " impl.", REPORT: " report"}
+KIND_MARKS = {DERIVED: " derived", IMPLEMENTATION: " impl.", REPORT: " report"}
 
 
 def field(row: pd.Series, name: str) -> str:

@@ -127,6 +127,45 @@ def makespan(seconds: list[float], gpus: int) -> float:
     return max(loads)
 
 
+@dataclass(frozen=True)
+class PaperCost:
+    """A paper's network runs at a scale, priced: `hours` over the `priced` runs with a measured rate, measured on
+    `card`; `seeds`, the seeds a run has (one number where all agree); `unpriced`, the models without a rate."""
+    runs: int
+    priced: int
+    hours: float
+    card: str
+    seeds: tuple[int, ...]
+    unpriced: tuple[str, ...]
+
+    def text(self) -> str:
+        """"GPU: 6.7 H200-hours (60 runs x 5 seeds)", and the runs it leaves out."""
+        seeds = f" x {self.seeds[0]} seeds" if len(self.seeds) == 1 else ""
+        text = f"GPU: {self.hours:,.{0 if self.hours >= 100 else 1}f} {self.card}-hours ({self.priced} runs{seeds})"
+        if self.unpriced:
+            text += f", without {self.runs - self.priced} {', '.join(self.unpriced)} runs (no measured rate)"
+        return text
+
+
+def paper_costs(runs: dict[str, dict[str, Any]], rates: dict[str, dict[str, Any]]) -> dict[str, PaperCost]:
+    """Each paper's network runs priced at `rates` on one card: the one figure the README and the paper pages quote
+    (paper_docs.py). Rates from several cards are refused: their hours would add different GPUs' times."""
+    costs = [run_cost(rid, spec, rates, 1) for rid, spec in runs.items() if ENGINES[spec["engine"]].trains_networks]
+    found = {}
+    for paper in sorted({c.paper for c in costs}):
+        mine = [c for c in costs if c.paper == paper]
+        timed = [c for c in mine if c.workload]
+        cards = sorted({rates[c.workload]["card"] for c in timed})
+        if len(cards) > 1:
+            raise ResultsError(f"{paper}: its runs' rates were measured on {' and '.join(cards)}; a cost adds one "
+                               f"card's hours: record every workload on one card (benchmarks/gpu_throughput.py)")
+        found[paper] = PaperCost(len(mine), len(timed), sum(c.seconds for c in timed) / 3600,
+                                 cards[0].removeprefix("NVIDIA ") if cards else "GPU",
+                                 tuple(sorted({runs[c.run_id]["seeds"] for c in mine})),
+                                 tuple(sorted({runs[c.run_id]["model"] for c in mine if not c.workload})))
+    return found
+
+
 def gpu_plan(runs: dict[str, dict[str, Any]], gpus: int, rates: dict[str, dict[str, Any]], seed_workers: int = 1) -> str:
     """Markdown: per paper, the runs, client-steps, GPU-hours and wall time on `gpus` GPUs; the rates used (measured
     in `seed_workers` processes at once: load_rates)."""

@@ -1,0 +1,62 @@
+"""What each paper costs at `quick` and at the paper scale, as the README's table and each paper page's cost line
+say it (paper_docs.py writes both): one source, so the two cannot disagree.
+
+- `quick`: the paper's share of the 2 cores in the measured `make reproduce` (RECORD's `quick`);
+- the paper scale: the CPU papers' measured wall time (RECORD's `paper_cpu`), the network papers' GPU-hours priced
+  from the GPU rates on record (results/gpu_cost.py paper_costs, `fedrepro cost --scale paper --gpus 1`)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from fedrepro.errors import ConfigError
+
+RECORD = Path("benchmarks/records/scale_times.json")
+
+
+@dataclass(frozen=True)
+class Cost:
+    quick: str
+    paper: str
+
+
+def duration(seconds: float) -> str:
+    """"34 min", "44 s": a measured time as a reader reads it."""
+    return f"{seconds:.0f} s" if seconds < 60 else f"{seconds / 60:.0f} min"
+
+
+def scale_costs(paper_runs: dict[str, dict], root: Path = Path(".")) -> dict[str, Cost]:
+    """Each paper's Cost, from RECORD, and its `paper_runs` (the paper scale's run specs) priced at the GPU rates
+    on record."""
+    from fedrepro.results.gpu_cost import RECORDS, load_rates, paper_costs
+
+    try:
+        record = json.loads((root / RECORD).read_text())
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"{root / RECORD}: cannot be read ({err})") from err
+    quick = record["quick"]
+    gpu = paper_costs(paper_runs, load_rates(root / RECORDS))
+    cpu = record["paper_cpu"]["wall_s"]
+    papers = [p for p in quick["job_wall_s"] if not p.startswith("(")]
+    return {p: Cost(duration(quick["job_wall_s"][p] / quick["cores"]),
+                    gpu[p].text() if p in gpu else f"CPU: {duration(cpu[p])} on {quick['cores']} cores")
+            for p in papers}
+
+
+def readme_part(costs: dict[str, Cost], root: Path = Path(".")) -> str:
+    """The README's table of what each paper costs."""
+    record = json.loads((root / RECORD).read_text())["quick"]
+    lines = ["| paper | `quick`: its share of `make reproduce` on 2 cores | `paper` scale |", "|---|---|---|"]
+    lines += [f"| `{p}` | {c.quick} | {c.paper} |" for p, c in costs.items()]
+    lines += ["", f"`make reproduce` took {duration(record['wall_s'])} in all ({record['measured']}). The GPU-hours are "
+                  "priced from the GPU rates on record (`fedrepro cost --scale paper --gpus N`)."]
+    return "\n".join(lines) + "\n"
+
+
+def page_part(paper: str, costs: dict[str, Cost]) -> str:
+    """A paper page's cost line: the same cells as the README's row."""
+    cost = costs[paper]
+    return (f"**Cost.** `quick`: {cost.quick} of the 2 cores in `make reproduce`. The paper scale: {cost.paper} "
+            f"(docs/performance.md).\n")
