@@ -2,8 +2,8 @@
 
 docs/papers/<paper>/<scale>/ holds, taken from one results tree (`fedrepro docs --from-results SCALE`):
 - ledger.csv and ledger.json: the claims ledger and its record, as the run wrote them;
-- <figure>.png: each drawn figure (a table's figure is in the ledger's and digest's numbers), shrunk to browse on a
-  code host;
+- <figure>.png: each drawn figure and table (DeFedAvg's Table I among them),
+  shrunk to browse on a code host;
 - digest.csv: each figure's curves, the seed mean of every metric at up to DIGEST_POINTS rounds per curve;
 - stamp.json: what the runs ran on (commits, numerics versions, devices, platforms, packages).
 The paper pages render their verdict tables from these files (paper_docs.py), and `fedrepro compare` reads them.
@@ -205,7 +205,7 @@ def write_reference(paper: str, scale: str, table: RunTable, root: Path = Path("
         raise ResultsError(f"{ledger} does not exist: run the {scale} scale (make reproduce SCALE={scale}) first")
     verify_ledger(ledger)  # a ledger edited by hand never becomes the reference
     figures = table.paper_figures(paper)
-    pngs = {f.name: layout.figure(paper, f.name, "png") for f in figures if f.plot.get("kind") != "table"}
+    pngs = {f.name: layout.figure(paper, f.name, "png") for f in figures}  # a table too: DeFedAvg's Table I
     pngs[CLAIMS_FIGURE] = layout.claims_figure(paper, "png")
     absent = [str(p) for p in pngs.values() if not p.is_file()]
     if absent:

@@ -1,6 +1,7 @@
 """Claims validation reads what a check's parameters name from their annotations: every check marks its
 selectors and columns, so that a new check cannot silently skip the start-up checks."""
 
+import math
 import re
 
 import pytest
@@ -30,3 +31,16 @@ def test_types_come_from_the_annotations():
                          ({"max_ratio": -1}, "max_ratio: -1 is not > 0")]:
         with pytest.raises(ConfigError, match=re.escape(f"t.yaml: claim T1: {message}") + "$"):
             validate_claims({"claims": [{**claim, **bad}]}, "t.yaml")
+
+
+@pytest.mark.parametrize("key,value,says", [("low", math.nan, "low"), ("high", math.inf, "high"),
+                                            ("rel_tol", math.nan, "rel_tol"), ("rel_tol", -1.0, ">= 0")])
+def test_a_claims_number_is_finite_and_a_tolerance_never_negative(key, value, says):
+    """A NaN bound read as a bound made the check blame the code ("breaks what it states by construction"): such a
+    claims file stops at start-up, naming the claim and the key."""
+    claim = ({"id": "C9", "check": "rate_within", "select": {}, "rate": "r", "target": "t", "rel_tol": 0.1}
+             if key == "rel_tol" else
+             {"id": "C9", "check": "mc_stat_within", "select": {}, "stat": "rel_err_final", "low": 0.0, "high": 1.0})
+    with pytest.raises(ConfigError, match=rf"C9.*{says}"):
+        validate_claims({"claims": [claim | {key: value}]}, "c.yaml")
+    validate_claims({"claims": [claim]}, "c.yaml")

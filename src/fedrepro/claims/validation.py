@@ -6,6 +6,7 @@ naming the claim, the key, the value and what is allowed, never a claim that sel
 from __future__ import annotations
 
 import collections.abc
+import math
 import re
 import types
 import typing
@@ -112,9 +113,11 @@ def _marker_problems(marker: Any, value: Any, claim: dict[str, Any], columns: di
     """What is wrong with `value` by what the marker says it holds (nothing for names when the claim
     reads no figure: then there is nothing to name)."""
     if isinstance(marker, Above):
-        if value > marker.low and (marker.high is None or value <= marker.high):
-            return []
-        return [f"{value!r} is not {'> ' + str(marker.low) if marker.high is None else f'in ({marker.low}, {marker.high}]'}"]
+        items = value if isinstance(value, list) else [value]
+        low = ">= " if marker.inclusive else "> "
+        return [f"{v!r} is not {low + str(marker.low) if marker.high is None else f'in ({marker.low}, {marker.high}]'}"
+                for v in items if not ((v >= marker.low if marker.inclusive else v > marker.low)
+                                       and (marker.high is None or v <= marker.high))]
     if isinstance(marker, OneOf):
         items = value if isinstance(value, list) else [value]
         allowed = ", ".join([*marker.names, *([marker.shown] if marker.shown else [])])
@@ -183,8 +186,9 @@ def _conforms(value: Any, hint: Any) -> bool:
         return any(_conforms(value, a) for a in args)
     if hint is type(None):
         return value is None
-    if hint in (float, int):  # YAML's 1e-4 (no dot) is a string, and true is no number
-        return isinstance(value, (int, float) if hint is float else int) and not isinstance(value, bool)
+    if hint in (float, int):  # YAML's 1e-4 (no dot) is a string, true is no number, and .nan / .inf no value
+        return (isinstance(value, (int, float) if hint is float else int) and not isinstance(value, bool)
+                and math.isfinite(value))
     if hint in (bool, str):
         return isinstance(value, hint)
     if (origin or hint) in (list, tuple, collections.abc.Sequence):

@@ -51,9 +51,10 @@ class OneOf:
 
 @dataclass(frozen=True)
 class Above:
-    """A number > `low` (and <= `high`, when given)."""
+    """A number > `low` (and <= `high`, when given); with `inclusive`, >= `low`."""
     low: float
     high: float | None = None
+    inclusive: bool = False
 
 
 Selector = Annotated[dict, Names("selector")]
@@ -61,6 +62,7 @@ Columns = Annotated[list[str], Names("columns")]
 Column = Annotated[str, Names("column")]
 Positive = Annotated[float, Above(0)]
 Fraction = Annotated[float, Above(0, 1)]  # in (0, 1]
+Tolerance = Annotated[float, Above(0, inclusive=True)]  # how far a value may miss: never negative
 
 
 def values_of(param: str, hint: Any = list) -> Any:

@@ -25,6 +25,7 @@ from fedrepro.claims.checks.common import (
     Require,
     Result,
     Selector,
+    Tolerance,
     below,
     cells_of,
     compare_stat,
@@ -103,7 +104,7 @@ def log_ratio_within(data: ClaimData, *, a: Selector, b: Selector, per: Columns,
     return judged(holds, margins, measured, require, fraction)
 
 
-def monotone_time_to_target(data: ClaimData, *, per: Columns, along: Column, eps: list[float], metric: str,
+def monotone_time_to_target(data: ClaimData, *, per: Columns, along: Column, eps: list[Positive], metric: str,
                             x: str = "round", decreasing: bool = True) -> Result:
     """T_eps never improves when `along` shrinks (larger step converges faster), among runs
     that did not diverge; an eps that no run of the cell reaches is skipped. Each step is a Test of the seeds'
@@ -286,7 +287,7 @@ def _group_ratio_test(per_seed: pd.DataFrame, greater: list[tuple[str, str]], th
     return effect_test(low, high)
 
 
-def rate_within(data: ClaimData, *, select: Selector, rate: str, target: str, rel_tol: float, x: str = "round") -> Result:
+def rate_within(data: ClaimData, *, select: Selector, rate: str, target: str, rel_tol: Tolerance, x: str = "round") -> Result:
     """A per-round counter (e.g. clients per round) within rel_tol of an expression of the
     run's settings; `rate` and `target` are evaluated on each run's last logged row (largest x).
     Margin: rel_tol - |rate - target| / target."""

@@ -19,6 +19,7 @@ from fedrepro.claims.checks.common import (
     Require,
     Result,
     Selector,
+    Tolerance,
     cells_of,
     fmt,
     judged,
@@ -72,8 +73,8 @@ def _seed_pairs(data: ClaimData, a: dict, b: dict, per: list[str], metric: str, 
 
 
 def faster(data: ClaimData, *, a: Selector, b: Selector, per: Columns, metric: str = "train_loss", x: str = "round",
-           higher: bool = False, min_gain: float = 0.0, fin_rel_tol: float | None = None,
-           fin_abs_tol: float | None = None, seed_share: float = 2 / 3, require: Require = "all",
+           higher: bool = False, min_gain: Tolerance = 0.0, fin_rel_tol: Tolerance | None = None,
+           fin_abs_tol: Tolerance | None = None, seed_share: float = 2 / 3, require: Require = "all",
            fraction: Fraction | None = None, auc: AucKind = "mean",
            floor: float | None = None) -> Result:
     """A converges faster than B in a cell (the pass rule of docs/papers/fedcluster.md R21) when, on means over the paired seeds,
