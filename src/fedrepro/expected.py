@@ -113,7 +113,7 @@ def digest(table: pd.DataFrame, figure: str, points: int = DIGEST_POINTS) -> pd.
     (figure, panel, curve, metric, round, mean)."""
     metrics = metric_columns(table)
     if not metrics:
-        return pd.DataFrame(columns=["figure", "panel", "curve", "metric", X, "mean"])
+        return pd.DataFrame(columns=DIGEST_COLUMNS)
     keys = [k for k in ("panel", "curve") if k in table]
     means = table.groupby(keys + [X], sort=True, dropna=False)[metrics].mean().reset_index()
     parts = []
@@ -125,7 +125,7 @@ def digest(table: pd.DataFrame, figure: str, points: int = DIGEST_POINTS) -> pd.
     long.insert(0, "figure", figure)
     for k in ("panel", "curve"):
         long[k] = long[k].fillna("").astype(str) if k in long else ""
-    return long[["figure", "panel", "curve", "metric", X, "mean"]].sort_values(
+    return long[DIGEST_COLUMNS].sort_values(
         ["figure", "panel", "curve", "metric", X], kind="stable").reset_index(drop=True)
 
 
@@ -225,10 +225,22 @@ def write_reference(paper: str, scale: str, table: RunTable, root: Path = Path("
     return folder
 
 
+DIGEST_COLUMNS = ["figure", "panel", "curve", "metric", X, "mean"]
+
+
 def read_digest(source: Path | io.StringIO) -> pd.DataFrame:
-    """A digest as written to digest.csv (labels as text, a NaN mean as NaN)."""
-    return pd.read_csv(source, dtype={"figure": str, "panel": str, "curve": str, "metric": str},
-                       keep_default_na=False, na_values={"mean": ["", "nan", "NaN"]})
+    """A digest as written to digest.csv (labels as text, a NaN mean as NaN); a ResultsError, in one line, for a
+    file that is not one (a reference edited or cut: `fedrepro compare` reads it)."""
+    try:
+        found = pd.read_csv(source, dtype={"figure": str, "panel": str, "curve": str, "metric": str},
+                            keep_default_na=False, na_values={"mean": ["", "nan", "NaN"]})
+    except (OSError, ValueError) as err:
+        raise ResultsError(f"{source}: not a readable curve digest ({str(err).splitlines()[0]})") from err
+    missing = [c for c in DIGEST_COLUMNS if c not in found]
+    if missing or len(found) and not all(pd.api.types.is_numeric_dtype(found[c]) for c in (X, "mean")):
+        raise ResultsError(f"{source}: not a curve digest: it needs the columns {', '.join(DIGEST_COLUMNS)} with "
+                           f"numbers in {X} and mean" + (f" (missing: {', '.join(missing)})" if missing else ""))
+    return found
 
 
 def as_written(digest_: pd.DataFrame) -> pd.DataFrame:

@@ -1,6 +1,7 @@
 """Expected results (fedrepro/expected.py): the digest of a figure's curves, where two digests differ, what two sets
 of runs ran on differently, and the verdict tables the paper pages render from a committed reference."""
 
+import io
 import json
 import shutil
 from pathlib import Path
@@ -9,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedrepro.errors import ConfigError
-from fedrepro.expected import (DIGEST_FLOATS, DIGEST_POINTS, curve_differences, digest, digest_of, small_png,
+from fedrepro.errors import ConfigError, ResultsError
+from fedrepro.expected import (DIGEST_FLOATS, DIGEST_POINTS, curve_differences, digest, digest_of, read_digest, small_png,
                                stamp_differences, stamp_of)
 from fedrepro.experiments.runtable import Curve, Figure
 from fedrepro.layout import Layout
@@ -136,9 +137,11 @@ def test_a_page_renders_the_reference_and_check_sees_when_it_changes(tmp_path):
     part = current_part((docs / "fedvr.md").read_text(), "expected")
     assert "#### At `quick`" in part
     assert "1 PASS, 0 FAIL, 1 INCONCLUSIVE of 2 paper claims; implementation checks: 1 PASS" in part
-    assert "| <a id=\"quick-c1\"></a>C1 | our algorithm converges faster | PASS | ours 0.1 \\| theirs 0.2 | p_pass 0.01; false PASS <= 5% |" \
+    assert "| <a id=\"quick-c1\"></a>C1 | our algorithm converges faster | PASS | - | ours 0.1 \\| theirs 0.2 | p_pass 0.01 |" \
         in part
-    assert "| <a id=\"quick-c4\"></a>C4 | less variance | INCONCLUSIVE | ratio 1.1 | p_pass 0.3, p_fail 0.4; false PASS <= 5% | seeds |" in part
+    assert "Error rates the rules state: false PASS <= 5%." in part  # once, not in every row
+    assert ("| <a id=\"quick-c4\"></a>C4 | less variance | INCONCLUSIVE | seeds: more seeds needed; no estimate | ratio 1.1 | "
+            "p_pass 0.3, p_fail 0.4 | - |") in part
     assert "Implementation checks: C0 PASS." in part and "| C0 |" not in part
     assert "1 runs at commit aaaaaaa; numerics finite_sum 1; on cpu (AMD EPYC)" in part
     assert write_docs(["fedvr"], docs, check=True, root=tmp_path) == []
@@ -159,7 +162,7 @@ def test_a_note_shows_in_its_claims_row_and_stops_docs_once_its_verdict_moves(tm
                      "  C0: {verdict: PASS, note: f* from the data}\n")
     write_docs(["fedvr"], docs, root=tmp_path)
     part = current_part((docs / "fedvr.md").read_text(), "expected")
-    assert "| seeds | - | the variance plateaus after round 40 |" in part
+    assert "| p_pass 0.3, p_fail 0.4 | - | the variance plateaus after round 40 |" in part
     assert "- C0: f* from the data" in part
     shutil.rmtree(docs / "fedvr" / "quick")
     reference(docs, {"C1": "PASS", "C0": "PASS", "C4": "FAIL"})  # C4's verdict moved; its note did not
@@ -171,3 +174,14 @@ def test_a_note_shows_in_its_claims_row_and_stops_docs_once_its_verdict_moves(tm
     notes.write_text("quick:\n  C4: {verdict: FAILED, note: x}\n")
     with pytest.raises(ConfigError, match="quick C4: expected"):
         write_docs(["fedvr"], docs, check=True, root=tmp_path)
+
+
+@pytest.mark.parametrize("text", ["a,b\n1,2\n", "figure,panel,curve,metric,round,mean\nf,p,c,loss,x,1\n", "\x00\x01"])
+def test_a_digest_that_is_not_one_is_refused_in_one_line(tmp_path, text):
+    """`fedrepro compare` read a cut digest.csv into a KeyError: now a ResultsError naming the file."""
+    bad = tmp_path / "digest.csv"
+    bad.write_text(text)
+    with pytest.raises(ResultsError, match="digest.csv: not a") as error:
+        read_digest(bad)
+    assert "\n" not in str(error.value)
+    assert read_digest(io.StringIO(digest(figure_table(), "fig1").to_csv(index=False))).shape[1] == 6
