@@ -97,10 +97,10 @@ def reason(row: pd.Series) -> str:
     return words(text, REASON_WORDS)
 
 
-def verdict_cell(row: pd.Series, anchor: str) -> str:
-    """"✅ [PASS](#quick-C1a): holds in 12/12 cells", the word linked to the claim's full row."""
+def verdict_cell(row: pd.Series, link: str) -> str:
+    """"✅ [PASS](fedvr/verdicts.md#quick-c1a): holds in 12/12 cells", the word linked to the claim's full row."""
     cause = f" ({row['cause']})" if row.get("cause") else ""
-    return f"{SYMBOLS[row['status']]} [{row['status']}{cause}](#{anchor}): {reason(row)}"
+    return f"{SYMBOLS[row['status']]} [{row['status']}{cause}]({link}): {reason(row)}"
 
 
 def anchor(scale: str, claim_id: str) -> str:
@@ -115,8 +115,9 @@ def data_line(scale: str, ledger: pd.DataFrame) -> str:
     return f"`{scale}`: judged on {data}"
 
 
-def card(ledgers: dict[str, pd.DataFrame], claims: list[dict[str, Any]], titles: dict[str, str]) -> str:
-    """The card: a line per paper claim (in the claims file's order), a column per scale with a reference."""
+def card(ledgers: dict[str, pd.DataFrame], claims: list[dict[str, Any]], titles: dict[str, str], rows: str) -> str:
+    """The card: a line per paper claim (in the claims file's order), a column per scale with a reference, each
+    verdict linked to its full row on the page `rows`."""
     scales = list(ledgers)
     by_scale = {s: ledgers[s][kinds_of(ledgers[s]) == PAPER].set_index("claim_id") for s in scales}
     lines = ["### Does each claim hold?", "",
@@ -130,13 +131,13 @@ def card(ledgers: dict[str, pd.DataFrame], claims: list[dict[str, Any]], titles:
         if not shown:
             continue
         quote, previous = said(claim, previous), claim
-        cells = [verdict_cell(by_scale[s].loc[claim["id"]], anchor(s, claim["id"])) if s in shown else "-"
+        cells = [verdict_cell(by_scale[s].loc[claim["id"]], f"{rows}#{anchor(s, claim['id'])}") if s in shown else "-"
                  for s in scales]
         lines.append(f"| {claim['id']} | {_cell(quote)} | "
                      f"{_cell(where(claim, titles))} | " + " | ".join(_cell(c) for c in cells) + " |")
     lines += ["", "Verdicts: " + "; ".join(f"{SYMBOLS[v]} {v}: {w}" for v, w in VERDICT_WORDS.items()) + ".",
               "Causes (in brackets): " + "; ".join(f"`{c}`: {w}" for c, w in causes.CAUSES.items()) + ".",
-              "Each verdict links to its full row under \"Expected results\"; docs/claims.md says how a verdict is "
+              f"Each verdict links to its full row in [{rows}]({rows}); docs/claims.md says how a verdict is "
               "reached and the error rate it carries."]
     return "\n".join(lines) + "\n"
 

@@ -134,7 +134,7 @@ def test_a_page_renders_the_reference_and_check_sees_when_it_changes(tmp_path):
     shutil.copy(REPO / "docs" / "papers" / "fedvr.md", docs / "fedvr.md")
     reference(docs, {"C1": "PASS", "C0": "PASS", "C4": "INCONCLUSIVE"})
     write_docs(["fedvr"], docs, root=tmp_path)
-    part = current_part((docs / "fedvr.md").read_text(), "expected")
+    part = (docs / "fedvr" / "verdicts.md").read_text()
     assert "#### At `quick`" in part
     assert "1 PASS, 0 FAIL, 1 INCONCLUSIVE of 2 paper claims; implementation checks: 1 PASS" in part
     assert "| <a id=\"quick-c1\"></a>C1 | our algorithm converges faster | PASS | - | ours 0.1 \\| theirs 0.2 | p_pass 0.01 |" \
@@ -147,7 +147,8 @@ def test_a_page_renders_the_reference_and_check_sees_when_it_changes(tmp_path):
     assert write_docs(["fedvr"], docs, check=True, root=tmp_path) == []
     shutil.rmtree(docs / "fedvr" / "quick")
     reference(docs, {"C1": "FAIL", "C0": "PASS", "C4": "INCONCLUSIVE"})  # a new reference, the page not rewritten
-    assert write_docs(["fedvr"], docs, check=True, root=tmp_path) == [str(docs / "fedvr.md")]
+    assert write_docs(["fedvr"], docs, check=True, root=tmp_path) == [str(docs / "fedvr" / "verdicts.md"),
+                                                                      str(docs / "fedvr.md")]  # the card too
 
 
 def test_a_note_shows_in_its_claims_row_and_stops_docs_once_its_verdict_moves(tmp_path):
@@ -161,7 +162,7 @@ def test_a_note_shows_in_its_claims_row_and_stops_docs_once_its_verdict_moves(tm
     notes.write_text("quick:\n  C4: {verdict: INCONCLUSIVE, note: the variance plateaus after round 40}\n"
                      "  C0: {verdict: PASS, note: f* from the data}\n")
     write_docs(["fedvr"], docs, root=tmp_path)
-    part = current_part((docs / "fedvr.md").read_text(), "expected")
+    part = (docs / "fedvr" / "verdicts.md").read_text()
     assert "| p_pass 0.3, p_fail 0.4 | - | the variance plateaus after round 40 |" in part
     assert "- C0: f* from the data" in part
     shutil.rmtree(docs / "fedvr" / "quick")

@@ -27,15 +27,14 @@ def test_a_title_edit_makes_its_page_stale_and_docs_rewrites_only_the_generated_
     paper = tmp_path / "config" / "papers" / "fedvr.yaml"
     paper.write_text(paper.read_text().replace('title: "Fig. 9: three algorithms', 'title: "Fig. 9: the three'))
     page = tmp_path / "docs" / "fedvr.md"
-    before = page.read_text()
-    assert write_docs(["fedvr"], tmp_path / "docs", check=True, root=tmp_path) == [str(page)]
-    assert page.read_text() == before  # --check writes nothing
+    verdicts = tmp_path / "docs" / "fedvr" / "verdicts.md"
+    before, before_verdicts = page.read_text(), verdicts.read_text()
+    assert write_docs(["fedvr"], tmp_path / "docs", check=True, root=tmp_path) == [str(verdicts)]
+    assert page.read_text() == before and verdicts.read_text() == before_verdicts  # --check writes nothing
 
     write_docs(["fedvr"], tmp_path / "docs", root=tmp_path)
-    after = page.read_text()
-    assert "| fig9 | Fig. 9: the three" in current_part(after, "figures")
-    hand_written = before.split("<!-- generated: figures")[0]
-    assert after.startswith(hand_written)  # the page's own text is kept
+    assert "| fig9 | Fig. 9: the three" in verdicts.read_text()
+    assert hand_written(page.read_text()) == hand_written(before)  # the page's own text is kept
     assert write_docs(["fedvr"], tmp_path / "docs", check=True, root=tmp_path) == []
 
 
@@ -68,8 +67,11 @@ def test_every_papers_page_opens_with_its_claim_card():
         card = current_part(text, CARD)
         assert card is not None, f"{paper}.md has no claim card"
         assert text.index("<!-- generated: card") < text.index("\n## "), f"{paper}.md: the card is not at the top"
-        for link in re.findall(r"\]\(#([\w-]+)\)", card):
-            assert f'<a id="{link}"></a>' in text, f"{paper}.md: the card links to {link}, which is no row"
+        rows = (REPO / "docs" / "papers" / paper / "verdicts.md").read_text()
+        links = re.findall(rf"\]\({paper}/verdicts\.md#([\w-]+)\)", card)
+        assert links, f"{paper}.md: the card links to no row"
+        for link in links:
+            assert f'<a id="{link}"></a>' in rows, f"{paper}.md: the card links to {link}, which is no row"
 
 
 def test_a_page_without_its_card_is_stale(tmp_path):
