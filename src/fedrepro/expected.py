@@ -2,8 +2,8 @@
 
 docs/papers/<paper>/<scale>/ holds, taken from one results tree (`fedrepro docs --from-results SCALE`):
 - ledger.csv and ledger.json: the claims ledger and its record, as the run wrote them;
-- <figure>.png: each drawn figure and table (DeFedAvg's Table I among them),
-  shrunk to browse on a code host;
+- <figure>.png: each drawn figure, shrunk to browse on a code host; <table>.md: each table as markdown, our cells
+  beside the paper's where it gives them (DeFedAvg's Table I);
 - digest.csv: each figure's curves, the seed mean of every metric at up to DIGEST_POINTS rounds per curve;
 - stamp.json: what the runs ran on (commits, numerics versions, devices, platforms, packages).
 The paper pages render their verdict tables from these files (paper_docs.py), and `fedrepro compare` reads them.
@@ -205,9 +205,11 @@ def write_reference(paper: str, scale: str, table: RunTable, root: Path = Path("
         raise ResultsError(f"{ledger} does not exist: run the {scale} scale (make reproduce SCALE={scale}) first")
     verify_ledger(ledger)  # a ledger edited by hand never becomes the reference
     figures = table.paper_figures(paper)
-    pngs = {f.name: layout.figure(paper, f.name, "png") for f in figures}  # a table too: DeFedAvg's Table I
+    pngs = {f.name: layout.figure(paper, f.name, "png") for f in figures if f.plot.get("kind") != "table"}
     pngs[CLAIMS_FIGURE] = layout.claims_figure(paper, "png")
-    absent = [str(p) for p in pngs.values() if not p.is_file()]
+    # a table as its markdown: our cells beside the paper's where it gives them (DeFedAvg's Table I)
+    tables = {f.name: layout.figure(paper, f.name, "md") for f in figures if f.plot.get("kind") == "table"}
+    absent = [str(p) for p in [*pngs.values(), *tables.values()] if not p.is_file()]
     if absent:
         raise ResultsError(f"{paper} at {scale}: figures missing: {', '.join(absent)}")
     run_ids = sorted({rid for f in figures for rid in f.run_ids})
@@ -220,6 +222,8 @@ def write_reference(paper: str, scale: str, table: RunTable, root: Path = Path("
     shutil.copyfile(layout.ledger(paper, "json"), folder / "ledger.json")
     for name, png in pngs.items():
         write_bytes(folder / f"{name}.png", small_png(png))
+    for name, md in tables.items():
+        shutil.copyfile(md, folder / f"{name}.md")
     write_text(folder / "digest.csv", digest_of(layout, table, paper).to_csv(index=False, float_format=DIGEST_FLOATS))
     write_json(folder / "stamp.json", stamp)
     return folder

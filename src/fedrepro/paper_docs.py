@@ -188,11 +188,15 @@ def figures_shown(paper: str, figures: list[str], docs: Path = DOCS) -> str:
     """The reference's figures, the first scale's shown, the others folded."""
     lines = []
     for i, scale in enumerate(reference_scales(paper, docs)):
-        shown = [f for f in [*figures, "claims"] if (reference_dir(paper, scale, docs) / f"{f}.png").is_file()]
-        if not shown:
+        folder = reference_dir(paper, scale, docs)
+        shown = [f for f in [*figures, "claims"] if (folder / f"{f}.png").is_file()]
+        tables = [f for f in figures if (folder / f"{f}.md").is_file()]
+        if not shown and not tables:
             continue
         lines += [f"<details{' open' if i == 0 else ''}><summary>Our figures at <code>{scale}</code> (the paper's "
                   "text has no figure images to set beside them)</summary>", ""]
+        lines += [f"- {t}, our cells beside the paper's: [{paper}/{scale}/{t}.md]({paper}/{scale}/{t}.md)"
+                  for t in tables] + ([""] if tables else [])
         lines += [f"![{f} at {scale}]({paper}/{scale}/{f}.png)" for f in shown] + ["", "</details>", ""]
     return "\n".join(lines)
 

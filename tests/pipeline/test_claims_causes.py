@@ -240,3 +240,30 @@ def test_a_verdict_says_where_its_check_departs_from_the_sentence():
     for bad in ({"departs": {"tiny": "x"}}, {"departs": "fewer clients"}, {"not_tested": ""}):
         with pytest.raises(ConfigError, match=next(iter(bad))):
             validate_claims({"claims": [claims["claims"][0] | bad]}, "test")
+
+
+def test_a_curve_that_is_not_the_papers_never_enters_its_claims():
+    """FedProx drawn in FedPAGE's Fig. 2(a) joined C8, which picks its cells by column: a claim compares only the
+    paper's own methods, and says which curves it left out."""
+    per_method = """
+    methods: [fast, slow]
+    claims:
+      - {id: S1, figures: [f], check: compare_final, a: {eta_tilde: 0.2}, b: {eta_tilde: 0.1}, per: [panel, method],
+         metric: grad_norm}
+    """
+    # each method of the paper converges faster at the larger step; the added one, ours, the other way round
+    table = _table(_curve("fast", 0.2, 5), _curve("fast", 0.1, 1), _curve("slow", 0.2, 3), _curve("slow", 0.1, 1),
+                   _curve("odd", 0.2, 1), _curve("odd", 0.1, 5))
+    row = evaluate_claims(yaml.safe_load(per_method), {"f": table}, "quick", {"f": LABELS}, READINGS).iloc[0]
+    assert row["status"] == "PASS" and "Curves not the paper's, left out: odd." in row["note"]
+    every = yaml.safe_load(per_method) | {"methods": ["fast", "slow", "odd"]}
+    assert evaluate_claims(every, {"f": table}, "quick", {"f": LABELS}, READINGS).iloc[0]["status"] == "FAIL"
+
+
+@pytest.mark.parametrize("path", sorted(CLAIMS_DIR.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_claims_file_names_the_papers_methods(path):
+    cfg = yaml.safe_load(path.read_text())
+    assert cfg.get("methods"), f"{path.name}: no `methods`: a curve we add would enter the paper's claims"
+    with pytest.raises(ConfigError, match="'fedprox' is no method of the paper's figures"):
+        validate_claims(cfg | {"methods": [*cfg["methods"], "fedprox"]}, str(path),
+                        {"f": {"method": set(cfg["methods"])}})

@@ -63,6 +63,7 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
     the first look, on its runs' first-look seeds (first_look): seeds added for another claim never change its data,
     and its note says so. The alternatives are judged on the first look's seeds (their runs get none added)."""
     tables, labels = _in_paper_terms(tables, labels)
+    tables, others = the_papers_curves(tables, claims_cfg.get("methods"))
     readings = readings or {}
     first = {name: first_look(t) for name, t in tables.items()}
     judge = Judge(first, labels, scale, Look(look.mode).level)  # the first look's data and level
@@ -72,11 +73,15 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
         for name, (alt_tables, alt_labels) in alts.items():
             if alt_tables:
                 alt_tables, alt_labels = _in_paper_terms(alt_tables, alt_labels)
+                alt_tables = the_papers_curves(alt_tables, claims_cfg.get("methods"))[0]
                 under[(reading, name)] = Judge({**first, **alt_tables}, {**labels, **alt_labels}, scale, judge.level)
     rows = []
     for claim in claims_cfg["claims"]:
         this = second if claim["id"] in look.planned else judge
         status, ruling, result, support, figures, rule, alone = this(claim)
+        left_out = sorted({m for f in figures for m in others.get(f, [])})
+        if left_out:
+            ruling = " ".join(x for x in (ruling, f"Curves not the paper's, left out: {', '.join(left_out)}.") if x)
         if this is judge and look.number == 2 and any(len(first[f]) < len(tables[f]) for f in figures):
             ruling = " ".join(x for x in (ruling, "Judged on its runs' first-look seeds: the seeds the seed plan "
                                                   "added to them for other claims are not read.") if x)
@@ -115,6 +120,23 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
             "quote": claim.get("quote", ""),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def the_papers_curves(tables: dict[str, pd.DataFrame], methods: list[str] | None
+                      ) -> tuple[dict[str, pd.DataFrame], dict[str, list[str]]]:
+    """The figure tables cut to the curves of the paper's own `methods` (the claims file's), and by figure the
+    methods left out: a curve we add to a figure (FedProx in FedPAGE's Fig. 2(a)) never enters a claim of the
+    paper, whose checks compare what the paper compared. Every check reads the cut tables, an implementation check
+    too (it states what the paper's runs do); `methods` None (a claims file of a variant study) cuts nothing."""
+    if methods is None:
+        return tables, {}
+    cut, others = {}, {}
+    for name, table in tables.items():
+        keep = table["method"].isin(methods) if "method" in table else pd.Series(True, index=table.index)
+        cut[name] = table if keep.all() else table[keep].reset_index(drop=True)
+        if not keep.all():
+            others[name] = sorted(table.loc[~keep, "method"].astype(str).unique())
+    return cut, others
 
 
 def first_look(table: pd.DataFrame) -> pd.DataFrame:

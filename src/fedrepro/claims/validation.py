@@ -28,8 +28,9 @@ def claim_params(claim: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in claim.items() if k not in CLAIM_FIELDS}
 
 
-# top-level keys of a claims file (each check names its own metric, x column and window)
-LEDGER_FIELDS = {"paper", "claims"}
+# top-level keys of a claims file (each check names its own metric, x column and window); `methods`: the paper's
+# own methods (their `methods` keys in config/papers/<paper>.yaml): a curve of any other never enters a paper claim
+LEDGER_FIELDS = {"paper", "methods", "claims"}
 # Per figure of a paper, each label column of its table and the values it takes at the paper scale, in the
 # paper's terms (experiments/runtable.py label_values): what a claim may name.
 FigureLabels = Mapping[str, Mapping[str, Collection[Any]]]
@@ -46,6 +47,13 @@ def validate_claims(claims_cfg: Any, source: str, figures: FigureLabels | None =
         raise ConfigError(f"{source}: expected a mapping with a list under 'claims'")
     problems = [f"unknown key {k!r}; allowed keys: {', '.join(sorted(LEDGER_FIELDS))}"
                 for k in sorted(set(claims_cfg) - LEDGER_FIELDS)]
+    methods = claims_cfg.get("methods", ["(none given)"])
+    if not (isinstance(methods, list) and methods and all(isinstance(m, str) for m in methods)):
+        problems.append(f"methods: the list of the paper's own methods, which alone its claims compare, got {methods!r}")
+    elif figures is not None and "methods" in claims_cfg:
+        drawn = {m for table in figures.values() for m in table.get("method", ())}
+        problems += [f"methods: {m!r} is no method of the paper's figures; they draw {_listed(drawn)}"
+                     for m in methods if m not in drawn]
     seen: set[str] = set()
     for i, claim in enumerate(claims_cfg["claims"]):
         where = f"claim {claim['id']}" if isinstance(claim, dict) and "id" in claim else f"claims[{i}]"
