@@ -16,7 +16,7 @@ and every minibatch are keyed by (seed, client, training), never by the horizon.
 the client-steps the run's own timing traces compute up to it (counted here) and a rate per client-step: the
 client layer's, doubled, until the first run measures the engine's (on an H200 the guess was 2x too high).
 Prints per run the seed-mean time to 90% (the Table I reading) and each seed's, beside the paper; results of
-2026-11-26 and -27: docs/papers/defedavg.md. On the device machine (no Snakemake, no jsonschema there): carry the
+2026-11-26 and -27: docs/performance.md, "DeFedAvg's Table I cells on a GPU". On the device machine (no Snakemake, no jsonschema there): carry the
 jsonschema wheels, data/prepared/fashion_mnist.npz and data/raw/fashion_mnist/PROVENANCE.json, and make the
 native view first (fedrepro.data.views.prepare_view).
 """

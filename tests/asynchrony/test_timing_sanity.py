@@ -1,5 +1,5 @@
-"""Timing magnitudes with the paper's constants (the prototype numbers of docs/papers/defedavg.md
-R27, within 15%),
+"""Timing magnitudes with the paper's constants (the prototype numbers of docs/engines.md, "Timing sanity":
+docs/papers/defedavg.md R27, within 15%),
 and the first-n round time against its closed form.
 
 FMNIST constants, N = 100, K = 50, literal speed model, averaged over 3 seeds of 800 rounds.
