@@ -20,6 +20,7 @@ SYMBOLS = {PASS: "✅", FAIL: "❌", INCONCLUSIVE: "⬜"}
 QUOTE_WORDS, REASON_WORDS = 20, 15
 # where a claim stands in the paper, as its quote names it: a section, theorem, figure, table or appendix
 WHERE = re.compile(r"(§\s?[\dA-Z.]+|Theorem \d+|Figs?\.? ?[\d-]+|Figures? [\d, and-]+\d|Table [IVX\d]+|App\. [A-Z.\d]+)")
+BESIDE_PAPER = re.compile(r"(\d[\d.e+-]*) \(paper (\d[\d.e+-]*)")  # "0.00577 (paper 0.0029": ours, then the paper's
 HELD = re.compile(r"^(\d+)/(\d+) (cells|pairs|runs|panels|steps|comparisons)")
 
 
@@ -40,11 +41,14 @@ def where(claim: dict[str, Any], titles: dict[str, str]) -> str:
     return ", ".join(named) + (f" (judged on {', '.join(read)})" if read else "")
 
 
-def said(claim: dict[str, Any], previous: dict[str, Any] | None) -> str:
-    """The paper's words; for a claim that splits the previous one's sentence, what this part tests instead."""
-    if previous is not None and previous.get("quote") == claim.get("quote") and claim.get("expected"):
-        return "〃 this part: " + words(claim["expected"], QUOTE_WORDS - 4)
-    return words(claim.get("quote", ""), QUOTE_WORDS)
+def said(claim: dict[str, Any], previous: dict[str, Any] | None, following: dict[str, Any] | None) -> str:
+    """The paper's words; for a claim that splits a sentence into parts, what each part tests (the first with the
+    sentence, the others under a ditto)."""
+    part = "this part: " + words(claim.get("expected", ""), QUOTE_WORDS - 4)
+    if previous is not None and previous.get("quote") == claim.get("quote"):
+        return "〃 " + part
+    quote = words(claim.get("quote", ""), QUOTE_WORDS)
+    return f"{quote} — {part}" if following is not None and following.get("quote") == claim.get("quote") else quote
 
 
 def _held(measured: str) -> str:
@@ -98,9 +102,12 @@ def reason(row: pd.Series) -> str:
 
 
 def verdict_cell(row: pd.Series, link: str) -> str:
-    """"✅ [PASS](fedvr/verdicts.md#quick-c1a): holds in 12/12 cells", the word linked to the claim's full row."""
+    """"✅ [PASS](fedvr/verdicts.md#quick-c1a): holds in 12/12 cells", the word linked to the claim's full row, and
+    the paper's numbers beside ours where the measured value gives them."""
     cause = f" ({row['cause']})" if row.get("cause") else ""
-    return f"{SYMBOLS[row['status']]} [{row['status']}{cause}]({link}): {reason(row)}"
+    pairs = BESIDE_PAPER.findall(str(row.get("measured", "")))[:2]
+    beside = "; " + ", ".join(f"ours {o} vs the paper's {p}" for o, p in pairs) if pairs else ""
+    return f"{SYMBOLS[row['status']]} [{row['status']}{cause}]({link}): {reason(row)}{beside}"
 
 
 def anchor(scale: str, claim_id: str) -> str:
@@ -125,12 +132,10 @@ def card(ledgers: dict[str, pd.DataFrame], claims: list[dict[str, Any]], titles:
              + ". Reduced scales run fewer clients, rounds or samples than the paper (section \"Reduced scales\").",
              "", "| claim | the paper says | where | " + " | ".join(f"at `{s}`" for s in scales) + " |",
              "|---|---|---|" + "---|" * len(scales)]
-    previous = None
-    for claim in claims:
+    listed = [c for c in claims if any(c["id"] in by_scale[s].index for s in scales)]
+    for i, claim in enumerate(listed):
         shown = [s for s in scales if claim["id"] in by_scale[s].index]
-        if not shown:
-            continue
-        quote, previous = said(claim, previous), claim
+        quote = said(claim, listed[i - 1] if i else None, listed[i + 1] if i + 1 < len(listed) else None)
         cells = [verdict_cell(by_scale[s].loc[claim["id"]], f"{rows}#{anchor(s, claim['id'])}") if s in shown else "-"
                  for s in scales]
         lines.append(f"| {claim['id']} | {_cell(quote)} | "

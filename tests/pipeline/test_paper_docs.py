@@ -80,7 +80,7 @@ def test_a_page_without_its_card_is_stale(tmp_path):
     shutil.copytree(REPO / "docs" / "papers", tmp_path / "docs")
     page = tmp_path / "docs" / "tdcd.md"
     page.write_text(re.sub(r"<!-- generated: card.*?end of generated: card -->\n", "", page.read_text(), flags=re.S))
-    assert write_docs(["tdcd"], tmp_path / "docs", check=True, root=tmp_path) == [str(page)]
+    assert str(page) in write_docs(["tdcd"], tmp_path / "docs", check=True, root=tmp_path)
     write_docs(["tdcd"], tmp_path / "docs", root=tmp_path)
     assert page.read_text().index("<!-- generated: card") < page.read_text().index("\n## ")
 
