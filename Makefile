@@ -7,10 +7,10 @@ CORES ?= all
 # results/<scale>/ and figures/<scale>/, which record and pull take as one unit.
 SCALE ?= $(shell sed -n 's/^scale: *//p' config/config.yaml)
 # primary: the claims under the project's readings, within the 60-minute quick budget (docs/performance.md);
-# READINGS=all also runs and judges every alternative reading (docs/claims.md, "Robust or depends")
+# READINGS=all also runs and judges every alternative reading (docs/claims_reference.md, "Robust or depends")
 READINGS ?= primary
 # fixed: each figure's seeds, one look; adaptive: a first look, then `fedrepro seed-plan` adds seeds to the claims
-# open for want of them within max_seeds and the budget, and a second look (docs/claims.md, "Two looks")
+# open for want of them within max_seeds and the budget, and a second look (docs/claims_reference.md, "Two looks")
 SEEDS ?= $(shell sed -n 's/^seed_plan: *//p' config/config.yaml)
 SNAKEMAKE_ARGS := --config readings=$(READINGS) scale=$(SCALE) seed_plan=$(SEEDS)
 # what DVC records after a reproduction: the data (shared by the scales) and this scale's outputs

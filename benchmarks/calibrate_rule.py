@@ -29,7 +29,7 @@ Each for the one-sided kinds and for the equivalence kinds (checks.EQUIVALENCE: 
 
     .venv/bin/python benchmarks/calibrate_rule.py                      # every kind (about 25 min on 1 core)
     .venv/bin/python benchmarks/calibrate_rule.py --kinds faster --pool 100
-    .venv/bin/python benchmarks/calibrate_rule.py --markdown            # the tables of docs/claims.md
+    .venv/bin/python benchmarks/calibrate_rule.py --markdown            # the tables of docs/claims_reference.md
 
 A rate through the checks is a share of `pool` cells (binomial s.e. 1.3 points at 5% with 300); one over cells
 a share of `claims` claims (0.2 points with 10,000).

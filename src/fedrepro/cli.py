@@ -152,7 +152,7 @@ def parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("seed-plan", help="the seeds the adaptive seed plan adds to the claims its first look left "
                           "open (config seed_plan: adaptive)", description="Reads each paper's sealed ledger at the "
                           "scale, the runs its claims read and their benchmark records; writes results/<scale>/"
-                          "seed_plan.json (docs/claims.md, \"Two looks: seeds where the claims need them\").")
+                          "seed_plan.json (docs/claims_reference.md, \"Two looks: seeds where the claims need them\").")
     plan.add_argument("--scale", choices=list(SCALES), help="default: `scale` of config/config.yaml")
     docs = sub.add_parser("docs", help="rewrite the generated parts of docs/papers/<paper>.md (figures from the "
                           "configuration, expected results from the reference beside each page)")

@@ -357,7 +357,7 @@ def bootstrap_record(paper: str, scale: str) -> dict[str, Any]:
                  "min_units": bootstrap_rule.MIN_UNITS,
                  "equivalence": dict(sorted(EQUIVALENCE.items())),
                  "text": "a tested check (checks.TESTED) decides by its own one-sided tests at alpha, combined over "
-                         "its comparisons (intersection-union for PASS, Holm for FAIL; docs/claims.md), an "
+                         "its comparisons (intersection-union for PASS, Holm for FAIL; docs/claims_reference.md), an "
                          "equivalence check (checks.EQUIVALENCE: check -> its margin's parameter) by the two "
                          "one-sided tests of its margin (TOST); any other "
                          "verdict stands when >= decide of the bootstrap resamples agree with it; with fewer than "

@@ -1,4 +1,4 @@
-"""A verdict under the alternative readings it rests on, as data (docs/claims.md, "Robust or depends"): the
+"""A verdict under the alternative readings it rests on, as data (docs/claims_reference.md, "Robust or depends"): the
 ledger's `robustness` column holds the category (robust, depends, untested, or empty for a claim that rests on
 no reading) and `alternatives` each alternative judged or not, as JSON (reading, alternative, verdict, whether
 it flips the check's own verdict, and why it was not judged). The text a reader sees is rendered from them

@@ -1,6 +1,6 @@
 """The adaptive seed plan: which claims the first look left open for want of seeds get more, and the runs that
 train them (config `seed_plan: adaptive`; the rule and why its error rates hold: claims/sequential.py,
-docs/claims.md "Two looks: seeds where the claims need them").
+docs/claims_reference.md "Two looks: seeds where the claims need them").
 
 make_plan is pure. A claim is planned when its ledger row has cause `seeds`, its verdict is tested (p-values the
 second look can hold to its level: a bootstrapped verdict, a share of resamples, has no level to split over two

@@ -1,5 +1,5 @@
 """The decision rule over two looks at the seeds: the adaptive seed plan's levels and when it adds seeds
-(docs/claims.md, "Two looks: seeds where the claims need them").
+(docs/claims_reference.md, "Two looks: seeds where the claims need them").
 
 `fixed` (the default) is the rule as it always was: one look, each verdict at ALPHA. `adaptive` looks twice.
 The first look judges each claim on the seeds its figures ran, each verdict at LOOKS[0]. A claim it leaves open
@@ -25,7 +25,8 @@ mostly the same claims, so the rates measured (benchmarks/calibrate_rule.py) lie
 LOOKS splits ALPHA evenly (equal levels at both looks, as in Pocock's (1977) design, here set by the union bound,
 not by the looks' correlation). More at the second look gains power where a claim gets one, but a claim the budget
 or max_seeds leaves with one look would need t > t_{2, 0.99} = 7.0 standard errors at 3 seeds at 1% (4.3 at 2.5%,
-2.9 at ALPHA): equal levels keep the first look useful on its own (docs/claims.md, the measured rates of both).
+2.9 at ALPHA): equal levels keep the first look useful on its own (docs/claims_reference.md, the measured rates of
+both).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """How solid a verdict is, and the one rule that turns a check's verdict into the ledger's verdict.
 
-Two kinds of check (docs/claims.md, "The decision rule"):
+Two kinds of check (docs/claims_reference.md, "The decision rule"):
 
 - A check in checks.TESTED tests its seeds itself (checks/inference.py): each comparison a one-sided
   paired t-test (a sign test where a seed is censored), the claim's comparisons combined so that a false
@@ -15,17 +15,17 @@ Two kinds of check (docs/claims.md, "The decision rule"):
   least DECIDE = 1 - ALPHA = 95% of the resamples agree (the one-sided 95% percentile-bootstrap bound on the
   verdict's side); otherwise INCONCLUSIVE, "not decided by N seeds (support x%)". For a statistic over fedvr's
   Monte Carlo runs that no check tests on the runs (a CEP radius, a time to target: no per-run value to pair), the
-  bootstrap's false PASS and false FAIL rates were measured through the ledger's own code (MEASURED; docs/claims.md,
-  "Calibration"): a claim of one such statistic (compare_mc, or compare_with_paper without bounds) whose rates lie
-  within ALPHA plus 2.5 binomial standard errors keeps its verdict, and the ledger states the measured rate; any
-  other (a rate above it, not measured, or several statistics read together) is unbacked (below).
+  bootstrap's false PASS and false FAIL rates were measured through the ledger's own code (MEASURED;
+  docs/claims_reference.md, "Calibration"): a claim of one such statistic (compare_mc, or compare_with_paper without
+  bounds) whose rates lie within ALPHA plus 2.5 binomial standard errors keeps its verdict, and the ledger states the
+  measured rate; any other (a rate above it, not measured, or several statistics read together) is unbacked (below).
 - A statistic over fedvr's Monte Carlo runs that a check tests on the runs (checks/monte_carlo.py ON_RUNS: a
   variance by inference.spread_below, Brown-Forsythe; a mean error by the paired t-test of the runs' errors) is
-  decided so (tests_runs), kind "test" as for TESTED, with its own error rate (ERROR_RATES "runs"; docs/claims.md,
-  "Calibration"). The percentile bootstrap of a variance was measured too narrow (false PASS 9-10% at 20 runs): a
-  claim that reads such a statistic without testing it (with untested statistics in one compare_mc, or as
-  compare_with_paper's stat), or reads a statistic whose bootstrap is not backed (above), is INCONCLUSIVE whatever
-  its support (kind "unbacked", cause `check`), its measurement shown for information.
+  decided so (tests_runs), kind "test" as for TESTED, with its own error rate (ERROR_RATES "runs";
+  docs/claims_reference.md, "Calibration"). The percentile bootstrap of a variance was measured too narrow (false
+  PASS 9-10% at 20 runs): a claim that reads such a statistic without testing it (with untested statistics in one
+  compare_mc, or as compare_with_paper's stat), or reads a statistic whose bootstrap is not backed (above), is
+  INCONCLUSIVE whatever its support (kind "unbacked", cause `check`), its measurement shown for information.
 
 With fewer than MIN_UNITS = 3 units there is no test and no bootstrap (the calibration starts at 3; 2
 seeds give 3 distinct resamples, one of which is each seed alone). A claim's own `min_seeds` (e.g. 10
@@ -88,8 +88,8 @@ def tests_runs(check: str, params: dict) -> bool:
 
 # The bootstrap's rates for a Monte Carlo statistic that no check tests on the runs, measured through the ledger's
 # code (calibration_verdicts.verdict_rates of "compare_mc <stat>": one cell, fedvr's 20 runs, normal noise
-# and t(3), MEASURED_CLAIMS claims per rate each; docs/claims.md, "Calibration"): (false PASS, false FAIL), each the
-# larger of the two noises. A statistic within LIMIT keeps its bootstrap; above it, or absent, it is unbacked.
+# and t(3), MEASURED_CLAIMS claims per rate each; docs/claims_reference.md, "Calibration"): (false PASS, false FAIL),
+# each the larger of the two noises. A statistic within LIMIT keeps its bootstrap; above it, or absent, it is unbacked.
 MEASURED_CLAIMS = 100
 MEASURED: dict[str, tuple[float, float]] = {"t_target": (0.01, 0.11), "cep_2d": (0.03, 0.02), "cep_full": (0.02, 0.06),
                                              "cep_cost": (0.02, 0.03), "opt_dist": (0.02, 0.01)}
@@ -121,7 +121,7 @@ def unbacked(check: str, params: dict) -> str:
         why = f"{names} is not tested on the runs, and its bootstrap's measured rates ({_measured(names)}) exceed {ALPHA:.0%}"
     else:
         return ""
-    return f"{why} (docs/claims.md, Calibration): no verdict"
+    return f"{why} (docs/claims_reference.md, Calibration): no verdict"
 
 
 def stated_rate(check: str, params: dict) -> str:

@@ -4,7 +4,7 @@ The configuration (config/claims/<paper>.yaml) names the check and its keyword p
 checks know nothing about any particular paper. A check takes the claim's data (claims/data.py
 ClaimData) and asks it for the summary it needs, with its own metric, x column and window. A check
 without data for any cell is INCONCLUSIVE, never PASS. A check in TESTED tests its seeds itself
-(inference.py: its verdict has the error rates of docs/claims.md); the ledger (claims/support.py) reruns
+(inference.py: its verdict has the error rates of docs/claims_reference.md); the ledger (claims/support.py) reruns
 any other on bootstrap resamples of the data, unless NOT_RESAMPLED says why that would mean nothing.
 """
 
@@ -32,7 +32,7 @@ CHECKS: dict[str, Callable[..., Result]] = {name: getattr(module, name) for modu
 # the unit of replication a check's bootstrap resamples, as the ledger names it
 UNITS: dict[str, str] = {name: unit for _, unit, names in _MODULES for name in names}
 # checks whose verdict is a test of the seeds (inference.py), each comparison on its paired per-seed effects:
-# the decision rule with a stated error rate (docs/claims.md, benchmarks/calibrate_rule.py); no bootstrap
+# the decision rule with a stated error rate (docs/claims_reference.md, benchmarks/calibrate_rule.py); no bootstrap
 TESTED: frozenset[str] = frozenset({
     "compare_final", "compare_fact", "time_to_target", "time_to_target_trend", "monotone_time_to_target",
     "faster", "ordered", "slight", "less_sensitive", "gain_by_group", "comparable", "log_ratio_within",

@@ -213,7 +213,7 @@ def claim_test(holds: list[Outcome], require: str, fraction: float | None) -> Te
 
 def verdict(holds: list[Outcome], require: str, fraction: float | None) -> str:
     """PASS when the cells needed are shown to hold, FAIL when enough are shown to fail (inference.decide:
-    the error rates of docs/claims.md); else INCONCLUSIVE. With outcomes known without seeds: PASS or FAIL
+    the error rates of docs/claims_reference.md); else INCONCLUSIVE. With outcomes known without seeds: PASS or FAIL
     only when every way the open cells could fall gives that verdict."""
     if not holds:
         return INCONCLUSIVE

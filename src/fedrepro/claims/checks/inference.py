@@ -1,5 +1,5 @@
 """The decision rule: from the seeds of each comparison a claim makes to PASS / FAIL / INCONCLUSIVE, with
-error rates stated in advance (docs/claims.md, "The decision rule", where benchmarks/calibrate_rule.py's
+error rates stated in advance (docs/claims_reference.md, "The decision rule", where benchmarks/calibrate_rule.py's
 measured rates are).
 
 A comparison (a cell of a claim, a step of a series, a condition of a cell) is judged on its per-seed
@@ -177,7 +177,7 @@ def effect_test(low, high=None, hold_above: float = 0.0, fail_below: float = 0.0
 
 def deviations(values) -> np.ndarray:
     """|value - the median over the runs| of each run (rows) in each column (Brown & Forsythe 1974): a run's
-    spread, whose mean over the runs compares the scales of two sets of runs robustly (docs/claims.md)."""
+    spread, whose mean over the runs compares the scales of two sets of runs robustly (docs/claims_reference.md)."""
     values = np.asarray(values, dtype=float)
     return np.abs(values - np.median(values, axis=0))
 

@@ -63,7 +63,7 @@ def _auc_below(sa: dict[str, np.ndarray], sb: dict[str, np.ndarray], factor: flo
     """The Test of auc(a) < factor x auc(b) (auc: the mean over x after the first of log10 of the mean error over
     the runs, results.summaries): Tukey's delete-one jackknife, paired by run, of factor x auc(b) - auc(a), whose
     pseudo-values the t-test of effect_test judges. auc is a smooth function of the runs' mean errors, for which
-    the jackknife t-test is approximate; its rates are measured (docs/claims.md, Calibration)."""
+    the jackknife t-test is approximate; its rates are measured (docs/claims_reference.md, Calibration)."""
     ea, eb = _paired(sa, sb, "err", ALL)
     later = sa["x"] > sa["x"][0]
     n = len(ea)
