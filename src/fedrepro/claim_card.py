@@ -17,7 +17,7 @@ from fedrepro.claims.table import VERDICT_WORDS
 from fedrepro.verdicts import FAIL, INCONCLUSIVE, PASS
 
 SYMBOLS = {PASS: "✅", FAIL: "❌", INCONCLUSIVE: "⬜"}
-QUOTE_WORDS, REASON_WORDS = 20, 15
+QUOTE_WORDS, PART_WORDS, REASON_WORDS = 20, 10, 15
 # where a claim stands in the paper, as its quote names it: a section, theorem, figure, table or appendix
 WHERE = re.compile(r"(§\s?[\dA-Z.]+|Theorem \d+|Figs?\.? ?[\d-]+|Figures? [\d, and-]+\d|Table [IVX\d]+|App\. [A-Z.\d]+)")
 BESIDE_PAPER = re.compile(r"(\d[\d.e+-]*) \(paper (\d[\d.e+-]*)")  # "0.00577 (paper 0.0029": ours, then the paper's
@@ -44,7 +44,7 @@ def where(claim: dict[str, Any], titles: dict[str, str]) -> str:
 def said(claim: dict[str, Any], previous: dict[str, Any] | None, following: dict[str, Any] | None) -> str:
     """The paper's words; for a claim that splits a sentence into parts, what each part tests (the first with the
     sentence, the others under a ditto)."""
-    part = "this part: " + words(claim.get("expected", ""), QUOTE_WORDS - 4)
+    part = "this part: " + words(claim.get("expected", ""), PART_WORDS)
     if previous is not None and previous.get("quote") == claim.get("quote"):
         return "〃 " + part
     quote = words(claim.get("quote", ""), QUOTE_WORDS)
@@ -114,12 +114,19 @@ def anchor(scale: str, claim_id: str) -> str:
     return f"{scale}-{claim_id}".lower()
 
 
-def data_line(scale: str, ledger: pd.DataFrame) -> str:
-    """On what data the scale's verdicts were judged: the stand-ins its notes name, else the paper's data."""
-    stand = sorted({label for note in ledger.get("note", pd.Series(dtype=str)).fillna("") for found in re.findall(r"Data: ([^.]*)\.", str(note))
-                    for label in found.split("; ")})
-    data = "the paper's datasets" if not stand else "the paper's datasets, except " + "; ".join(stand)
-    return f"`{scale}`: judged on {data}"
+def stand_ins(ledger: pd.DataFrame) -> list[str]:
+    """The stand-ins a ledger's notes say its claims were judged on (claims/data_notes.py)."""
+    return sorted({label for note in ledger.get("note", pd.Series(dtype=str)).fillna("")
+                   for found in re.findall(r"Data: ([^.]*)\.", str(note)) for label in found.split("; ")})
+
+
+def data_line(ledgers: dict[str, pd.DataFrame]) -> str:
+    """On what data each scale's verdicts were judged: the paper's datasets, but the stand-ins the notes name."""
+    stand = {scale: stand_ins(ledger) for scale, ledger in ledgers.items()}
+    if not any(stand.values()):
+        return "Judged on the paper's datasets."
+    return " ".join(f"`{s}`: judged on the paper's datasets, except {'; '.join(v)}." if v else
+                    f"`{s}`: judged on the paper's datasets." for s, v in stand.items())
 
 
 def card(ledgers: dict[str, pd.DataFrame], claims: list[dict[str, Any]], titles: dict[str, str], rows: str) -> str:
@@ -128,8 +135,8 @@ def card(ledgers: dict[str, pd.DataFrame], claims: list[dict[str, Any]], titles:
     scales = list(ledgers)
     by_scale = {s: ledgers[s][kinds_of(ledgers[s]) == PAPER].set_index("claim_id") for s in scales}
     lines = ["### Does each claim hold?", "",
-             "; ".join(data_line(s, ledgers[s]) for s in scales)
-             + ". Reduced scales run fewer clients, rounds or samples than the paper (section \"Reduced scales\").",
+             data_line(ledgers) + " Reduced scales run fewer clients, rounds or samples than the paper (section "
+             "\"Reduced scales\").",
              "", "| claim | the paper says | where | " + " | ".join(f"at `{s}`" for s in scales) + " |",
              "|---|---|---|" + "---|" * len(scales)]
     listed = [c for c in claims if any(c["id"] in by_scale[s].index for s in scales)]
@@ -140,7 +147,8 @@ def card(ledgers: dict[str, pd.DataFrame], claims: list[dict[str, Any]], titles:
                  for s in scales]
         lines.append(f"| {claim['id']} | {_cell(quote)} | "
                      f"{_cell(where(claim, titles))} | " + " | ".join(_cell(c) for c in cells) + " |")
-    lines += ["", "Verdicts: " + "; ".join(f"{SYMBOLS[v]} {v}: {w}" for v, w in VERDICT_WORDS.items()) + ".",
+    lines += ["", "Verdicts: " + "; ".join(f"{SYMBOLS[v]} {v}: {w.split(' (')[0]}" for v, w in VERDICT_WORDS.items())
+              + ", and the reason says why.",
               "Causes (in brackets): " + "; ".join(f"`{c}`: {w}" for c, w in causes.CAUSES.items()) + ".",
               f"Each verdict links to its full row in [{rows}]({rows}); docs/claims.md says how a verdict is "
               "reached and the error rate it carries."]

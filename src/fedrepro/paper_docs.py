@@ -193,11 +193,12 @@ def figures_shown(paper: str, figures: list[str], docs: Path = DOCS) -> str:
         tables = [f for f in figures if (folder / f"{f}.md").is_file()]
         if not shown and not tables:
             continue
-        lines += [f"<details{' open' if i == 0 else ''}><summary>Our figures at <code>{scale}</code> (the paper's "
-                  "text has no figure images to set beside them)</summary>", ""]
+        lines += [f"<details{' open' if i == 0 else ''}><summary>Our figures at <code>{scale}</code>"
+                  + (" (the paper's text has no figure images to set beside them)" if i == 0 else "")
+                  + "</summary>", ""]
         lines += [f"- {t}, our cells beside the paper's: [{paper}/{scale}/{t}.md]({paper}/{scale}/{t}.md)"
                   for t in tables] + ([""] if tables else [])
-        lines += [f"![{f} at {scale}]({paper}/{scale}/{f}.png)" for f in shown] + ["", "</details>", ""]
+        lines += [f"![{f}]({paper}/{scale}/{f}.png)" for f in shown] + ["", "</details>", ""]
     return "\n".join(lines)
 
 
