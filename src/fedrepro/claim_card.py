@@ -7,6 +7,7 @@ row's own fields (cause, check_says, departs, seeds_needed, measured), never fro
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
 import pandas as pd
@@ -17,7 +18,7 @@ from fedrepro.claims.table import VERDICT_WORDS
 from fedrepro.verdicts import FAIL, INCONCLUSIVE, PASS
 
 SYMBOLS = {PASS: "✅", FAIL: "❌", INCONCLUSIVE: "⬜"}
-QUOTE_WORDS, PART_WORDS, REASON_WORDS = 20, 10, 15
+QUOTE_WORDS, PART_WORDS, REASON_WORDS = 20, 8, 15
 # where a claim stands in the paper, as its quote names it: a section, theorem, figure, table or appendix
 WHERE = re.compile(r"(§\s?[\dA-Z.]+|Theorem \d+|Figs?\.? ?[\d-]+|Figures? [\d, and-]+\d|Table [IVX\d]+|App\. [A-Z.\d]+)")
 BESIDE_PAPER = re.compile(r"(\d[\d.e+-]*) \(paper (\d[\d.e+-]*)")  # "0.00577 (paper 0.0029": ours, then the paper's
@@ -38,17 +39,18 @@ def where(claim: dict[str, Any], titles: dict[str, str]) -> str:
     named, read = list(dict.fromkeys(named)), [f for f in dict.fromkeys(read) if f not in named]
     if not named:
         return f"judged on {', '.join(read)}" if read else "-"
-    return ", ".join(named) + (f" (judged on {', '.join(read)})" if read else "")
+    return ", ".join(named) + (f" (on {', '.join(read)})" if read else "")
 
 
-def said(claim: dict[str, Any], previous: dict[str, Any] | None, following: dict[str, Any] | None) -> str:
-    """The paper's words; for a claim that splits a sentence into parts, what each part tests (the first with the
-    sentence, the others under a ditto)."""
+def said(claim: dict[str, Any], previous: dict[str, Any] | None, repeated: bool) -> str:
+    """The paper's words; for a sentence that several claims split (`repeated`), what each part tests: with the
+    sentence, or under a ditto where the row above has the same sentence."""
+    if not repeated:
+        return words(claim.get("quote", ""), QUOTE_WORDS)
     part = "this part: " + words(claim.get("expected", ""), PART_WORDS)
     if previous is not None and previous.get("quote") == claim.get("quote"):
         return "〃 " + part
-    quote = words(claim.get("quote", ""), QUOTE_WORDS)
-    return f"{quote} — {part}" if following is not None and following.get("quote") == claim.get("quote") else quote
+    return f"{words(claim.get('quote', ''), QUOTE_WORDS)} — {part}"
 
 
 def _held(measured: str) -> str:
@@ -140,9 +142,10 @@ def card(ledgers: dict[str, pd.DataFrame], claims: list[dict[str, Any]], titles:
              "", "| claim | the paper says | where | " + " | ".join(f"at `{s}`" for s in scales) + " |",
              "|---|---|---|" + "---|" * len(scales)]
     listed = [c for c in claims if any(c["id"] in by_scale[s].index for s in scales)]
+    quotes = Counter(c.get("quote") for c in listed)
     for i, claim in enumerate(listed):
         shown = [s for s in scales if claim["id"] in by_scale[s].index]
-        quote = said(claim, listed[i - 1] if i else None, listed[i + 1] if i + 1 < len(listed) else None)
+        quote = said(claim, listed[i - 1] if i else None, quotes[claim.get("quote")] > 1)
         cells = [verdict_cell(by_scale[s].loc[claim["id"]], f"{rows}#{anchor(s, claim['id'])}") if s in shown else "-"
                  for s in scales]
         lines.append(f"| {claim['id']} | {_cell(quote)} | "

@@ -121,3 +121,11 @@ def test_the_cards_reason_says_what_the_row_rests_on():
     assert "not yet run" in reason(unjudged)
     long = _row(cause=causes.SCALE, note="not decided at the quick scale (the check alone says FAIL): " + "word " * 30)
     assert len(reason(long).split()) <= 16  # 15 words and the ellipsis
+
+
+def test_every_papers_page_stays_under_2500_words():
+    """A paper's page is its card, its figures and its readings: the verdicts in full and the settings at every
+    scale live on its verdicts page, the project's history in docs/ and git."""
+    for paper in known_papers():
+        words = len((REPO / "docs" / "papers" / f"{paper}.md").read_text().split())
+        assert words < 2500, f"docs/papers/{paper}.md has {words} words"
