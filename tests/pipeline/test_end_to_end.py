@@ -67,7 +67,8 @@ def test_smoke_run_report_and_dvc_round_trip(tmp_path):
     reference = work / "docs" / "papers" / "fedvr" / "smoke"
     assert {"ledger.csv", "ledger.json", "digest.csv", "stamp.json", "fig3.png", "claims.png"} <= {
         p.name for p in reference.iterdir()}
-    assert "#### At `smoke`" in (work / "docs" / "papers" / "fedvr.md").read_text()
+    assert "#### At `smoke`" in (work / "docs" / "papers" / "fedvr" / "verdicts.md").read_text()
+    assert "at `smoke` |" in (work / "docs" / "papers" / "fedvr.md").read_text()  # the claim card's column
     agree = sh(BIN / "fedrepro", "compare", "--scale", "smoke", cwd=work)
     assert "fedvr at smoke: the verdicts agree" in agree and "fig3     identical" in agree, agree
     ledger_ref = pd.read_csv(reference / "ledger.csv", dtype=str, keep_default_na=False)
