@@ -2,7 +2,8 @@
 words, where it stands in the paper, and at each scale with a committed reference the verdict as a symbol and a
 word with a plain reason of at most REASON_WORDS words, linked to the claim's full row below. It is generated from
 the reference ledgers (paper_docs.py writes it), so it cannot say more than they do: the reason comes from the
-row's own fields (cause, check_says, departs, seeds_needed, measured), never from prose kept beside it."""
+row's own fields (cause, check_says, departs, robustness, seeds_needed, measured) and, where the ledger keeps them
+only in its note, the reason a scale was declared undecided and the stand-ins' labels."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pandas as pd
 
 from fedrepro.claims import causes
 from fedrepro.claims.kinds import PAPER, kinds_of
+from fedrepro.claims.robustness import DEPENDS
 from fedrepro.claims.table import VERDICT_WORDS
 from fedrepro.verdicts import FAIL, INCONCLUSIVE, PASS
 
@@ -76,11 +78,11 @@ def reason(row: pd.Series) -> str:
         said = {PASS: "holds", FAIL: "fails", INCONCLUSIVE: "open"}.get(row.get("check_says", "") or INCONCLUSIVE)
         text = f"needs the real dataset; on the stand-in it {said}" if said != "open" else \
             "needs the real dataset; open on the stand-in too"
-    elif cause == causes.READING and status == FAIL and "Not yet the paper's FAIL" in str(row.get("note", "")):
-        text = "fails under our readings; alternative readings not yet run (READINGS=all)"
     elif cause == causes.READING:
-        text = ("rests on a definition of ours the paper leaves open" if "assumed definition" in str(row.get("note"))
-                else "an alternative reading of the paper flips it")
+        # a FAIL only by alternatives not judged, or one that flips; an open verdict by a definition of ours
+        text = ("an alternative reading of the paper flips it" if row.get("robustness") == DEPENDS
+                else "fails under our readings; alternative readings not yet run (READINGS=all)" if status == FAIL
+                else "rests on a definition of ours the paper leaves open")
     elif cause == causes.PAPER:
         text = f"fails ({held} hold) under every reading" if held else "fails under every reading"
     elif cause == causes.SEEDS:

@@ -1,7 +1,9 @@
-"""The generated parts of each paper's page, docs/papers/<paper>.md: its figures at every scale, from the
-configuration, and its expected results, from the reference committed beside the page (expected.py). `fedrepro
-docs` rewrites each part between its markers and leaves the rest of the page, written by hand, as it is; `fedrepro
-docs --check` says whether every part is current (a test runs it, so the pages cannot drift from the reference).
+"""The generated parts of each paper's page, docs/papers/<paper>.md: its claim card and our figures, from the
+reference committed beside the page (expected.py, claim_card.py), and its cost line (scale_costs.py, as the README's
+cost table); and its verdicts page, docs/papers/<paper>/verdicts.md, generated whole: every verdict in full and each
+figure's settings at every scale. `fedrepro docs` rewrites each part between its markers and leaves the rest of the
+page, written by hand, as it is; `fedrepro docs --check` says whether every part is current (a test runs it, so
+the pages cannot drift from the reference).
 
 What a person must say about a verdict (why a claim fails or stays open, what a reading changes) lives in
 docs/papers/<paper>/notes.yaml, keyed by scale and claim id and by the verdict it explains; the verdict table shows
@@ -119,15 +121,15 @@ def verdicts_table(paper: str, scale: str, ledger: pd.DataFrame, stamp: dict,
     mine = ledger[kinds_of(ledger) == PAPER]
     rates = sorted({r for r in mine.get("error_rate", pd.Series(dtype=str)) if r})
     unjudged = not any(readings_text(row) != "-" for _, row in mine.iterrows())
+    said = (["Error rates the rules state: " + "; ".join(rates) + "."] if rates else []) + (
+        ["No alternative reading was run at this scale (`readings: primary`): `make reproduce READINGS=all` judges "
+         "them."] if unjudged else [])
     lines = [f"#### At `{scale}`", "",
-             f"{counts_text(ledger)}. From [{folder}/ledger.csv]({folder}/ledger.csv), {stamp_text(stamp)}.",
-             "", "Error rates the rules state: " + "; ".join(rates) + "." if rates else "",
-             "No alternative reading was run at this scale (`readings: primary`): `make reproduce READINGS=all` "
-             "judges them." if unjudged else "", "",
+             f"{counts_text(ledger)}. From [{folder}/ledger.csv]({folder}/ledger.csv), {stamp_text(stamp)}.", "",
+             *([*said, ""] if said else []),
              "| claim | the paper says | verdict | why open or failed | measured | support | across readings | "
              "why (by hand) |",
              "|---|---|---|---|---|---|---|---|"]
-    lines = [line for i, line in enumerate(lines) if line or not (i > 0 and lines[i - 1] == "")]
     kinds = kinds_of(ledger)
     for _, row in mine.iterrows():
         note = notes.get(row["claim_id"], {}).get("note", "")
@@ -248,38 +250,38 @@ def run_tables(config_dir: Path = Path("config")) -> dict[str, RunTable]:
     return {scale: load_and_validate({"scale": scale}, config_dir)[1] for scale in SCALES}
 
 
+def _rewrite(page: Path, parts: dict[str, str | None], check: bool, stale: list[str]) -> None:
+    """Give `page` its generated `parts` (with `check`, write nothing), adding it to `stale` when one was not current."""
+    text = page.read_text()
+    if any(current_part(text, part) != body for part, body in parts.items()):
+        stale.append(str(page))
+    if not check:
+        for part, body in parts.items():
+            text = _replace(text, part, body)
+        page.write_text(text)
+
+
 def write_docs(papers: list[str], docs: Path = DOCS, check: bool = False, root: Path = Path(".")) -> list[str]:
     """Rewrite the generated parts of the papers' pages and of the README (its costs, from the same source as each
     page's: scale_costs.py) (with `check`, write nothing); returns the pages with a part that was not current."""
     tables = run_tables(root / "config")
     costs = scale_costs(tables["paper"].runs, root)
-    stale = []
-    pages = {docs / f"{paper}.md": paper for paper in papers}
-    readme = root / "README.md"
-    for page, paper in [*pages.items(), *([(readme, None)] if readme.is_file() else [])]:
+    stale: list[str] = []
+    for paper in papers:
+        page = docs / f"{paper}.md"
         if not page.is_file():
             raise ConfigError(f"{page} does not exist: a paper's page is written by hand, its generated parts added")
-        text = page.read_text()
-        if paper is None:
-            parts = {COSTS: readme_part(costs, root)}
-        else:
-            figures = tables["paper"].paper_figures(paper)
-            claims = read_yaml(root / "config" / "claims" / f"{paper}.yaml")["claims"]
-            parts = {CARD: card_part(paper, claims, {f.name: f.title for f in figures}, docs),
-                     COSTS: page_part(paper, costs),
-                     "figures": None, "expected": None}  # both on the verdicts page, beside the reference
-            title = text.splitlines()[0].lstrip("# ").strip()
-            whole = verdicts_page(paper, title, figures_part(paper, tables), docs)
-            path = docs / paper / VERDICTS_PAGE
-            if whole is not None and (not path.is_file() or path.read_text() != whole):
-                stale.append(str(path))
-                if not check:
-                    write_text(path, whole)
-        if any(current_part(text, part) != body for part, body in parts.items()):
-            stale.append(str(page))
-        if check:
-            continue
-        for part, body in parts.items():
-            text = _replace(text, part, body)
-        page.write_text(text)
+        title = page.read_text().splitlines()[0].lstrip("# ").strip()
+        whole, path = verdicts_page(paper, title, figures_part(paper, tables), docs), docs / paper / VERDICTS_PAGE
+        if whole is not None and (not path.is_file() or path.read_text() != whole):
+            stale.append(str(path))
+            if not check:
+                write_text(path, whole)
+        figures = tables["paper"].paper_figures(paper)
+        claims = read_yaml(root / "config" / "claims" / f"{paper}.yaml")["claims"]
+        _rewrite(page, {CARD: card_part(paper, claims, {f.name: f.title for f in figures}, docs),
+                        COSTS: page_part(paper, costs.papers)}, check, stale)
+    readme = root / "README.md"
+    if readme.is_file():
+        _rewrite(readme, {COSTS: readme_part(costs)}, check, stale)
     return stale

@@ -22,12 +22,18 @@ class Cost:
     paper: str
 
 
+@dataclass(frozen=True)
+class Costs:
+    papers: dict[str, Cost]
+    reproduce: str  # the whole measured `make reproduce` and when: "57 min in all (2026-11-27, commit ba3bb56)"
+
+
 def duration(seconds: float) -> str:
     """"34 min", "44 s": a measured time as a reader reads it."""
     return f"{seconds:.0f} s" if seconds < 60 else f"{seconds / 60:.0f} min"
 
 
-def scale_costs(paper_runs: dict[str, dict], root: Path = Path(".")) -> dict[str, Cost]:
+def scale_costs(paper_runs: dict[str, dict], root: Path = Path(".")) -> Costs:
     """Each paper's Cost, from RECORD, and its `paper_runs` (the paper scale's run specs) priced at the GPU rates
     on record."""
     from fedrepro.results.gpu_cost import RECORDS, load_rates, paper_costs
@@ -40,18 +46,17 @@ def scale_costs(paper_runs: dict[str, dict], root: Path = Path(".")) -> dict[str
     gpu = paper_costs(paper_runs, load_rates(root / RECORDS))
     cpu = record["paper_cpu"]["wall_s"]
     papers = [p for p in quick["job_wall_s"] if not p.startswith("(")]
-    return {p: Cost(duration(quick["job_wall_s"][p] / quick["cores"]),
-                    gpu[p].text() if p in gpu else f"CPU: {duration(cpu[p])} on {quick['cores']} cores")
-            for p in papers}
+    return Costs({p: Cost(duration(quick["job_wall_s"][p] / quick["cores"]),
+                          gpu[p].text() if p in gpu else f"CPU: {duration(cpu[p])} on {quick['cores']} cores")
+                  for p in papers}, f"{duration(quick['wall_s'])} in all ({quick['measured']})")
 
 
-def readme_part(costs: dict[str, Cost], root: Path = Path(".")) -> str:
+def readme_part(costs: Costs) -> str:
     """The README's table of what each paper costs."""
-    record = json.loads((root / RECORD).read_text())["quick"]
     lines = ["| paper | `quick`: its share of `make reproduce` on 2 cores | `paper` scale |", "|---|---|---|"]
-    lines += [f"| `{p}` | {c.quick} | {c.paper} |" for p, c in costs.items()]
-    lines += ["", f"`make reproduce` took {duration(record['wall_s'])} in all ({record['measured']}). The GPU-hours are "
-                  "priced from the GPU rates on record (`fedrepro cost --scale paper --gpus N`)."]
+    lines += [f"| `{p}` | {c.quick} | {c.paper} |" for p, c in costs.papers.items()]
+    lines += ["", f"`make reproduce` took {costs.reproduce}. The GPU-hours are priced from the GPU rates on record "
+                  "(`fedrepro cost --scale paper --gpus N`)."]
     return "\n".join(lines) + "\n"
 
 
