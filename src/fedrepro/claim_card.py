@@ -87,9 +87,7 @@ def reason(row: pd.Series) -> str:
         text = f"fails ({held} hold) under every reading" if held else "fails under every reading"
     elif cause == causes.SEEDS:
         needed = str(row.get("seeds_needed", ""))
-        text = (f"about {needed} seeds would decide it" if needed.isdigit()
-                else "no number of seeds within reach decides it" if needed == causes.NOT_WITHIN_REACH
-                else "more seeds needed; no estimate")
+        text = f"about {needed} seeds would decide it" if needed.isdigit() else "more seeds needed; no estimate"
     elif cause == causes.SCALE:
         why = _undecided_reason(row.get("note", ""))
         text = f"not shown at {row['scale']}: {why}" if why else f"the {row['scale']} scale cannot show it"
@@ -97,6 +95,8 @@ def reason(row: pd.Series) -> str:
         measured = str(row.get("measured", ""))
         text = ("the runs end before reaching the target" if "reach" in measured or "censored" in measured
                 else "the metric sits below its floor: not learned yet" if "floor" in measured
+                else "no effect either way: more than 50 seeds would be needed"
+                if row.get("seeds_needed") == causes.NOT_WITHIN_REACH
                 else "the check cannot decide on these runs")
     else:
         text = str(cause or status).lower()

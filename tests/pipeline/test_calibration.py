@@ -14,7 +14,7 @@ from fedrepro.claims.checks import CHECKS
 from fedrepro.claims.data import ClaimData
 from fedrepro.claims.calibration import EQUIVALENT, KINDS, SCALE, check_rates, claim_rates, noise, sequential_rates
 from fedrepro.claims.calibration_verdicts import verdict_rates
-from fedrepro.claims.checks.inference import ALPHA, combine, holm, paired_t, signs
+from fedrepro.claims.checks.inference import ALPHA, combine, decide, effect_test, holm, paired_t, signs
 from fedrepro.claims.ledger import evaluate_claims
 
 POOL, CLAIMS, VERDICT_POOL, SEQ_CLAIMS = 200, 4000, 300, 2000
@@ -145,3 +145,42 @@ def test_the_tests_at_their_edges():
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     # "most" of 3 (2 needed): partial conjunction, (3 - 2 + 1) x the 2nd smallest p
     assert combine(cells + [cells[0]], 2).p_holds == pytest.approx(2 * cells[0].p_holds)
+
+
+def _runs(times: dict[str, list[float | None]], end: float = 60.0) -> ClaimData:
+    """Per method, each seed's round of reaching the target (None: not within the run, which ends at `end`):
+    accuracy 0 before it, 1 from it on, logged every 10 rounds."""
+    grid = np.arange(0.0, end + 1, 10.0)
+    rows = [{"figure": "f", "panel": "p", "curve": m, "method": m, "run_id": m, "seed": s, "round": r,
+             "test_accuracy": float(t is not None and r >= t), "grad_norm": 1.0 / (1 + r * (t or end) / 100),
+             "diverged": False}
+            for m, seeds in times.items() for s, t in enumerate(seeds) for r in grid]
+    return ClaimData(pd.DataFrame(rows), ["figure", "panel", "curve", "method", "run_id"])
+
+
+def test_tied_seeds_weigh_as_signs_not_certainty():
+    """Seeds that tie (a coarse grid of rounds) read as certain made 3 seeds PASS at p = 0, against the stated
+    "3 seeds: p >= 1/8". Through time_to_target and compare_final: ties open at 3 seeds, decide at 5 (1/32)."""
+    reach = dict(metric="test_accuracy", higher=True, target=0.5, per=["panel"], a={"method": "a"}, b={"method": "b"})
+    tied = _runs({"a": [20, 20, 20], "b": [None] * 3})  # B censored at 60 in every seed
+    assert CHECKS["time_to_target"](tied, **reach).status == "INCONCLUSIVE"
+    spread = _runs({"a": [20, 20, 30], "b": [None] * 3})
+    assert CHECKS["time_to_target"](spread, **reach).status == "INCONCLUSIVE"
+    assert CHECKS["time_to_target"](_runs({"a": [20] * 5, "b": [None] * 5}), **reach).status == "PASS"
+    # equal finals within compare_final's tolerance: a tie on every seed, the same sign each
+    final = dict(metric="grad_norm", per=["panel"], a={"method": "a"}, b={"method": "b"}, factor=1.25)
+    assert CHECKS["compare_final"](_runs({"a": [30] * 3, "b": [30] * 3}), **final).status == "INCONCLUSIVE"
+    assert CHECKS["compare_final"](_runs({"a": [30] * 5, "b": [30] * 5}), **final).status == "PASS"
+
+
+@pytest.mark.parametrize("seeds", [3, 5, 8])
+def test_ties_on_a_coarse_grid_keep_the_stated_rate(seeds):
+    """A seed ties (on the claim's side, by a tolerance) or is one grid step worse, each with probability 1/2:
+    the typical seed is at the boundary, and PASS must stay within the stated rate; with ties read as certain,
+    1/2^3 of such claims passed at 3 seeds and every all-tied draw at any number."""
+    rng = np.random.default_rng(11)
+    draws = 4000
+    worse = rng.random((draws, seeds)) < 0.5
+    effects = np.where(worse, -1.0, 0.1)
+    passed = np.mean([decide(effect_test(e)) == "PASS" for e in effects])
+    assert passed <= bound(draws)

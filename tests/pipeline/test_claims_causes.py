@@ -56,16 +56,26 @@ def test_beyond_reach_a_zero_effect_and_one_seed_say_so():
     assert causes.seeds_text(causes.seeds_estimate(effect_test(_effects(0.01, 1.0))), 3, 3) == causes.NOT_WITHIN_REACH
     zero = effect_test(_effects(0.0, 1.0))
     assert causes.seeds_text(causes.seeds_estimate(zero), 3, 3) == causes.NOT_WITHIN_REACH
+    # a plateau is no want of seeds: its cause is the check's, not `seeds`
+    assert causes.cause("INCONCLUSIVE", reading=False, scale=False, rule="", test=zero) == causes.CHECK
+    near = effect_test(_effects(0.5, 1.0))
+    assert causes.cause("INCONCLUSIVE", reading=False, scale=False, rule="", test=near) == causes.SEEDS
     assert causes.seeds_text(causes.seeds_estimate(effect_test([0.3])), 1, 3) == causes.UNKNOWN
 
 
-def test_a_censored_seed_leaves_the_seeds_unable_to_decide_it():
-    # three seeds, one not reached within the run: the sign test cannot reach 5% at 3 seeds
+def test_a_sign_test_on_one_side_needs_five_seeds_and_a_split_one_is_the_checks():
+    # three seeds, one censored but settled on the holding side: 1/8 at 3 seeds, 1/32 at 5, if new seeds fall alike
     censored = effect_test([0.2, 0.3, 0.1], [0.2, 0.3, math.inf])
-    assert censored.kind == "sign" and causes.seeds_estimate(censored).blocked
-    assert causes.cause("INCONCLUSIVE", reading=False, scale=False, rule="", test=censored) == causes.CHECK
-    # a pass that only the censored cell withholds: still the check's
-    assert causes.seeds_estimate(combine([censored, effect_test(_effects(1.0, 1.0))])).blocked
+    assert censored.kind == "sign" and causes.seeds_estimate(censored) == causes.Need(False, False, 5)
+    assert causes.cause("INCONCLUSIVE", reading=False, scale=False, rule="", test=censored) == causes.SEEDS
+    tied = effect_test([0.5, 0.5, 0.5])  # ties weigh as signs too
+    assert tied.kind == "sign" and causes.seeds_estimate(tied).n == 5
+    # a seed unsettled (its interval spans 0): more seeds of the same kind cannot be counted on
+    split = effect_test([0.2, 0.3, -0.1], [0.2, 0.3, math.inf])
+    assert causes.seeds_estimate(split).blocked
+    assert causes.cause("INCONCLUSIVE", reading=False, scale=False, rule="", test=split) == causes.CHECK
+    # a pass that only the split cell withholds: still the check's
+    assert causes.seeds_estimate(combine([split, effect_test(_effects(1.0, 1.0))])).blocked
 
 
 def test_the_cause_takes_readings_then_scale_then_the_verdict():

@@ -168,9 +168,13 @@ def test_a_result_that_no_resample_changes_has_no_support():
     f_star = {"check": "mc_stat_within", "select": {"method": "a"}, "stat": "f_star", "low": 0.5, "high": 1.5}
     row = _mc_ledger(_mc(1.0), f_star)
     assert row["status"] == "PASS" and math.isnan(row["support"]) and "same in every resample" in row["note"]
-    # a tested check reads seeds that agree exactly as certain: the quantity does not depend on the seed
+    # a tested check reads seeds that agree exactly as a tie, not as certain (no run is free of its seed): the
+    # sign test of the seeds, 2^-n, which 3 seeds leave open (1/8; 5 such seeds would decide) and 5 decide (1/32)
     row = _ledger(_runs(a=[1, 1, 1], b=[10, 10, 10]))
-    assert row["status"] == "PASS" and row["p_pass"] == 0.0
+    assert row["status"] == "INCONCLUSIVE" and row["p_pass"] == 0.125 and row["seeds_needed"] == "5"
+    assert "3 equal seeds, sign 3+/0-/3" in row["measured"] and row["cause"] == "seeds"
+    row = _ledger(_runs(a=[1] * 5, b=[10] * 5))
+    assert row["status"] == "PASS" and row["p_pass"] == pytest.approx(0.5 ** 5, abs=1e-4) and math.isnan(row["support"])
     # the verdict is the same in every resample, the values are not: a bootstrap's support, not NA
     row = _mc_ledger(_mc(100.0), MC)
     assert row["status"] == "PASS" and row["support"] == 1.0 and "measured (bootstrap" in row["error_rate"]

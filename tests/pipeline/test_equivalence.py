@@ -48,8 +48,13 @@ def test_what_the_seeds_cannot_place_is_open():
 
 
 def test_seeds_that_agree_or_are_known_only_by_sign():
-    assert decide(equivalent([0.0] * 3, margin=0.1)) == "PASS"  # no noise: certain
-    assert decide(equivalent([0.5] * 3, margin=0.1)) == "FAIL"
+    # seeds that tie are a sign test, not certain: 3 leave both sides open (1/8); inside the margin, 5 pass (each side
+    # 1/2^5, IUT); beyond it, 6 fail (2 x 1/2^6 <= 5%), not 5 (2 x 1/2^5 > 5%)
+    tied = equivalent([0.0] * 3, margin=0.1)
+    assert decide(tied) == "INCONCLUSIVE" and tied.parts[0].how == tied.parts[1].how == "3 equal seeds, sign 3+/0-/3"
+    assert decide(equivalent([0.0] * 5, margin=0.1)) == "PASS"
+    assert decide(equivalent([0.5] * 3, margin=0.1)) == decide(equivalent([0.5] * 5, margin=0.1)) == "INCONCLUSIVE"
+    assert decide(equivalent([0.5] * 6, margin=0.1)) == "FAIL"
     # a diverged seed (inf) counts by its sign: beyond the upper side, inside the lower one
     test = equivalent([0.0, 0.01, -0.01, 0.02, np.inf], margin=0.1)
     assert test.parts[1].p_holds == pytest.approx(stats.binom.sf(3, 5, 0.5))  # 4 of 5 inside: 6/32, open
@@ -120,7 +125,9 @@ def test_log_ratio_within_counts_finals_below_the_floor_as_the_floor():
                 for m, finals in (("a", a), ("b", b)) for s, v in enumerate(finals) for r in range(11)]
         return ClaimData(pd.DataFrame(rows), ["figure", "panel", "curve", "method", "run_id"])
     kwargs = dict(a={"method": "a"}, b={"method": "b"}, per=["panel"], metric="grad_norm", max_abs_log10=0.5)
-    tiny = runs([1e-12, 2e-12, 1.5e-12], [1e-10, 3e-10, 2e-10])  # 2 decades apart, all below 1e-8 of the first value
+    # 2 decades apart, all below 1e-8 of the first value; 5 seeds, as at the floor every seed's ratio is 1 (a tie: the
+    # sign test, 1/2^5 per side)
+    tiny = runs([1e-12, 2e-12, 1.5e-12, 3e-12, 1.2e-12], [1e-10, 3e-10, 2e-10, 1.5e-10, 2.5e-10])
     assert CHECKS["log_ratio_within"](tiny, **kwargs).status == "FAIL"
     assert CHECKS["log_ratio_within"](tiny, **kwargs, or_both_below=1e-8).status == "PASS"  # all at the floor
     diverged = runs([0.1, 0.1, 0.1], [np.inf, 0.1, 0.1])
@@ -135,8 +142,8 @@ def test_rank_correlation_is_tested_within_its_margin_seed_by_seed():
         return ClaimData(pd.DataFrame(rows), ["figure", "panel", "curve", "method", "run_id"])
     kwargs = dict(select={}, per=["panel"], columns=["speed", "participation"], within=0.2)
     ten = list(range(10))
-    swaps = [ten[:4] + [5, 4] + ten[6:], ten[:2] + [3, 2] + ten[4:]]  # rho 0.988, 0.988 (a strong link)
-    assert CHECKS["rank_correlation"](clients(*swaps, swaps[0]), **kwargs).status == "FAIL"
+    swaps = [ten, ten[:4] + [5, 4] + ten[6:], [1, 0] + ten[2:8] + [9, 8]]  # rho 1, 0.988, 0.976 (a strong link)
+    assert CHECKS["rank_correlation"](clients(*swaps), **kwargs).status == "FAIL"
     shuffled = [[3, 7, 1, 9, 0, 5, 8, 2, 6, 4], [6, 0, 8, 3, 9, 1, 4, 7, 2, 5], [2, 9, 4, 0, 7, 5, 1, 8, 3, 6]]
     rhos = [stats.spearmanr(ten, ys).statistic for ys in shuffled]
     result = CHECKS["rank_correlation"](clients(*shuffled), **kwargs)

@@ -14,8 +14,10 @@ from fedrepro.vertical_time import time_win_threshold
 LABELS = ["figure", "panel", "curve", "method", "run_id", "Q"]
 
 
-def _table(curves: dict[int, list[float]], panel: str = "p", every: int = 10, seeds: int = 3) -> pd.DataFrame:
-    """Each curve the same in every seed (the checks test their seeds: seeds that agree decide with certainty)."""
+def _table(curves: dict[int, list[float]], panel: str = "p", every: int = 10, seeds: int = 6) -> pd.DataFrame:
+    """Each curve the same in every seed: the seeds tie on the grid of iterations, which the checks read by the
+    sign test of the seeds (inference.effect_test: 3 tied seeds give 1/8, open), so 6 seeds: 1/2^6 decides a PASS,
+    and a FAIL of one of two pairs (Holm: 2 x 1/2^6 < 5%)."""
     rows = [{"figure": "f", "panel": panel, "curve": f"Q = {q}", "method": "tdcd", "run_id": f"{panel}-{q}", "Q": q,
              "seed": s, "iteration": i * every, "test_accuracy": v, "train_loss": 2 - v, "diverged": not np.isfinite(v)}
             for q, values in curves.items() for i, v in enumerate(values) for s in range(seeds)]
@@ -85,7 +87,11 @@ def test_time_win_ratio_reads_a_censored_run_as_a_bound_on_the_ratio():
     result = _ratio(table, a={"Q": 10})
     assert result.status == "INCONCLUSIVE"
     assert "n/n_1 = >60/40 > 1.5 vs thresholds 7.75 (t_comm 10)" in result.measured and "does not decide" in result.measured
-    # Q = 1 reaches it at iteration 10 and Q = 10 not by 90: n_10 / n_1 > 9 >= 7.75, a sure FAIL
-    assert _ratio(_table({1: [0, 0.6], 10: [0] * 10}), a={"Q": 10}).status == "FAIL"
+    # Q = 1 reaches it at iteration 10 and Q = 10 not by 90: n_10 / n_1 > 9 >= 7.75 on every seed, a FAIL once the
+    # sign test of the seeds reaches 5%: not with 3 seeds (1/8), with 6
+    beyond = {1: [0, 0.6], 10: [0] * 10}
+    result = _ratio(_table(beyond, seeds=3), a={"Q": 10})
+    assert result.status == "INCONCLUSIVE" and "(open: 3 equal seeds, sign 0+/3-/3)" in result.measured
+    assert _ratio(_table(beyond), a={"Q": 10}).status == "FAIL"
     # Q = 10 reaches it at 20 and Q = 1 not by 40: n_10 / n_1 < 0.5, a sure PASS
     assert _ratio(_table({1: [0] * 5, 10: [0, 0, 0.6]}), a={"Q": 10}).status == "PASS"

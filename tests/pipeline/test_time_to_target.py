@@ -1,6 +1,7 @@
 """Time to target, its trends and ratios, and summaries on a non-uniform x (a simulated clock): known answers."""
 
 import math
+import zlib
 
 import numpy as np
 import pandas as pd
@@ -32,7 +33,8 @@ def _table(runs=RUNS, panel: str = "p") -> pd.DataFrame:
 
 def _repeat(table: pd.DataFrame, times: int = 3) -> pd.DataFrame:
     """The seeds of `table` repeated `times` times as new seeds: the same per-seed effects, more of them, so
-    that the checks' tests (claims/checks/inference.py) can decide; one seed repeated agrees exactly."""
+    that the checks' tests (claims/checks/inference.py) can decide: a sign test (a censored or diverged seed, or
+    seeds that tie) needs 5 seeds, and 2 seeds that differ give the t-test its spread."""
     width = int(table["seed"].max()) + 1
     return pd.concat([table.assign(seed=table["seed"] + k * width) for k in range(times)], ignore_index=True)
 
@@ -124,15 +126,29 @@ def test_claims_validation_names_a_bad_choice_or_parameter():
         validate_claims({"claims": [{k: v for k, v in claim.items() if k != "target"}]}, "t.yaml")
 
 
-def _reaching(times: dict, extra: dict | None = None) -> pd.DataFrame:
-    """One run per key of `times` (a value of n), its curve reaching accuracy 1 at that time (inf: never)."""
-    rows = []  # three seeds that agree exactly: the checks decide with certainty (inference.effect_test)
+# the seeds' times around a run's time t: the median at t (so the seed-mean curve reaches the target at t), the
+# others a few % off; 7 seeds, so that a step a censored time makes a sign test decides (1/2^7, Holm over 3 steps)
+SPREAD = (0.96, 0.97, 0.99, 1.0, 1.01, 1.03, 1.04)
+
+
+def _seed_rows(n, t: float, seed: int, run: str = "r", extra: dict | None = None) -> list[dict]:
+    """One seed of run n, its curve reaching accuracy 1 at time t (inf: never; censored at 100)."""
+    reached = math.isfinite(t)
+    return [{"figure": "t", "panel": "p", "curve": f"n={n}", "method": "m", "run_id": f"{run}{n}", "seed": seed,
+             "n": n, "virtual_time": x, "test_accuracy": acc, "diverged": False, **(extra or {})}
+            for x, acc in ((0.0, 0.0), (t if reached else 50.0, 1.0 if reached else 0.0),
+                           (100.0, 1.0 if reached else 0.0))]
+
+
+def _reaching(times: dict, extra: dict | None = None, run: str = "r") -> pd.DataFrame:
+    """One run per key of `times` (a value of n), each seed reaching accuracy 1 at that time x its own factor of
+    SPREAD, in an order drawn per run (a generator seeded by the run's id): independent seed noise, so that the
+    per-seed effects of two runs differ and their t-test decides (seeds that tied would be a sign test)."""
+    rows = []
     for n, t in times.items():
-        reached = math.isfinite(t)
-        for x, acc in ((0.0, 0.0), (t if reached else 50.0, 1.0 if reached else 0.0), (100.0, 1.0 if reached else 0.0)):
-            rows.append({"figure": "t", "panel": "p", "curve": f"n={n}", "method": "m", "run_id": f"r{n}", "seed": 0,
-                         "n": n, "virtual_time": x, "test_accuracy": acc, "diverged": False, **(extra or {})})
-    return _repeat(pd.DataFrame(rows))
+        order = np.random.default_rng(zlib.crc32(f"{run}{n}".encode())).permutation(len(SPREAD))
+        rows += [row for seed, k in enumerate(order) for row in _seed_rows(n, t * SPREAD[k], seed, run, extra)]
+    return pd.DataFrame(rows)
 
 
 def _trend(table, **params):
@@ -158,8 +174,8 @@ def test_time_to_target_trend_counts_inversions_and_ranks_never_as_slowest():
 
 def test_time_ratio_by_group_compares_mean_speed_ups():
     def cell(n, t_a, t_b):
-        a = _reaching({n: t_a}).assign(panel=f"n={n}", method="a", curve="A", run_id=f"a{n}")
-        b = _reaching({n: t_b}).assign(panel=f"n={n}", method="b", curve="B", run_id=f"b{n}")
+        a = _reaching({n: t_a}, run="a").assign(panel=f"n={n}", method="a", curve="A")
+        b = _reaching({n: t_b}, run="b").assign(panel=f"n={n}", method="b", curve="B")
         return [a, b]
 
     def check(table):
@@ -175,7 +191,8 @@ def test_time_ratio_by_group_compares_mean_speed_ups():
     assert check(flipped).status == "FAIL"
     never = pd.concat(cell(10, 5, 10) + cell(40, math.inf, math.inf), ignore_index=True)
     assert check(never).status == "INCONCLUSIVE"  # the only large-n cell is undecided
-    # B censored at 100 at n = 40: its ratio is > 100/10 = 10, above the small-n mean 3 whatever T(b) is ...
+    # B censored at 100 at n = 40: its ratio is > 100/10 = 10, above the small-n mean 3 whatever T(b) is (a sign
+    # test of the 7 seeds) ...
     assert check(pd.concat(cell(10, 5, 10) + cell(20, 5, 20) + cell(40, 10, math.inf))).status == "FAIL"
     # ... but > 100/50 = 2 may lie either side of 3: open
     result = check(pd.concat(cell(10, 5, 10) + cell(20, 5, 20) + cell(40, 50, math.inf)))
@@ -231,27 +248,28 @@ def test_a_censored_time_is_a_lower_bound_that_decides_only_when_it_settles_the_
     short_row = times.set_index("method").loc["short"]
     assert math.isinf(short_row["t_target"]) and short_row["t_lower"] == 5.0
     assert times.set_index("method").loc["slow", "t_lower"] == 6.0  # reached: the bound is the time itself
-    # not reached by 5 against slow's 6: T > 5 may still be < 6, so the data cannot decide
-    status, measured, *_ = _check(_table({**RUNS, "short": short(5.0)}), a="short", target=0.7)
+    # a censored seed's effect is known only by its sign: a sign test, so 6 seeds (_repeat; 2 have p >= 1/4)
+    # not reached by 5 against slow's 6: T > 5 may still be < 6, so the data cannot decide however many seeds
+    status, measured, *_ = _check(_repeat(_table({**RUNS, "short": short(5.0)})), a="short", target=0.7)
     assert status == "INCONCLUSIVE" and "short >5 vs slow 6" in measured and "open" in measured
-    # not reached by 8: T > 8 >= 6, a sure FAIL; and slow (6) beats a run censored at 8 for sure
-    assert _check(_table({**RUNS, "short": short(8.0)}), a="short", target=0.7).status == "FAIL"
-    assert _check(_table({**RUNS, "short": short(8.0)}), a="slow", b="short", target=0.7).status == "PASS"
+    # not reached by 8: T > 8 >= 6 on every seed, a FAIL; and slow (6) beats a run censored at 8 on every seed
+    assert _check(_repeat(_table({**RUNS, "short": short(8.0)})), a="short", target=0.7).status == "FAIL"
+    assert _check(_repeat(_table({**RUNS, "short": short(8.0)})), a="slow", b="short", target=0.7).status == "PASS"
     # a diverged curve never reaches the target: its time is inf, not a bound
     wild = {**RUNS, "slow": {s: ([0, 3.0, 6.0], [0.1, 0.4, float("nan")]) for s in (0, 1)}}
     diverged = t2t_summary(_table(wild), LABELS, "test_accuracy", 0.9, True, "virtual_time").set_index("method")
     assert math.isinf(diverged.loc["slow", "t_lower"])
-    assert _check(_table(wild), target=0.9).status == "PASS"  # fast reaches 0.9 at 9 < never
+    assert _check(_repeat(_table(wild)), target=0.9).status == "PASS"  # fast reaches 0.9 at 9 < never
 
 
 def test_censored_times_leave_a_trend_or_a_ratio_open_unless_their_bounds_decide():
-    def censored(n: int, end: float) -> pd.DataFrame:  # run n stops at x = end below the target
-        return _repeat(pd.DataFrame([{"figure": "t", "panel": "p", "curve": f"n={n}", "method": "m",
-                                      "run_id": f"r{n}", "seed": 0, "n": n, "virtual_time": x, "test_accuracy": 0.0,
-                                      "diverged": False} for x in (0.0, end)]))
+    def censored(n: int, end: float) -> pd.DataFrame:  # run n stops at x = end below the target, every seed
+        return pd.DataFrame([{"figure": "t", "panel": "p", "curve": f"n={n}", "method": "m", "run_id": f"r{n}",
+                              "seed": s, "n": n, "virtual_time": x, "test_accuracy": 0.0, "diverged": False}
+                             for s in range(len(SPREAD)) for x in (0.0, end)])
 
     base = _reaching({10: 5.0, 20: 9.0, 40: 20.0})
-    # n = 80 not reached by 30: T > 30 >= 20, the rising trend holds for sure
+    # n = 80 not reached by 30: T > 30 >= 20 on every seed (a sign test of 7), the rising trend holds
     assert _trend(pd.concat([base, censored(80, 30.0)], ignore_index=True)).status == "PASS"
     # not reached by 15: T > 15 may be below 20, the last step is open and the trend undecided
     result = _trend(pd.concat([base, censored(80, 15.0)], ignore_index=True))
@@ -264,8 +282,7 @@ def test_censored_times_leave_a_trend_or_a_ratio_open_unless_their_bounds_decide
 
 def test_a_trend_step_inside_the_paired_seed_spread_is_open():
     def seeded(times: dict) -> pd.DataFrame:  # per n, each seed's curve jumps to accuracy 1 at its own time
-        return pd.concat([_reaching({n: t}).query("seed == 0").assign(seed=s) for n, ts in times.items()
-                          for s, t in enumerate(ts)], ignore_index=True)
+        return pd.DataFrame([row for n, ts in times.items() for s, t in enumerate(ts) for row in _seed_rows(n, t, s)])
 
     # seed-mean curves reach 0.5 at each n's first seed time: 4, 5, 20, 40, rising; but n = 10's seeds reach it
     # at 4, 12 and 6 and n = 20's at 5, 5 and 5, so the first step is not decided by its paired t-test

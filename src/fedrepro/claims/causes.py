@@ -10,11 +10,13 @@
   readings whose alternatives were not all judged at this scale;
 - scale: this scale cannot show it: declared `undecided_at` this scale, or a figure not produced here;
 - paper: a FAIL under every declared reading, each judged at this scale that can show it;
-- seeds: the rule's test of the seeds is open and more seeds of the same effect would decide it (too few
-  seeds for the rule at all, or t-tests whose effects the spread hides);
-- check: the check cannot decide on these data whatever the number of seeds: a time censored at the run's
-  end (a sign test, or a bound that does not settle), a metric below its floor, a check the decision rule
-  does not calibrate (its bootstrap did not agree), no data to compare.
+- seeds: the rule's test of the seeds is open and at most REACH seeds of the same effect would decide it (too
+  few seeds for the rule at all, t-tests whose effects the spread hides, or a sign test whose every seed falls on
+  one side, censored or tied, and that 2^-n does not yet reach: 5 such seeds would);
+- check: the check cannot decide on these data whatever the number of seeds: a sign test with seeds on both
+  sides or unsettled (a censored time, a bound that does not settle), an effect so small against its spread
+  that more than REACH seeds would be needed ("not within reach"), a metric below its floor, a check the
+  decision rule does not calibrate (its bootstrap did not agree), no data to compare.
 
 `seeds_needed` (for cause `seeds`): the smallest number of seeds at which the claim's own test, with each
 comparison's observed mean effect and seed s.d. held fixed, would decide it at the rule's alpha. A one-sample
@@ -23,7 +25,8 @@ combines its m comparisons, r of them required, as inference.combine does (the p
 PASS needs r comparisons each shown to hold at alpha / (m - r + 1), so its n is the r-th smallest of theirs
 (for `all`, the largest: every cell must hold, at alpha with no correction); FAIL needs m - r + 1 shown to
 fail at alpha / r, so its n is the (m - r + 1)-th smallest (for `all`: the one cell most clearly against,
-at alpha / m, Holm). A cell made of steps or conditions recurses the same way. The estimate is that of the
+at alpha / m, Holm). A sign test whose n seeds all fall on one side needs ceil(log2(1 / a)) seeds (5 at 5%).
+A cell made of steps or conditions recurses the same way. The estimate is that of the
 verdict the data point to (the smaller n of PASS and FAIL); beyond REACH seeds it is "not within reach".
 """
 
@@ -46,7 +49,8 @@ CAUSES = {
     READING: "depends on a reading: an assumed definition, an alternative that flips it, or one not judged",
     SCALE: "this scale cannot show it: declared undecided here, or a figure not made here",
     SEEDS: "more seeds would decide it (seeds_needed: how many)",
-    CHECK: "the check cannot decide it on these data: censored, below a floor, uncalibrated, no data",
+    CHECK: "the check cannot decide it on these data: censored, below a floor, an effect too small for 50 seeds, "
+           "uncalibrated, no data",
 }
 REACH = 50  # more seeds than this: "not within reach"
 NOT_WITHIN_REACH = "not within reach"
@@ -99,8 +103,15 @@ def need(test: Test, level: float, holds: bool) -> Need:
             return NO_SPREAD
         effect = test.mean - test.hold_above if holds else test.fail_below - test.mean
         return Need(False, False, t_seeds(effect, test.sd, level))
-    # a sign test of censored seeds, seeds that agree exactly, or an outcome known without seeds
-    return SHOWN if (test.p_holds if holds else test.p_against) <= level else BLOCKED
+    p = test.p_holds if holds else test.p_against
+    if p <= level:
+        return SHOWN
+    if test.kind == "sign" and test.n and p == 0.5 ** test.n:
+        # every seed settled on this side (censored beyond the other's time, or tied): n such seeds show it at
+        # 2^-n, so the seeds that would, if new seeds fall the same way
+        return Need(False, False, math.ceil(math.log2(1 / level) - 1e-9))
+    # a sign test with seeds on both sides or unsettled, or an outcome known without seeds
+    return BLOCKED
 
 
 def seeds_estimate(test: Test | None, level: float = ALPHA) -> Need:
@@ -157,4 +168,7 @@ def cause(status: str, *, reading: bool, scale: bool, rule: str, test: Test | No
     assert status == INCONCLUSIVE, status
     if rule:
         return rule
-    return CHECK if seeds_estimate(test, level).blocked else SEEDS
+    estimate = seeds_estimate(test, level)
+    # an effect too small for REACH seeds (a plateau: fedvr C4's late/early variance 0.84 and 1.15) is no want of
+    # seeds: these data show it neither way
+    return CHECK if estimate.blocked or (not estimate.unknown and estimate.n > REACH) else SEEDS

@@ -64,7 +64,7 @@ class Test:
     and how they were obtained ("t(2) = 3.1", "sign 5/5", "" for a certain outcome). What it was made of, for
     the seeds a verdict would need (claims/causes.py): `kind` "t" (a t-test of `n` per-seed effects of mean
     `mean` and s.d. `sd`, holding above `hold_above` and failing below `fail_below`), "sign" (a sign test of
-    censored seeds), "equal" (seeds that agree exactly), "certain" (no seeds: a count, a bound, or open for a
+    censored seeds or of seeds that tie), "certain" (no seeds: a count, a bound, or open for a
     reason seeds do not change), or "combined" (`required` of its `parts` must hold: combine)."""
     p_holds: float
     p_against: float
@@ -161,18 +161,18 @@ def _spearman_null(k: int) -> np.ndarray:
 
 
 def effect_test(low, high=None, hold_above: float = 0.0, fail_below: float = 0.0) -> Test:
-    """Per-seed effects, each known exactly (high None, or equal to low, and finite): the paired t-test;
-    else (a censored or diverged seed) the sign test of the intervals, the band dropped. Two or more seeds
-    that agree exactly (the same interval: the quantity does not depend on the seed, e.g. a method without
-    randomness) decide by that interval, with certainty."""
+    """Per-seed effects, each known exactly (high None, or equal to low, and finite) and not all equal: the paired
+    t-test; else (a censored or diverged seed, or seeds that tie) the exact sign test of the intervals, the band
+    dropped. Seeds that agree exactly are ties of a coarse grid (rounds between evaluations), not a quantity free
+    of the seed: no run of the five papers is seed-independent, so n tied seeds weigh as n signs (p = 2^-n), never
+    as certainty (3 tied seeds: 1/8, open)."""
     low = np.asarray(low, dtype=float)
     high = low if high is None else np.asarray(high, dtype=float)
-    if len(low) > 1 and (low == low[0]).all() and (high == high[0]).all():
-        return Test(0.0 if low[0] > hold_above else 1.0, 0.0 if high[0] < fail_below else 1.0,
-                    f"{len(low)} equal seeds", kind="equal", n=len(low))
-    if len(low) and np.array_equal(low, high) and np.isfinite(low).all():
+    tied = len(low) > 1 and (low == low[0]).all() and (high == high[0]).all()
+    if len(low) and not tied and np.array_equal(low, high) and np.isfinite(low).all():
         return paired_t(low, hold_above, fail_below)
-    return signs(low - hold_above, high - fail_below)
+    test = signs(low - hold_above, high - fail_below)
+    return replace(test, how=f"{len(low)} equal seeds, {test.how}") if tied else test
 
 
 def deviations(values) -> np.ndarray:
@@ -186,7 +186,7 @@ def spread_below(a, b, factor: float = 1.0, same_columns: bool = True) -> Test:
     """The Test of var(a) < factor x var(b) from runs paired by row, a (runs, columns a) and b (runs, columns b)
     of values (a column: one x). Brown & Forsythe's (1974) test, one-sided and paired: each run's effect is
     sqrt(factor) x its mean deviation in b minus its mean deviation in a (deviations), which the t-test of
-    effect_test judges (runs identical in a and b: certain). With `same_columns` (a and b over the same x),
+    effect_test judges (runs identical in a and b: open). With `same_columns` (a and b over the same x),
     each column is first divided by the mean deviation of both sides there, so that every x weighs alike
     however the scale moves along x; else (two windows of one curve) the deviations are averaged as they are.
     Paired by run: valid whether or not the runs of a and b share their random numbers, tighter when they do.
