@@ -8,7 +8,7 @@ import pytest
 
 from fedrepro.claims.checks import CHECKS, check_hints
 from fedrepro.claims.checks.common import Names
-from fedrepro.claims.validation import _markers, validate_claims
+from fedrepro.claims.validation import _markers, unweighed_qualifiers, validate_claims
 from fedrepro.errors import ConfigError
 
 MARKED = {"a": "selector", "b": "selector", "select": "selector", "reference": "selector", "per": "columns",
@@ -44,3 +44,20 @@ def test_a_claims_number_is_finite_and_a_tolerance_never_negative(key, value, sa
     with pytest.raises(ConfigError, match=rf"C9.*{says}"):
         validate_claims({"claims": [claim | {key: value}]}, "c.yaml")
     validate_claims({"claims": [claim]}, "c.yaml")
+
+
+def test_a_qualifier_in_the_papers_words_is_weighed_or_owned_up_to():
+    """"converges much faster" checked as "faster" said more than the check showed: a paper claim whose quote has a
+    word of degree rests on a `quantified` reading of it, names it in not_tested, or has that word's own check."""
+    readings = {"margin": {"source": "quantified"}, "step": {"source": "unreported"}}
+    claim = {"id": "C1", "check": "rate_within", "select": {}, "rate": "r", "target": "t", "rel_tol": 0.1,
+             "quote": "A converges much faster than B", "rests_on": ["step"]}
+    with pytest.raises(ConfigError, match="C1: quote says 'much'"):
+        validate_claims({"claims": [claim]}, "c.yaml", readings=readings)
+    for weighed in ({"rests_on": ["step", "margin"]}, {"not_tested": "'much': no margin declared"},
+                    {"kind": "derived"}):
+        validate_claims({"claims": [claim | weighed]}, "c.yaml", readings=readings)
+    slight = {"id": "C2", "check": "slight", "quote": "x is slightly faster"}
+    # the check that is the word's own test needs no reading
+    assert unweighed_qualifiers(slight, readings) == []
+    assert unweighed_qualifiers(slight | {"check": "ordered"}, readings) == ["slightly"]

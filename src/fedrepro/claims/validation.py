@@ -14,7 +14,7 @@ from typing import Annotated, Any, Collection, Literal, Mapping, Union
 
 from fedrepro.claims.checks import CHECKS, check_hints, check_parameters
 from fedrepro.claims.checks.common import Above, Names, OneOf
-from fedrepro.claims.kinds import kind_problems
+from fedrepro.claims.kinds import PAPER, kind_of, kind_problems
 from fedrepro.errors import ConfigError, config_error
 from fedrepro.schemas import SCALES
 
@@ -35,6 +35,12 @@ LEDGER_FIELDS = {"paper", "methods", "claims"}
 # paper's terms (experiments/runtable.py label_values): what a claim may name.
 FigureLabels = Mapping[str, Mapping[str, Collection[Any]]]
 SHOWN = 20  # allowed values listed in a message (a column may hold hundreds of run ids)
+# Words of degree in a paper's sentence that a check must weigh or own up to (docs/claims.md, "Where a check departs
+# from the sentence"): a paper claim whose quote has one rests on a reading of source `quantified` (our number for
+# the word, with alternatives), or names the word in `not_tested`, or has a check that is the word's own test.
+QUALIFIERS = ("much", "significantly", "slightly", "substantially", "considerably", "greatly", "dramatically",
+              "almost", "nearly", "comparable")
+QUALIFIER_CHECKS = {"slight": "slightly"}  # check -> the word its test is
 
 
 def validate_claims(claims_cfg: Any, source: str, figures: FigureLabels | None = None,
@@ -70,8 +76,24 @@ def validate_claims(claims_cfg: Any, source: str, figures: FigureLabels | None =
         elif readings is not None:
             problems += [f"{where}: rests_on: unknown reading {r!r}; readings of this paper: "
                          f"{', '.join(sorted(readings)) or '(none)'}" for r in rests_on if r not in readings]
+            if isinstance(readings, Mapping):
+                problems += [f"{where}: quote says {w!r}, which its check does not weigh: rest it on a reading of "
+                             f"source 'quantified' (our number for the word, with alternatives) or name '{w}' in "
+                             f"not_tested" for w in unweighed_qualifiers(claim, readings)]
     if problems:
         raise config_error(f"invalid claims in {source}", problems)
+
+
+def unweighed_qualifiers(claim: Mapping[str, Any], readings: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The QUALIFIERS in a paper claim's quote that nothing weighs: no rested-on reading of source `quantified`,
+    no mention in `not_tested` (as 'word...), and a check that is not the word's own test."""
+    if kind_of(dict(claim)) != PAPER:
+        return []
+    quote, not_tested = str(claim.get("quote", "")).lower(), str(claim.get("not_tested", "")).lower()
+    if any(readings.get(r, {}).get("source") == "quantified" for r in claim.get("rests_on", [])):
+        return []
+    return [w for w in QUALIFIERS if re.search(rf"\b{w}\b", quote) and f"'{w}" not in not_tested
+            and QUALIFIER_CHECKS.get(claim["check"]) != w]
 
 
 def _claim_problems(claim: dict[str, Any], figures: FigureLabels | None) -> list[str]:
