@@ -186,8 +186,9 @@ def verdicts_page(paper: str, title: str, figures: str, docs: Path = DOCS) -> st
             f"{figures}")
 
 
-def figures_shown(paper: str, figures: list[str], docs: Path = DOCS) -> str:
-    """The reference's figures, the first scale's shown, the others folded."""
+def figures_shown(paper: str, figures: list[str], captions: dict[str, str], docs: Path = DOCS) -> str:
+    """The reference's figures, the first scale's shown, the others folded; above each, the paper's own caption of
+    it (`captions`: figure -> the paper's words, config/papers/<paper>.yaml `paper_caption`)."""
     lines = []
     for i, scale in enumerate(reference_scales(paper, docs)):
         folder = reference_dir(paper, scale, docs)
@@ -199,18 +200,24 @@ def figures_shown(paper: str, figures: list[str], docs: Path = DOCS) -> str:
                   + (" (the paper's text has no figure images to set beside them)" if i == 0 else "")
                   + "</summary>", ""]
         lines += [f"- {t}, our cells beside the paper's: [{paper}/{scale}/{t}.md]({paper}/{scale}/{t}.md)"
+                  + (f" (the paper's caption: {captions[t]})" if captions.get(t) else "")
                   for t in tables] + ([""] if tables else [])
-        lines += [f"![{f}]({paper}/{scale}/{f}.png)" for f in shown] + ["", "</details>", ""]
+        for f in shown:
+            lines += ([f"> *The paper's caption:* {captions[f]}", ""] if captions.get(f) else [])
+            lines += [f"![{f}]({paper}/{scale}/{f}.png)", ""]
+        lines += ["</details>", ""]
     return "\n".join(lines)
 
 
-def card_part(paper: str, claims: list[dict], titles: dict[str, str], docs: Path = DOCS) -> str | None:
+def card_part(paper: str, claims: list[dict], titles: dict[str, str], captions: dict[str, str],
+              docs: Path = DOCS) -> str | None:
     """The claim card of the paper's committed references (claim_card.py), its rows linked to the verdicts page,
-    then the references' figures; None without any reference."""
+    then the references' figures under the paper's captions; None without any reference."""
     ledgers = {scale: read_reference(paper, scale, docs)[0] for scale in reference_scales(paper, docs)}
     if not ledgers:
         return None
-    return card(ledgers, claims, titles, f"{paper}/{VERDICTS_PAGE}") + "\n" + figures_shown(paper, list(titles), docs)
+    return (card(ledgers, claims, titles, f"{paper}/{VERDICTS_PAGE}") + "\n"
+            + figures_shown(paper, list(titles), captions, docs))
 
 
 def _replace(text: str, part: str, body: str | None) -> str:
@@ -279,7 +286,9 @@ def write_docs(papers: list[str], docs: Path = DOCS, check: bool = False, root: 
                 write_text(path, whole)
         figures = tables["paper"].paper_figures(paper)
         claims = read_yaml(root / "config" / "claims" / f"{paper}.yaml")["claims"]
-        _rewrite(page, {CARD: card_part(paper, claims, {f.name: f.title for f in figures}, docs),
+        captions = {name: fig.get("paper_caption", "")
+                    for name, fig in read_yaml(root / "config" / "papers" / f"{paper}.yaml")["figures"].items()}
+        _rewrite(page, {CARD: card_part(paper, claims, {f.name: f.title for f in figures}, captions, docs),
                         COSTS: page_part(paper, costs.papers)}, check, stale)
     readme = root / "README.md"
     if readme.is_file():

@@ -30,3 +30,16 @@ def test_each_paper_claim_quotes_the_papers_words(paper):
     missing = {c["id"]: parts for c in claims if kind_of(c) == PAPER and (parts := unquoted(c["quote"], text))}
     assert not missing, f"quotes not in the paper's text: {missing}"
 
+
+@pytest.mark.parametrize("paper", NAMES)
+def test_each_figure_carries_the_papers_own_caption(paper):
+    """The page sets the paper's caption above our figure: every figure of the paper has one, in the paper's words,
+    and one the paper does not have (`in_paper: false`) has none."""
+    if not PAPERS.is_dir():
+        pytest.skip(f"no paper texts at {PAPERS}")
+    config = read_yaml(REPO / "config" / "papers" / f"{paper}.yaml")
+    text = (PAPERS / config["paper_file"]).read_text()
+    captions = {name: fig.get("paper_caption", "") for name, fig in config["figures"].items()}
+    ours = {name for name, fig in config["figures"].items() if not fig.get("in_paper", True)}
+    assert [name for name, caption in captions.items() if not caption] == sorted(ours, key=list(captions).index)
+    assert not {name: parts for name, caption in captions.items() if (parts := unquoted(caption, text))}
