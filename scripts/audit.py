@@ -3,6 +3,7 @@ import logging
 import sys
 from pathlib import Path
 
+from fedrepro.claims.seal import verify_ledger
 from fedrepro.cli import ledger_rebuilder, run_step
 from fedrepro.results.audit import Checkout, audit_paper
 from fedrepro.results.audit_report import summary, write_report
@@ -15,7 +16,7 @@ def main():
     scale = sm.wildcards.scale
     paper = sm.wildcards.paper
     audit = audit_paper(paper, sm.params.figures, scale, f"`{scale}` of this pipeline run", checkout,
-                        sm.params.alternatives, ledger_rebuilder(paper, scale, sm.params.ledger))
+                        sm.params.alternatives, ledger_rebuilder(paper, scale, sm.params.ledger), verify_ledger)
     write_report(audit, checkout, Path(sm.output.md))
     text = summary([audit], {(scale, audit.paper): sm.output.md})
     logging.getLogger("fedrepro.audit").info("%s", text)

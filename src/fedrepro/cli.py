@@ -522,6 +522,7 @@ def audit_papers(args: argparse.Namespace) -> bool:
 
     from fedrepro.layout import Layout
     from fedrepro.claims.ledger import ledger_look, ledger_readings
+    from fedrepro.claims.seal import verify_ledger
     from fedrepro.claims.seed_plan import FILE as PLAN_FILE, planned_table, read_plan
     from fedrepro.results.audit import FAIL, Checkout, audit_paper, choose_reruns, rerun
     from fedrepro.results.audit_report import summary, write_report
@@ -552,7 +553,8 @@ def audit_papers(args: argparse.Namespace) -> bool:
     checkout = Checkout.of(root)
     audits = [audit_paper(p, tables[(s, readings[(p, s)])].paper_figures(p), s, f"`{s}`: {why}", checkout,
                           tables[(s, readings[(p, s)])].alternatives.get(p, []),
-                          ledger_rebuilder(p, s, tables[(s, readings[(p, s)])].ledger_settings(p), root, looks[(p, s)]))
+                          ledger_rebuilder(p, s, tables[(s, readings[(p, s)])].ledger_settings(p), root, looks[(p, s)]),
+                          verify_ledger)
               for p, s, why in chosen]
 
     if args.rerun > 0:

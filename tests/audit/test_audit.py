@@ -133,6 +133,18 @@ def test_an_edited_verdict_in_the_ledger_fails_the_audit_naming_the_claim(smoke_
             in out)
 
 
+def test_an_edited_verdict_fails_the_audit_by_its_seal_even_when_a_table_is_unverified(smoke_copy, capsys):
+    """The probe: a verdict flipped and a figure table edited too. The audit said "OK claims ... 1 PASS" with a WARN
+    "not recomputed" while the CSV said FAIL: it rebuilt the ledger only from verified tables and never checked
+    the ledger's own seal. It checks the seal first now."""
+    claim, status, forged = forge_first_verdict(smoke_copy / "results" / "smoke" / "claims" / "fedvr.csv")
+    flip_last_digit(sorted((smoke_copy / "results" / "smoke" / PAPER).glob("*.csv"))[0])
+    code, out = audit(capsys)
+    assert code == 1
+    report = (smoke_copy / "audit" / "smoke" / "fedvr.md").read_text()
+    assert f"claim {claim} reads {forged}, but rule claims wrote {status}" in report
+    assert "**OK** claims" not in report
+
 def test_a_figure_swapped_for_another_fails_the_audit_naming_it(smoke_copy, capsys):
     """The probe: fig4.png copied over fig3.png (the audit compares each drawing with the sha256 recorded when it
     was drawn)."""

@@ -355,13 +355,16 @@ class PaperAudit:
 # writes a paper's ledger (CSV) and its record (JSON) at the two paths given, as rule claims does (cli.ledger_rebuilder:
 # results never import claims)
 LedgerBuilder = Callable[[Path, Path], None]
+LedgerSeal = Callable[[Path], None]  # raises ResultsError unless the ledger is the file its record seals
 
 
 def audit_paper(paper: str, figures: list[Figure], scale: str, scale_from: str, checkout: Checkout,
-                alternatives: Sequence[Alternative] = (), rebuild_ledger: LedgerBuilder | None = None) -> PaperAudit:
+                alternatives: Sequence[Alternative] = (), rebuild_ledger: LedgerBuilder | None = None,
+                verify_ledger: LedgerSeal | None = None) -> PaperAudit:
     """The audit of a paper's figures and, when they were run (config readings: all), of the tables of its
-    alternative readings, which the claims ledger reads as well; with `rebuild_ledger`, of the ledger and its
-    record, rebuilt from the figure tables once they are verified and compared with the ones on disk."""
+    alternative readings, which the claims ledger reads as well; with `verify_ledger` (claims/seal.py), of the
+    ledger against its own seal first; with `rebuild_ledger`, of the ledger and its record, rebuilt from the figure
+    tables once they are verified and compared with the ones on disk."""
     out = Layout(scale, checkout.root)
     under = [(f"{figure.name} under {a.reading}={a.name}", figure,
               out.reading_table(paper, a.reading, a.name, figure.name))
@@ -376,7 +379,7 @@ def audit_paper(paper: str, figures: list[Figure], scale: str, scale_from: str, 
     audited = [_audit_figure(paper, figure, runs, checkout, out) for figure in figures]
     audited += [_audit_figure(paper, figure, runs, checkout, out, name, table) for name, figure, table in under]
     findings = [Finding("DVC", WARN, checkout.dvc.note)] if checkout.dvc.note else []
-    claims, claims_finding = _claims(paper, out, checkout)
+    claims, claims_finding = _claims(paper, out, checkout, verify_ledger)
     findings.append(claims_finding)
     ledger = out.ledger(paper)
     tables = [out.table(paper, f.name) for f in figures] + [table for _, _, table in under]
@@ -540,7 +543,8 @@ def _counts(record: Path, ledger: pd.DataFrame) -> str:
         return ", ".join(f"{counts.get(s, 0)} {s}" for s in VERDICTS) + " (all rows)"
 
 
-def _claims(paper: str, out: Layout, checkout: Checkout) -> tuple[pd.DataFrame | None, Finding]:
+def _claims(paper: str, out: Layout, checkout: Checkout,
+            verify: LedgerSeal | None = None) -> tuple[pd.DataFrame | None, Finding]:
     path = out.ledger(paper)
     if not path.is_file():
         failed = read_failure(out.ledger_failure(paper))
@@ -554,6 +558,11 @@ def _claims(paper: str, out: Layout, checkout: Checkout) -> tuple[pd.DataFrame |
     if lacking:
         return None, Finding("claims", FAIL, f"{checkout.relative(path)} is not a claims ledger: no column "
                                              f"{', '.join(lacking)}; rerun snakemake (rule claims)")
+    try:  # its own seal first: an edited ledger is a FAIL whatever else could not be verified
+        if verify is not None:
+            verify(path)
+    except ResultsError as exc:
+        return ledger, Finding("claims", FAIL, str(exc))
     summary = _counts(out.ledger(paper, "json"), ledger)
     scales = set(ledger["scale"])
     if scales != {out.scale}:
