@@ -15,7 +15,7 @@ import pandas as pd
 
 from fedrepro.claims import causes
 from fedrepro.claims.kinds import PAPER, kinds_of
-from fedrepro.claims.robustness import DEPENDS
+from fedrepro.claims.robustness import DEPENDS, decode
 from fedrepro.claims.table import VERDICT_WORDS
 from fedrepro.verdicts import FAIL, INCONCLUSIVE, PASS
 
@@ -80,7 +80,8 @@ def reason(row: pd.Series) -> str:
             "needs the real dataset; open on the stand-in too"
     elif cause == causes.READING:
         # a FAIL only by alternatives not judged, or one that flips; an open verdict by a definition of ours
-        text = ("an alternative reading of the paper flips it" if row.get("robustness") == DEPENDS
+        flips = [a for a in decode(row.get("alternatives", "")) if a.flips]
+        text = ("flips under " + ", ".join(f"{a.name}: {a.verdict}" for a in flips) if row.get("robustness") == DEPENDS
                 else "fails under our readings; alternative readings not yet run (READINGS=all)" if status == FAIL
                 else "rests on a definition of ours the paper leaves open")
     elif cause == causes.PAPER:

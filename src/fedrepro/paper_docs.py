@@ -187,25 +187,22 @@ def verdicts_page(paper: str, title: str, figures: str, docs: Path = DOCS) -> st
 
 
 def figures_shown(paper: str, figures: list[str], captions: dict[str, str], docs: Path = DOCS) -> str:
-    """The reference's figures, the first scale's shown, the others folded; above each, the paper's own caption of
-    it (`captions`: figure -> the paper's words, config/papers/<paper>.yaml `paper_caption`)."""
-    lines = []
-    for i, scale in enumerate(reference_scales(paper, docs)):
-        folder = reference_dir(paper, scale, docs)
-        shown = [f for f in [*figures, "claims"] if (folder / f"{f}.png").is_file()]
-        tables = [f for f in figures if (folder / f"{f}.md").is_file()]
-        if not shown and not tables:
+    """The reference's figures, one at a time under the paper's own caption of it (`captions`: figure -> the
+    paper's words, config/papers/<paper>.yaml `paper_caption`): the first scale's shown, the others folded."""
+    scales = reference_scales(paper, docs)
+    lines = ["**Our figures**, each under the paper's caption (the paper's text has no figure images to set beside "
+             f"them), at <code>{scales[0]}</code>" + (", other scales folded:" if len(scales) > 1 else ":"), ""] \
+        if scales else []
+    for f in [*figures, "claims"]:
+        at = [(s, ext) for s in scales for ext in ("png", "md") if (reference_dir(paper, s, docs) / f"{f}.{ext}").is_file()]
+        if not at:
             continue
-        lines += [f"<details{' open' if i == 0 else ''}><summary>Our figures at <code>{scale}</code>"
-                  + (" (the paper's text has no figure images to set beside them)" if i == 0 else "")
-                  + "</summary>", ""]
-        lines += [f"- {t}, our cells beside the paper's: [{paper}/{scale}/{t}.md]({paper}/{scale}/{t}.md)"
-                  + (f" (the paper's caption: {captions[t]})" if captions.get(t) else "")
-                  for t in tables] + ([""] if tables else [])
-        for f in shown:
-            lines += ([f"> *The paper's caption:* {captions[f]}", ""] if captions.get(f) else [])
-            lines += [f"![{f}]({paper}/{scale}/{f}.png)", ""]
-        lines += ["</details>", ""]
+        lines += [f"> *The paper's caption:* {captions[f]}", ""] if captions.get(f) else []
+        for k, (scale, ext) in enumerate(at):
+            shown = (f"![{f} at {scale}]({paper}/{scale}/{f}.png)" if ext == "png" else
+                     f"{f} at {scale}, our cells beside the paper's: [{paper}/{scale}/{f}.md]({paper}/{scale}/{f}.md)")
+            lines += [shown, ""] if k == 0 else [f"<details><summary>{f} at <code>{scale}</code></summary>", "",
+                                                 shown, "", "</details>", ""]
     return "\n".join(lines)
 
 

@@ -129,3 +129,18 @@ def test_every_papers_page_stays_under_2500_words():
     for paper in known_papers():
         words = len((REPO / "docs" / "papers" / f"{paper}.md").read_text().split())
         assert words < 2500, f"docs/papers/{paper}.md has {words} words"
+
+
+def test_each_figure_on_a_page_stands_under_the_papers_caption(tmp_path):
+    """The reader sets our figure against the paper's: its caption, word for word, directly above our image; an edit
+    of the caption in the configuration reaches the page."""
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    shutil.copytree(REPO / "benchmarks" / "records", tmp_path / "benchmarks" / "records")
+    shutil.copytree(REPO / "docs" / "papers", tmp_path / "docs")
+    paper = tmp_path / "config" / "papers" / "fedvr.yaml"
+    paper.write_text(paper.read_text().replace("Figure 9: Comparing", "Figure 9: Comparing (edited)"))
+    write_docs(["fedvr"], tmp_path / "docs", root=tmp_path)
+    lines = (tmp_path / "docs" / "fedvr.md").read_text().splitlines()
+    image = lines.index("![fig9 at quick](fedvr/quick/fig9.png)")
+    assert lines[image - 2].startswith("> *The paper's caption:* Figure 9: Comparing (edited) the results")
+    assert sum(line.startswith("> *The paper's caption:* Figure 9:") for line in lines) == 1  # once, not per scale
