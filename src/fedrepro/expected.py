@@ -28,10 +28,12 @@ from fedrepro.experiments.runtable import Figure, RunTable
 from fedrepro.experiments.store import read_record, run_files
 from fedrepro.layout import CLAIMS_FIGURE, Layout
 from fedrepro.utils.atomic import write_bytes, write_json, write_text
+from fedrepro.utils.digest import file_sha256
 
 DOCS = Path("docs/papers")
 DIGEST_POINTS = 20  # rounds kept per curve: enough to see where two curves part, small enough to commit
 PNG_WIDTH = 900  # pixels: a figure as a code host shows it
+DIGEST_SEAL = "digest_sha256"  # stamp.json's record of digest.csv as written
 DIGEST_FLOATS = "%.9g"  # digits a digest keeps: a rerun's digest is compared as written, so equal runs read 0
 X = "round"  # the x of every digest: each engine's metrics.csv has it
 NOT_METRICS = ("seed", "round", "iteration")  # columns of metrics.csv that index rows, not measure them
@@ -225,7 +227,7 @@ def write_reference(paper: str, scale: str, table: RunTable, root: Path = Path("
     for name, md in tables.items():
         shutil.copyfile(md, folder / f"{name}.md")
     write_text(folder / "digest.csv", digest_of(layout, table, paper).to_csv(index=False, float_format=DIGEST_FLOATS))
-    write_json(folder / "stamp.json", stamp)
+    write_json(folder / "stamp.json", {**stamp, DIGEST_SEAL: file_sha256(folder / "digest.csv")})
     return folder
 
 
@@ -253,13 +255,20 @@ def as_written(digest_: pd.DataFrame) -> pd.DataFrame:
 
 
 def read_reference(paper: str, scale: str, docs: Path = DOCS) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """A reference's ledger, verified against the record beside it as rule claims sealed it, and its stamp."""
+    """A reference's ledger, verified against the record beside it as rule claims sealed it, and its stamp, once the
+    curve digest is the one the stamp seals (an edited digest would make `fedrepro compare` misreport the curves)."""
     folder = reference_dir(paper, scale, docs)
     ledger = read_ledger(folder / "ledger.csv")
     try:
         stamp = json.loads((folder / "stamp.json").read_text())
     except (OSError, ValueError) as err:
         raise ResultsError(f"{folder}: the reference cannot be read ({err})") from err
+    digest_ = folder / "digest.csv"
+    found = file_sha256(digest_) if digest_.is_file() else "no file"
+    if stamp.get(DIGEST_SEAL) != found:
+        raise ResultsError(f"{digest_} is not the digest written with its reference: sha256 {found}, stamp.json "
+                           f"records {stamp.get(DIGEST_SEAL, 'none')}; write the reference again "
+                           f"(`fedrepro docs --from-results {scale} {paper}`) or restore it with git")
     return ledger, stamp
 
 

@@ -11,11 +11,12 @@ import pandas as pd
 import pytest
 
 from fedrepro.errors import ConfigError, ResultsError
-from fedrepro.expected import (DIGEST_FLOATS, DIGEST_POINTS, curve_differences, digest, digest_of, read_digest, small_png,
-                               stamp_differences, stamp_of)
+from fedrepro.expected import (DIGEST_FLOATS, DIGEST_POINTS, DIGEST_SEAL, curve_differences, digest, digest_of,
+                               read_digest, read_reference, small_png, stamp_differences, stamp_of)
 from fedrepro.experiments.runtable import Curve, Figure
 from fedrepro.layout import Layout
 from fedrepro.paper_docs import current_part, write_docs
+from fedrepro.utils.digest import file_sha256
 from sealed import seal
 
 REPO = Path(__file__).resolve().parents[2]
@@ -123,7 +124,9 @@ def reference(docs: Path, statuses: dict[str, str]) -> None:
                   "quote": ["our algorithm converges faster", "the optimal cost is 0.01", "less variance"]}
                  ).to_csv(folder / "ledger.csv", index=False)
     seal(folder / "ledger.csv")
-    (folder / "stamp.json").write_text(json.dumps(stamp_of([record()])))
+    (folder / "digest.csv").write_text(digest(figure_table(), "fig3").to_csv(index=False))
+    (folder / "stamp.json").write_text(json.dumps({**stamp_of([record()]),
+                                                   DIGEST_SEAL: file_sha256(folder / "digest.csv")}))
 
 
 def test_a_page_renders_the_reference_and_check_sees_when_it_changes(tmp_path):
@@ -186,3 +189,15 @@ def test_a_digest_that_is_not_one_is_refused_in_one_line(tmp_path, text):
         read_digest(bad)
     assert "\n" not in str(error.value)
     assert read_digest(io.StringIO(digest(figure_table(), "fig1").to_csv(index=False))).shape[1] == 6
+
+
+def test_an_edited_digest_stops_the_reference_in_one_line(tmp_path):
+    """The probe: digest.csv cut by hand, and `docs --check` passed it; the stamp now seals it, and every reader of
+    the reference (the pages, `fedrepro compare`) refuses it, naming the file."""
+    reference(tmp_path, {"C1": "PASS", "C0": "PASS", "C4": "INCONCLUSIVE"})
+    read_reference("fedvr", "quick", tmp_path)  # as written
+    digest_csv = tmp_path / "fedvr" / "quick" / "digest.csv"
+    digest_csv.write_text("\n".join(digest_csv.read_text().splitlines()[:-1]) + "\n")
+    with pytest.raises(ResultsError, match="digest.csv is not the digest written with its reference") as error:
+        read_reference("fedvr", "quick", tmp_path)
+    assert "\n" not in str(error.value)
