@@ -15,7 +15,7 @@ from fedrepro.claims.sequential import ADAPTIVE
 from fedrepro.data import fetch_dataset, prepare_dataset
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.execute import execute_run
-from fedrepro.experiments.runtable import FIRST_LOOK_SEEDS
+from fedrepro.experiments.runtable import FIRST_LOOK_SEEDS, run_id_of
 from fedrepro.experiments.store import run_files
 from fedrepro.layout import Layout
 from fedrepro.results.tables import figure_table, figure_table_csv
@@ -107,3 +107,33 @@ def test_an_added_run_whose_seeds_a_curve_has_is_an_error(planned, tmp_path):
         read_plan(tmp_path / "seed_plan.json")
     (tmp_path / "seed_plan.json").write_text(json.dumps(plan))
     assert read_plan(tmp_path / "seed_plan.json") == plan
+
+
+@pytest.mark.parametrize("text", ["null", "{}", "[1]", '{"claims": [], "runs": [{}]}', '{"claims": [{}], "runs": []}'])
+def test_a_malformed_plan_is_one_line(tmp_path, text):
+    """The probes: `{}`, `[1]` and a run without keys ended in InputFunctionException tracebacks, `null` meant no plan."""
+    path = tmp_path / "seed_plan.json"
+    path.write_text(text)
+    with pytest.raises(ResultsError, match="seed_plan.json") as error:
+        read_plan(path)
+    assert "\n" not in str(error.value)
+
+
+def test_an_added_run_that_is_not_its_runs_extension_is_refused_before_training():
+    """The probe: between the looks the added FedAvg runs' K = 100 became K = 1 in seed_plan.json, their ids
+    recomputed; the second look trained them under the K = 100 curve. Each added run must be the extension of the run
+    it extends, settings and seeds alike."""
+    _, table = load_and_validate({"scale": "smoke"}, REPO / "config")
+    figure = table.figure(PAPER, FIGURE)
+    plan = make_plan([OpenClaim(PAPER, "X", "3", tuple(figure.run_ids))], table.runs,
+                     {r: 0.01 for r in figure.run_ids}, Settings(ADAPTIVE, 3, 10.0))
+    assert planned_table(table, plan) is not table  # as made
+    run = plan["runs"][0]
+    edited = {**run["spec"], "K": 1}
+    forged = {**plan, "runs": [{**run, "spec": edited, "run_id": run_id_of(edited)}, *plan["runs"][1:]]}
+    with pytest.raises(ResultsError, match=f"added run {run_id_of(edited)} is not an extension of run "
+                                           f"{run['extends']} .*differs in K"):
+        planned_table(table, forged)
+    overlapping = {**plan, "runs": [{**run, "first_seed": 0}, *plan["runs"][1:]]}  # seeds the run already has
+    with pytest.raises(ResultsError, match="is not an extension"):
+        planned_table(table, overlapping)

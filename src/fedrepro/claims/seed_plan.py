@@ -209,14 +209,29 @@ def write_plan(plan: dict[str, Any], path: Path) -> None:
         tmp.write_text(json.dumps(plan, indent=2, sort_keys=False) + "\n")
 
 
+# what each entry of a plan holds (make_plan), checked before any reader indexes it
+PLAN_CLAIM_KEYS = ("paper", "claim", "planned", "why", "runs")
+PLAN_RUN_KEYS = ("run_id", "extends", "first_seed", "seeds", "claims", "spec")
+
+
 def read_plan(path: Path) -> dict[str, Any] | None:
-    """The plan at `path` (results/<scale>/seed_plan.json), or None where there is none."""
+    """The plan at `path` (results/<scale>/seed_plan.json), or None where there is none; a ResultsError, in one
+    line, for a file that is not a plan as make_plan writes it (`null`, a list, an entry without its keys)."""
     if not path.is_file():
         return None
+    remake = "remake it with `fedrepro seed-plan`"
     try:
-        return json.loads(path.read_text())
+        plan = json.loads(path.read_text())
     except ValueError as exc:
-        raise ResultsError(f"{path} is not a seed plan (not JSON: {exc}); remake it with `fedrepro seed-plan`") from None
+        raise ResultsError(f"{path} is not a seed plan (not JSON: {exc}); {remake}") from None
+    if not (isinstance(plan, dict) and isinstance(plan.get("claims"), list) and isinstance(plan.get("runs"), list)):
+        raise ResultsError(f"{path} is not a seed plan (a mapping with lists 'claims' and 'runs'); {remake}")
+    for entries, keys in (("claims", PLAN_CLAIM_KEYS), ("runs", PLAN_RUN_KEYS)):
+        for i, entry in enumerate(plan[entries]):
+            lacking = [k for k in keys if not isinstance(entry, dict) or k not in entry]
+            if lacking:
+                raise ResultsError(f"{path}: {entries}[{i}] lacks {', '.join(lacking)}; {remake}")
+    return plan
 
 
 def stage_plan(mode: str, results: Path) -> dict[str, Any] | None:
@@ -274,6 +289,17 @@ def planned_table(table: RunTable, plan: dict[str, Any] | None) -> RunTable:
     if unknown:
         raise ResultsError(f"{FILE} adds seeds to run(s) {', '.join(unknown)} that the configuration no longer has at "
                            f"scale {table.scale}; remake it with `fedrepro seed-plan`")
+    # an added run is the extension of the run it extends and nothing else: a spec edited by hand (K = 100 -> 1)
+    # would train other settings under that run's curve
+    for r in runs:
+        own = table.runs[r["extends"]]
+        expected = {**own, "first_seed": r["first_seed"], "seeds": r["seeds"]}
+        if r["first_seed"] < own.get("first_seed", 0) + own["seeds"] or r["spec"] != expected \
+                or r["run_id"] != run_id_of(expected):
+            differ = sorted(k for k in set(expected) | set(r["spec"]) if expected.get(k) != r["spec"].get(k))
+            raise ResultsError(f"{FILE}: added run {r['run_id']} is not an extension of run {r['extends']} "
+                               f"(seeds from {r['first_seed']}; differs in {', '.join(differ) or 'its run id'}); "
+                               f"refused before training; remake it with `fedrepro seed-plan`")
     by_run: dict[str, list[dict[str, Any]]] = {}
     for r in sorted(runs, key=lambda r: (r["extends"], r["first_seed"])):
         by_run.setdefault(r["extends"], []).append({k: r[k] for k in ("run_id", "first_seed", "seeds", "claims")})
