@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 import textwrap
 from collections import Counter
 from dataclasses import dataclass
@@ -105,6 +106,19 @@ def _counted(counter: Counter, most: int = SHOWN) -> str:
 # --- the front page -----------------------------------------------------------------------------------------
 
 
+def rst_text(text: object) -> str:
+    """`text` from a results file or a configuration as plain reStructuredText: on one line (so that nothing in it
+    starts a directive such as `.. raw:: html`) and every markup character backslash-escaped (docutils then writes
+    `<script>` as text)."""
+    return re.sub(r"([\\`*_|:<>\[\]{}#=~^'\"-])", r"\\\1", " ".join(str(text).split()))
+
+
+def figure_text(figure: Figure) -> dict[str, str]:
+    """What the report's caption of a figure (workflow/report/figure.rst) says from the configuration, as rst_text."""
+    return {"title": rst_text(figure.title), "caption": rst_text(figure.caption),
+            "deviations": rst_text("; ".join(figure.deviations))}
+
+
 def _rst_table(header: list[str], rows: list[list[str]]) -> str:
     lines = [".. list-table::", "   :header-rows: 1", ""]
     for row in [header, *rows]:
@@ -167,8 +181,8 @@ def overview(root: Path, scale: str) -> str:
             counts = verdict_counts(ledger)  # the paper's claims alone (claims/kinds.py)
             rows.append([f"``{paper}``", f"**{on_disk}**" if on_disk == scale else on_disk,
                          f"the paper's ({sum(counts.values())})", *_verdict_cells(counts, key),
-                         _readings(ledger, PAPER) or "-", provenance.sources,
-                         _counted(provenance.commits, most=1) or "-"])
+                         _readings(ledger, PAPER) or "-", rst_text(provenance.sources),
+                         rst_text(_counted(provenance.commits, most=1) or "-")])
             for kind, what in ((DERIVED, "derived from its numbers"), (IMPLEMENTATION, "implementation checks")):
                 counted = verdict_counts(ledger, kind)
                 if counted:
@@ -178,7 +192,7 @@ def overview(root: Path, scale: str) -> str:
     table = _rst_table(header, rows) if rows else "No claims ledger on disk yet.\n"
     plan = read_plan(Layout(scale, root).results / PLAN_FILE)
     if plan is not None:  # the adaptive seed plan of the report's scale (claims/seed_plan.py)
-        table += f"\n{plan_text(plan)} The plan: ``{Layout(scale).results / PLAN_FILE}``.\n"
+        table += f"\n{rst_text(plan_text(plan))} The plan: ``{Layout(scale).results / PLAN_FILE}``.\n"
     unfound = [f"``{paper}`` at {scale_}: {', '.join(claims)}" for paper, scale_, claims in passes_not_at_paper(root)]
     if unfound:
         table += ("\nPASS at a reduced scale but not at the paper scale (the reduced scale shows what the paper's "

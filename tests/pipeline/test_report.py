@@ -58,3 +58,27 @@ def test_a_caption_names_only_params_its_rules_have():
                 used = set(re.findall(r"snakemake\.params\.(\w+)", (ROOT / "workflow" / "report" / caption).read_text()))
                 problems += [f"{caption} names params.{p}, which rule {name} lacks" for p in sorted(used - params)]
     assert problems == []
+
+
+HOSTILE = "ok\n\n.. raw:: html\n\n   <script>alert(1)</script> |sub| *x*"
+
+
+def test_text_from_a_plan_a_caption_or_a_ledger_reaches_the_report_as_text():
+    """The probes: a `.. raw:: html` block with a `<script>` in a seed plan's `why`, in a figure's caption and in a
+    ledger note came out raw. Every string from a results file or a configuration is one escaped line of text."""
+    from docutils.core import publish_parts
+
+    from fedrepro.claims.seed_plan import plan_text
+    from fedrepro.report_pages import figure_text, rst_text
+
+    plan = {"mode": "adaptive", "max_seeds": 10, "budget_minutes": 60, "minutes": 1.0, "runs": [],
+            "claims": [{"paper": "fedvr", "claim": "C1", "planned": False, "why": HOSTILE, "runs": []}]}
+    _, table = load_and_validate({"scale": "smoke", "papers": ["fedvr"]}, CONFIG)
+    figure = table.figure("fedvr", "fig3")
+    figure.caption = HOSTILE
+    for text in (rst_text(plan_text(plan)), figure_text(figure)["caption"], rst_text(HOSTILE)):
+        assert "\n" not in text
+        body = publish_parts(text, writer_name="html", settings_overrides={"report_level": 5})["body"]
+        assert "<script>" not in body and "&lt;script&gt;" in body and "raw" in body  # shown, never run
+    rendered = publish_parts(f"**{figure_text(figure)['title']}**", writer_name="html")["body"]
+    assert figure.title.split(":")[0] in rendered

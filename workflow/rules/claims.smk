@@ -33,6 +33,7 @@ rule claims:
     params:
         figures=claims_settings,
         scale_note=lambda wildcards: run_table(wildcards.scale).scale_note(wildcards.paper),
+        note_rst=lambda wildcards: rst_text(run_table(wildcards.scale).scale_note(wildcards.paper)),  # claims.rst
         readings=lambda wildcards: run_table(wildcards.scale).readings[wildcards.paper],
         alternatives=lambda wildcards: run_table(wildcards.scale).alternatives_settings(wildcards.paper),
         seeds=lambda wildcards: run_table(wildcards.scale).seeds_record(wildcards.paper),
@@ -63,6 +64,7 @@ rule claims_table:
         ),
     params:
         scale_note=lambda wildcards: run_table(wildcards.scale).scale_note(wildcards.paper),
+        note_rst=lambda wildcards: rst_text(run_table(wildcards.scale).scale_note(wildcards.paper)),  # claims.rst
         names=lambda wildcards: run_table(wildcards.scale).method_names(wildcards.paper),
     log:
         str(OUT.logs / "claims_table" / "{paper}.log"),

@@ -15,7 +15,7 @@ from fedrepro.engines import ENGINES
 from fedrepro.errors import ConfigError, ResultsError
 from fedrepro.experiments.runtable import Figure, FigureList
 from fedrepro.layout import CLAIMS_FIGURE, Layout
-from fedrepro.report_pages import Overview, report_group
+from fedrepro.report_pages import Overview, figure_text, report_group, rst_text
 from fedrepro.schemas import SCALES
 from fedrepro.utils.digest import DIGEST_HEX, config_digest
 from fedrepro.validate import check_device, load_and_validate

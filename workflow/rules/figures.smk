@@ -112,6 +112,7 @@ rule figure_page:
         ),
     params:
         figure=figure_of,
+        text=lambda wildcards: figure_text(figure_of(wildcards)),  # the report caption's words, escaped
         settings=settings_of(Figure.drawing_settings),
         names=lambda wildcards: run_table(wildcards.scale).method_names(wildcards.paper),
     log:
