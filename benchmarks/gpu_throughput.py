@@ -13,7 +13,13 @@ minibatches and trace are the run's own):
   one window of the simulated clock, (`--window`, 2 `--window`] seconds, after the rounds of the first window
   untimed (CUDA graph captures: one per batch shape of the client layer);
 - tdcd_cifar10, tdcd_modelnet: TDCD, ResNet-18 silos (the smaller K, Q = 10), `--iterations` (20) local iterations
-  after one round of Q untimed iterations (whose FLOPs are counted: a round start's work is shared by Q).
+  after one round of Q untimed iterations (whose FLOPs are counted: a round start's work is shared by Q), or after
+  one untimed iteration where a record of the workload at the same size (`--flops-from`, the committed records)
+  already gives the FLOPs of a client-step (keep `--iterations` a multiple of Q: the round starts it times are then
+  the run's share);
+- named only (not in the default set): the other TDCD run classes, tdcd_cifar10_q1 (Q = 1), tdcd_cifar10_k100
+  (K = 100), tdcd_modelnet_k20 (K = 20) and tdcd_mimic (LSTM silos, N = 4, K = 20, Q = 10, on inputs of MIMIC-III
+  IHM's shape: the same whether the run table has the real data or its synthetic stand-in).
 Per workload it prints the timed client-steps per second (a client-step: one local step of one client on its
 minibatch; TDCD: of one client of one silo), the achieved TFLOP/s of training (the FLOPs of one client-step,
 counted by torch.utils.flop_counter on the module's forward and backward at the run's batch, times the rate)
@@ -29,6 +35,10 @@ sends the conv nets' clients through nn/convnets.py's grouped channels_last conv
 also time `--rounds` rounds each after an evaluation, then as many with each evaluation on a side stream beside the
 next round (engines/federated_nn.py OVERLAPPED_EVALUATION), in the same process: `evaluated_rounds`. `--profile ROWS` prints torch.profiler's top kernels of
 one more round.
+
+`--out DIR` writes each workload's result, as soon as it is measured, to a file of its own,
+DIR/records/[STEP-]WORKLOAD.json (`--step STEP`; written to a temporary file, then renamed, never over another
+file): a process killed by a time limit leaves every result it finished (benchmarks/gpu_session.sh).
 
 `--tiny` keeps the same runs but shrinks their sizes (devices, samples, steps, image side) so that the CPU runs
 every workload in seconds: a test runs it so the script cannot rot. Its numbers say nothing about speed.
@@ -64,7 +74,7 @@ from fedrepro.nn.losses import CROSS_ENTROPY
 from fedrepro.validate import load_and_validate
 
 sys.path.insert(0, str(Path(__file__).parent))
-from cost_tdcd import SIZES  # noqa: E402  (the TDCD datasets' sizes at the paper scale)
+from cost_tdcd import SHAPES, SIZES  # noqa: E402  (the TDCD datasets' sizes and input shapes at the paper scale)
 
 # Dense peaks in TFLOP/s (NVIDIA's data sheets, SXM parts): fp32 on the CUDA cores, TF32 on the tensor cores.
 PEAKS = {"H100": {"fp32": 67.0, "tf32": 494.7}, "H200": {"fp32": 67.0, "tf32": 494.7},
@@ -99,7 +109,19 @@ WORKLOADS = {
                              tiny={"K": 2, "B": 8, "Q": 1}),
     "tdcd_modelnet": Workload("tdcd", {"model": "resnet18_imagenet", "K": 10, "Q": 10}, unit="iteration",
                               tiny={"K": 2, "B": 16, "Q": 1, "image_side": 32}),
+    # TDCD's other run classes, measured by name only
+    "tdcd_cifar10_q1": Workload("tdcd", {"model": "resnet18_cifar", "K": 50, "Q": 1}, unit="iteration",
+                                tiny={"K": 2, "B": 8, "Q": 1}),
+    "tdcd_cifar10_k100": Workload("tdcd", {"model": "resnet18_cifar", "K": 100, "Q": 10}, unit="iteration",
+                                  tiny={"K": 3, "B": 8, "Q": 1}),
+    "tdcd_modelnet_k20": Workload("tdcd", {"model": "resnet18_imagenet", "K": 20, "Q": 10}, unit="iteration",
+                                  tiny={"K": 3, "B": 16, "Q": 1, "image_side": 32}),
+    "tdcd_mimic": Workload("tdcd", {"model": "lstm", "N": 4, "K": 20, "Q": 10}, unit="iteration",
+                           tiny={"K": 2, "B": 8, "Q": 1}),
 }
+DEFAULT = ["fedcluster_10", "fedcluster_100", "defedavg_fmnist", "defedavg_cifar10", "tdcd_cifar10", "tdcd_modelnet"]
+# the run's settings a record names (its `run`): those but the silo backend fix a client-step's FLOPs
+RUN_KEYS = ("dataset", "algorithm", "model", "backend", "M", "N", "K", "Q", "E", "B", "n", "view")
 
 
 def sync(device: str) -> None:
@@ -126,11 +148,12 @@ def image_arrays(spec: dict[str, Any], sizes: tuple[int, int], seed: int = 0) ->
 def vertical_arrays(spec: dict[str, Any], n: int, seed: int = 0) -> dict[str, np.ndarray]:
     """Synthetic inputs of a TDCD run's shape (as benchmarks/cost_tdcd.py builds them): n IDs, n test samples."""
     rng = np.random.default_rng(seed)
-    if spec["dataset"] == "cifar10":
-        shape = (3, 32, 32)
-    else:  # the 12-view renders, (12, C, S, S)
+    if "12view" in spec["dataset"]:  # the 12-view renders, (12, C, S, S)
         shape = (12, spec["image_channels"], spec["image_side"], spec["image_side"])
-    labels = lambda m: rng.integers(0, spec["out_dim"], m)  # noqa: E731
+    else:  # CIFAR-10's images, MIMIC-III IHM's 48 hours x 76 features
+        shape = SHAPES[spec["dataset"]]
+    classes = 2 if spec["out_dim"] == 1 else spec["out_dim"]  # one output: binary labels
+    labels = lambda m: rng.integers(0, classes, m)  # noqa: E731
     return {"x_train": rng.standard_normal((n, *shape), dtype=np.float32), "y_train": labels(n),
             "x_test": rng.standard_normal((n, *shape), dtype=np.float32), "y_test": labels(n)}
 
@@ -161,6 +184,23 @@ def step_flops(spec: dict[str, Any], shape: tuple[int, ...], device: str) -> flo
     return float(counter.get_total_flops())
 
 
+def known_flops(path: Path | None, name: str, run: dict[str, Any]) -> float | None:
+    """FLOPs of one client-step of this workload at this size, from the newest record of it at `path` (the same
+    workload and run settings; the silo backend, which computes the same operations, aside), else None."""
+    if path is None or not path.is_file():
+        return None
+
+    def size(settings: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in settings.items() if k != "backend"}
+
+    flops = None
+    for line in path.read_text().splitlines():
+        record = json.loads(line) if line.strip() else {}
+        if record.get("workload") == name and size(record.get("run", {})) == size(run):
+            flops = float(record["flops_per_client_step"])
+    return flops
+
+
 def build(name: str, w: Workload, spec: dict[str, Any], args, device: str):
     """The run's trainer of seed 0, as execute_run builds it, on synthetic inputs; its spec as changed here; and how
     many times the samples of one evaluation of the whole run its evaluation here covers (TDCD: fewer)."""
@@ -186,14 +226,21 @@ def measure(name: str, w: Workload, spec: dict[str, Any], args, device: str, bar
     """One workload's rates. With `barrier` (several processes at once), its timed part starts when every
     process has warmed up."""
     setup, trainer, spec, eval_scale = build(name, w, spec, args, device)
-    if w.paper == "tdcd":  # one round of Q iterations untimed, its FLOPs counted (a round start's work is shared)
+    run = {k: spec.get(k) for k in RUN_KEYS if spec.get(k) is not None}
+    flops = known_flops(args.flops_from, name, run)
+    flops_from = "counted" if flops is None else "records"
+    if w.paper == "tdcd" and flops is not None:  # one iteration untimed: its first kernels, allocations
+        trainer.advance(0)
+        warm, timed = 1, args.iterations
+    elif w.paper == "tdcd":  # one round of Q iterations untimed, its FLOPs counted (a round start's work is shared)
         with FlopCounterMode(display=False) as counter:
             for r in range(spec["Q"]):
                 trainer.advance(r)
         flops = counter.get_total_flops() / (spec["Q"] * spec["N"] * spec["K"])
         warm, timed = spec["Q"], args.iterations
     else:
-        flops = step_flops(spec, tuple(setup.env.images.shape[1:]), device)
+        if flops is None:
+            flops = step_flops(spec, tuple(setup.env.images.shape[1:]), device)
         if w.paper == "defedavg":  # the rounds of the first window untimed, those of the second timed
             closes = trainer.trace.close_time
             warm = int(np.searchsorted(closes, args.window, side="right"))
@@ -222,10 +269,10 @@ def measure(name: str, w: Workload, spec: dict[str, Any], args, device: str, bar
     sync(device)
     eval_seconds = time.perf_counter() - t0
     rate = steps / seconds
-    keys = ("dataset", "algorithm", "model", "backend", "M", "N", "K", "Q", "E", "B", "n", "view")
-    result = {"workload": name, "run": {k: spec.get(k) for k in keys if spec.get(k) is not None},
+    result = {"workload": name, "run": run,
               "advances": timed, "unit": w.unit, "seconds": seconds, "client_steps": steps,
               "client_steps_per_s": rate, "us_per_client_step": 1e6 / rate, "flops_per_client_step": flops,
+              "flops_from": flops_from,
               "tflops": rate * flops / 1e12, "eval_seconds": eval_seconds,
               "eval_seconds_full": eval_seconds * eval_scale}
     if w.paper == "fedcluster":  # its runs evaluate every round: serial, then beside the next round
@@ -315,13 +362,31 @@ def measure_together(name: str, args, device: str) -> dict[str, Any]:
             "tflops": rate * parts[0]["flops_per_client_step"] / 1e12}
 
 
+def write_record(out: Path, step: str | None, record: dict[str, Any]) -> Path:
+    """The record in a file of its own, OUT/records/[STEP-]WORKLOAD.json, whole or not at all (a temporary file
+    renamed): a command killed by its time limit leaves every record written before. An existing file is kept
+    (the next free NAME.2.json, .3, ... is taken)."""
+    folder = out / "records"
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = f"{step}-{record['workload']}" if step else record["workload"]
+    path, i = folder / f"{stem}.json", 1
+    while path.exists():
+        i += 1
+        path = folder / f"{stem}.{i}.json"
+    tmp = folder / f".{path.name}.tmp"
+    tmp.write_text(json.dumps(record) + "\n")  # one line: `cat` the files for JSON lines
+    tmp.replace(path)
+    return path
+
+
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
+    p.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=DEFAULT,
+                   help=f"default: {' '.join(DEFAULT)}")
     p.add_argument("--device", default="auto")
     p.add_argument("--rounds", type=int, default=3, help="timed rounds of the FedCluster workloads (after one warm-up)")
     p.add_argument("--window", type=float, default=5.0, help="DeFedAvg: simulated seconds of the trace timed")
-    p.add_argument("--iterations", type=int, default=20, help="TDCD: timed local iterations")
+    p.add_argument("--iterations", type=int, default=20, help="TDCD: timed local iterations (a multiple of Q)")
     p.add_argument("--tiny", action="store_true", help="tiny sizes for a CPU (a test): the numbers mean nothing")
     p.add_argument("--tf32", choices=("default", "off"), default="default",
                    help="off: no TF32 in matmuls or cuDNN (runs have it on in cuDNN's convolutions: FLOAT_SETTINGS)")
@@ -337,7 +402,12 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                    help="also print the top ROWS kernels of one more round (torch.profiler)")
     p.add_argument("--record", action="store_true",
                    help=f"also append the results, dated, to {RECORDS} (the rates `fedrepro cost --gpus` reads)")
-    p.add_argument("--out", type=Path, help="also write the results as JSON lines to OUT/gpu_throughput.jsonl")
+    p.add_argument("--out", type=Path, help="also write each result, as soon as measured, to a file of its own: "
+                   "OUT/records/[STEP-]WORKLOAD.json")
+    p.add_argument("--step", help="the session step these results belong to: their files' prefix, and `step` in them")
+    p.add_argument("--flops-from", type=Path, default=RECORDS, metavar="JSONL",
+                   help="take a client-step's FLOPs from the newest record of the workload at the same size in these "
+                   "records (default: %(default)s; a missing file: count them), so TDCD skips its counted round")
     args = p.parse_args(argv)
     if args.record and args.tiny:
         p.error("--record keeps paper-scale rates; --tiny measures nothing worth keeping")
@@ -374,9 +444,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             print(f"{'':16s} {args.rounds} rounds each after an evaluation: {serial:7.2f} s serial, {overlapped:7.2f} s "
                   f"with the evaluation beside the next round ({serial / overlapped:.2f}x)", flush=True)
         results.append(r)
-        for path in ([args.out / "gpu_throughput.jsonl"] if args.out else []) + ([RECORDS] if args.record else []):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "a") as f:
+        if args.out:  # (`recorded`: the lines to append to the committed records, whose copy on a device is lost)
+            write_record(args.out, args.step, {**r, "step": args.step, "recorded": args.record})
+        if args.record:
+            RECORDS.parent.mkdir(parents=True, exist_ok=True)
+            with open(RECORDS, "a") as f:
                 f.write(json.dumps(r) + "\n")
     return results
 
