@@ -3,6 +3,7 @@ plan's runs, a curve's table holds its run's seeds and those added, under its ow
 how many the first look had, and its caption says why; without a plan every figure and its table are as they were.
 On real runs: fedpage's fig1a at the smoke scale (3 runs of 1 seed, seconds)."""
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -98,8 +99,13 @@ def test_an_added_run_whose_seeds_a_curve_has_is_an_error(planned, tmp_path):
     root, table, plan = planned
     a, b = table.figure(PAPER, FIGURE).run_ids[:2]  # b's seed 0 "added" to a's curve, which has seed 0
     wrong = {"runs": [{"run_id": b, "extends": a, "first_seed": 0, "seeds": 1, "claims": [], "spec": table.runs[b]}]}
+    with pytest.raises(ResultsError, match=f"added run {b} is not an extension of run {a}"):  # refused before training
+        planned_table(table, wrong)
+    # and should such a figure be built around the plan's check, its table refuses the seeds its curve has
+    overlapping = dataclasses.replace(table.figure(PAPER, FIGURE), extensions={
+        a: [{"run_id": b, "first_seed": 0, "seeds": 1, "claims": []}]})
     with pytest.raises(ResultsError, match=f"run {b} adds seeds \\[0\\]"):
-        figure_table_csv(planned_table(table, wrong).figure(PAPER, FIGURE), Layout("smoke", root).results)
+        figure_table_csv(overlapping, Layout("smoke", root).results)
     with pytest.raises(ResultsError, match="no longer has"):
         planned_table(table, {"runs": [{**plan["runs"][0], "extends": "0" * 16}]})
     (tmp_path / "seed_plan.json").write_text("{")

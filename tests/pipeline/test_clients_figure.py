@@ -105,12 +105,16 @@ def test_rank_correlation_on_known_inputs():
     rising = run([1, 2, 3, 5, 4], [1, 2, 3, 4, 5], [2, 1, 3, 4, 5])  # rho 0.9, 1, 0.9 by seed
     result = rank_correlation(rising, above=0.5, **check)
     assert result.status == "PASS" and result.p_pass < 0.05  # the one-sided t-test of the seeds' rho
-    assert rank_correlation(run(*[[5, 4, 3, 2, 1]] * 3), above=0.5, **check).status == "FAIL"
+    # seeds of their own (tied seeds are a sign test, which 3 seeds cannot decide: inference.effect_test)
+    falling = run([5, 4, 3, 2, 1], [5, 4, 3, 1, 2], [4, 5, 3, 2, 1])  # rho -1, -0.9, -0.9
+    assert rank_correlation(falling, above=0.5, **check).status == "FAIL"
     result = rank_correlation(run(*[[2, 2, 2, 2, 2]] * 3), above=0.5, **check)  # constant: undefined, open
     assert result.status == "INCONCLUSIVE" and "undefined" in result.measured
-    result = rank_correlation(run(*[[2, 4, 1, 3]] * 3), within=0.2, **check)  # rho = 0 in every seed
+    unlinked = run([2, 5, 3, 1, 4], [1, 5, 3, 4, 2], [3, 4, 1, 5, 2])  # rho 0, 0.1, -0.1: mean 0
+    result = rank_correlation(unlinked, within=0.2, **check)
     assert result.status == "PASS" and result.margin == pytest.approx(0.2)
-    assert rank_correlation(run(*[[1, 3, 2, 4, 5]] * 3), within=0.2, **check).status == "FAIL"
+    linked = run([1, 2, 3, 4, 5], [1, 3, 2, 4, 5], [2, 1, 3, 5, 4])  # rho 1, 0.9, 0.8
+    assert rank_correlation(linked, within=0.2, **check).status == "FAIL"
     with pytest.raises(ValueError, match="needs `above` or `within`"):
         rank_correlation(run([1, 2]), **check)
 
