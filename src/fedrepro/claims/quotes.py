@@ -1,4 +1,4 @@
-"""A paper claim's `quote` is the paper's own words (docs/claims.md, "What a claim is"): each part of it, between
+"""A paper claim's `quote` is the paper's own words (docs/claims.md, "Kinds of claim"): each part of it, between
 "..." elisions, appears in the paper's text. The comparison is on words of letters only, because the texts carry
 their formulas twice over (rendered symbols, then LaTeX: "K=50𝐾50K=50italic_K = 50"): a token with a digit, a
 non-ASCII letter, an underscore or a backslash is a formula's and is dropped on both sides, as are one-letter
