@@ -34,15 +34,17 @@ from fedrepro.verdicts import FAIL, INCONCLUSIVE, PASS
 # and for cause seeds how many would decide it (claims/causes.py); check_says: the check's own verdict on these data
 # where the row's differs (a stand-in, an assumed reading or a scale declared undecided kept it from the paper);
 # departs: where the check departs from the paper's sentence at this scale (a reduced target, words not tested);
-# robustness, alternatives: the verdict under the alternative readings it rests on, a category and each alternative as JSON (claims/robustness.py);
+# robustness, alternatives: the verdict under the alternative readings it rests on, a category and each alternative
+# as JSON (claims/robustness.py);
 # p_pass, p_fail: the p-values of the claim's test (a check that tests its seeds, checks.TESTED): PASS when
 # p_pass <= alpha, FAIL when p_fail <= alpha (checks/inference.py); error_rate: what the verdict's rule states
 # (claims/support.py ERROR_RATES); equivalence_margin: the margin M of an equivalence claim (|effect| < M, tested by
 # TOST; checks.EQUIVALENCE), as its claims file declares it, in its check's units; support: share of bootstrap resamples in which the claim holds, for the other
 # checks (empty: NA, the reason in note); margin: the check's distance from its threshold in its own units
 # (> 0: holds); margin_se: margin / its bootstrap s.d.
-COLUMNS = ["claim_id", "kind", "figure", "scale", "status", "cause", "check_says", "departs", "seeds_needed", "robustness",
-           "alternatives", "p_pass", "p_fail", "error_rate", "equivalence_margin", "support", "margin", "margin_se", "measured", "expected", "note", "quote"]
+COLUMNS = ["claim_id", "kind", "figure", "scale", "status", "cause", "check_says", "departs", "seeds_needed",
+           "robustness", "alternatives", "p_pass", "p_fail", "error_rate", "equivalence_margin", "support", "margin",
+           "margin_se", "measured", "expected", "note", "quote"]
 # the structured fields of each row that the ledger's JSON record repeats (write_ledger)
 RECORDED = ["claim_id", "kind", "status", "cause", "check_says", "departs", "seeds_needed", "robustness",
             "equivalence_margin"]

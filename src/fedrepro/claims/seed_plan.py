@@ -293,12 +293,11 @@ def planned_table(table: RunTable, plan: dict[str, Any] | None) -> RunTable:
     # would train other settings under that run's curve
     for r in runs:
         own = table.runs[r["extends"]]
-        expected = {**own, "first_seed": r["first_seed"], "seeds": r["seeds"]}
-        if r["first_seed"] < own.get("first_seed", 0) + own["seeds"] or r["spec"] != expected \
-                or r["run_id"] != run_id_of(expected):
+        expected = extension(own, own["seeds"] + r["seeds"])
+        if r["spec"] != expected or r["run_id"] != run_id_of(expected) or r["first_seed"] != expected["first_seed"]:
             differ = sorted(k for k in set(expected) | set(r["spec"]) if expected.get(k) != r["spec"].get(k))
             raise ResultsError(f"{FILE}: added run {r['run_id']} is not an extension of run {r['extends']} "
-                               f"(seeds from {r['first_seed']}; differs in {', '.join(differ) or 'its run id'}); "
+                               f"(seeds from {r['first_seed']}; differs in {', '.join(differ) or 'its run id or first seed'}); "
                                f"refused before training; remake it with `fedrepro seed-plan`")
     by_run: dict[str, list[dict[str, Any]]] = {}
     for r in sorted(runs, key=lambda r: (r["extends"], r["first_seed"])):

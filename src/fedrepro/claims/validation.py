@@ -44,11 +44,12 @@ QUALIFIER_CHECKS = {"slight": "slightly"}  # check -> the word its test is
 
 
 def validate_claims(claims_cfg: Any, source: str, figures: FigureLabels | None = None,
-                    readings: Collection[str] | None = None) -> None:
+                    readings: Mapping[str, Mapping[str, Any]] | None = None) -> None:
     """Stop on a claims file that would be judged wrongly: an unknown key, check or figure, a missing,
     misspelt or mistyped check parameter (a silently ignored one would change the verdict), a repeated
     id; with `figures`, every column and value a parameter names must exist in the claim's figures; with
-    `readings` (the paper's, by name), every reading a claim rests on must be one of them."""
+    `readings` (the paper's, by name), every reading a claim rests on must be one of them, and every word of degree
+    in a paper claim's quote weighed (unweighed_qualifiers)."""
     if not isinstance(claims_cfg, dict) or not isinstance(claims_cfg.get("claims"), list):
         raise ConfigError(f"{source}: expected a mapping with a list under 'claims'")
     problems = [f"unknown key {k!r}; allowed keys: {', '.join(sorted(LEDGER_FIELDS))}"
@@ -76,10 +77,9 @@ def validate_claims(claims_cfg: Any, source: str, figures: FigureLabels | None =
         elif readings is not None:
             problems += [f"{where}: rests_on: unknown reading {r!r}; readings of this paper: "
                          f"{', '.join(sorted(readings)) or '(none)'}" for r in rests_on if r not in readings]
-            if isinstance(readings, Mapping):
-                problems += [f"{where}: quote says {w!r}, which its check does not weigh: rest it on a reading of "
-                             f"source 'quantified' (our number for the word, with alternatives) or name '{w}' in "
-                             f"not_tested" for w in unweighed_qualifiers(claim, readings)]
+            problems += [f"{where}: quote says {w!r}, which its check does not weigh: rest it on a reading of "
+                         f"source 'quantified' (our number for the word, with alternatives) or name '{w}' in "
+                         f"not_tested" for w in unweighed_qualifiers(claim, readings)]
     if problems:
         raise config_error(f"invalid claims in {source}", problems)
 
