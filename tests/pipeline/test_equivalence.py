@@ -163,7 +163,7 @@ def test_the_ledger_row_shows_the_margin_and_its_error_rate():
     ledger = _ledger(claim, data)
     row = ledger.iloc[0]
     assert row["status"] == "PASS" and row["equivalence_margin"] == 0.1
-    assert row["error_rate"] == "<= 5% (TOST of paired t / sign tests; IUT, Holm)"
+    assert row["error_rate"] == "<= 5% if seed noise is symmetric (TOST of paired t / sign tests; IUT, Simes)"
     assert ledger_summary(ledger)["claims"][0]["equivalence_margin"] == 0.1  # the JSON record repeats it
     json.dumps(ledger_summary(ledger))
     page = ledger_html(ledger, "t")
@@ -171,7 +171,7 @@ def test_the_ledger_row_shows_the_margin_and_its_error_rate():
     directional = {**claim, "check": "compare_final", "id": "D"}
     directional.pop("max_abs_log10")
     other = _ledger(directional, _cells("compare_final", [INSIDE + 1])).iloc[0]
-    assert math.isnan(other["equivalence_margin"]) and other["error_rate"].startswith("<= 5% (paired t")
+    assert math.isnan(other["equivalence_margin"]) and other["error_rate"].startswith("<= 5% if seed noise is symmetric (paired t")
     assert ledger_summary(_ledger(directional, _cells("compare_final", [INSIDE + 1])))["claims"][0][
         "equivalence_margin"] == ""
 

@@ -13,19 +13,24 @@
 - seeds: the rule's test of the seeds is open and at most REACH seeds of the same effect would decide it (too
   few seeds for the rule at all, t-tests whose effects the spread hides, or a sign test whose every seed falls on
   one side, censored or tied, and that 2^-n does not yet reach: 5 such seeds would);
-- check: the check cannot decide on these data whatever the number of seeds: a sign test with seeds on both
-  sides or unsettled (a censored time, a bound that does not settle), an effect so small against its spread
-  that more than REACH seeds would be needed ("not within reach"), a metric below its floor, a check the
-  decision rule does not calibrate (its bootstrap did not agree), no data to compare.
+- check: the check cannot decide on these data whatever the number of seeds: an effect so small against its
+  spread, or a sign test whose seeds settle so evenly (a censored time, a bound that does not settle, counting for
+  neither side), that more than REACH seeds would be needed ("not within reach"), a metric below its floor, a check
+  the decision rule does not calibrate (its bootstrap did not agree), no data to compare.
 
-`seeds_needed` (for cause `seeds`): the smallest number of seeds at which the claim's own test, with each
-comparison's observed mean effect and seed s.d. held fixed, would decide it at the rule's alpha. A one-sample
-t-test of n effects of mean d and s.d. s shows d > 0 at level a when t_{n-1, 1-a} s / sqrt(n) < d. A claim
+`seeds_needed` (for cause `seeds`): the smallest number of seeds at which the claim's own test, taking each
+comparison's observed mean effect and seed s.d. as the truth, would decide it at the rule's alpha with 80% power
+(POWER) in each comparison it needs. A one-sample t-test of n effects of mean d and s.d. s shows d > 0 at level a
+with power 1 - b when the noncentral t with n - 1 degrees of freedom and noncentrality sqrt(n) d / s exceeds
+t_{n-1, 1-a} with that probability (t_seeds). The n at which the observed t would only just
+cross (b = 1/2, what this was before) decides in about half of such repetitions: a coin flip. A claim
 combines its m comparisons, r of them required, as inference.combine does (the partial-conjunction test):
 PASS needs r comparisons each shown to hold at alpha / (m - r + 1), so its n is the r-th smallest of theirs
 (for `all`, the largest: every cell must hold, at alpha with no correction); FAIL needs m - r + 1 shown to
 fail at alpha / r, so its n is the (m - r + 1)-th smallest (for `all`: the one cell most clearly against,
-at alpha / m, Holm). A sign test whose n seeds all fall on one side needs ceil(log2(1 / a)) seeds (5 at 5%).
+at alpha / m, Bonferroni: the rule's Simes form decides no later). A sign test whose seeds settle on a side
+with share q needs the n at which the exact binomial test at a has 80% power for q (sign_seeds: 5 at 5% when every
+seed did, 18 for 4 of 5; none for q <= 1/2).
 A cell made of steps or conditions recurses the same way. The estimate is that of the
 verdict the data point to (the smaller n of PASS and FAIL); beyond REACH seeds it is "not within reach".
 """
@@ -36,6 +41,7 @@ import functools
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 from scipy import stats
 
@@ -53,6 +59,7 @@ CAUSES = {
            "uncalibrated, no data",
 }
 REACH = 50  # more seeds than this: "not within reach"
+POWER = 0.8  # the chance that seeds_needed seeds decide, the observed effect and spread taken as true
 NOT_WITHIN_REACH = "not within reach"
 UNKNOWN = "unknown"  # no estimate: a single seed has no spread, or the check does not test its seeds
 
@@ -73,16 +80,36 @@ SHOWN, NEVER, BLOCKED, NO_SPREAD = Need(False, False, 0), Need(False, False, mat
 
 
 def t_seeds(effect: float, sd: float, level: float, limit: int = REACH) -> float:
-    """The smallest n <= limit with t_{n-1, 1-level} x sd / sqrt(n) < effect; limit + 1 where none is (more
-    seeds than that), inf where the effect is not > 0 (no number of seeds would)."""
+    """The smallest n <= limit at which the one-sided t-test at `level` of n effects of mean `effect` and s.d. `sd`
+    has power POWER (the noncentral t's, searched from the approximation (t_{n-1, 1-level} + t_{n-1, POWER}) x sd /
+    sqrt(n) <= effect); limit + 1 where none is (more seeds than that), inf where the effect is not > 0."""
     if not effect > 0:
         return math.inf
     if sd == 0:
         return 2
     for n in range(2, limit + 1):
-        if _t_quantile(level, n - 1) * sd / math.sqrt(n) < effect:
+        if (_t_quantile(level, n - 1) + _t_quantile(1 - POWER, n - 1)) * sd / math.sqrt(n) <= effect:
+            # the approximation is at most a seed short: the exact power of the noncentral t from there
+            while n <= limit and stats.nct.sf(_t_quantile(level, n - 1), n - 1, effect / sd * math.sqrt(n)) < POWER:
+                n += 1
             return n
     return limit + 1
+
+
+@functools.lru_cache(maxsize=4096)
+def sign_seeds(share: float, level: float, limit: int = REACH) -> float:
+    """The smallest n <= limit at which the exact sign test at `level` shows a side on which each seed settles with
+    probability `share`, with power POWER (share 1: the first n with 2^-n <= level, 5 at 5%); limit + 1 where none
+    is, inf where share <= 1/2 (no number of seeds would)."""
+    if not share > 0.5:
+        return math.inf
+    n = np.arange(1, limit + 1)
+    # the fewest seeds on the side that reach level at each n: binom.sf(k - 1, n, 1/2) <= level
+    k = stats.binom.isf(level, n, 0.5) + 1
+    k = np.where(stats.binom.sf(k - 2, n, 0.5) <= level, k - 1, k)  # isf's discreteness: the least such k
+    power = np.where(k <= n, stats.binom.sf(k - 1, n, share), 0.0)
+    hit = np.nonzero(power >= POWER - 1e-12)[0]
+    return float(n[hit[0]]) if len(hit) else limit + 1
 
 
 @functools.lru_cache(maxsize=4096)
@@ -106,11 +133,11 @@ def need(test: Test, level: float, holds: bool) -> Need:
     p = test.p_holds if holds else test.p_against
     if p <= level:
         return SHOWN
-    if test.kind == "sign" and test.n and p == 0.5 ** test.n:
-        # every seed settled on this side (censored beyond the other's time, or tied): n such seeds show it at
-        # 2^-n, so the seeds that would, if new seeds fall the same way
-        return Need(False, False, math.ceil(math.log2(1 / level) - 1e-9))
-    # a sign test with seeds on both sides or unsettled, or an outcome known without seeds
+    if test.kind == "sign" and test.n:
+        # each new seed taken to settle on this side as often as the seeds so far did (all of them: 2^-n reaches
+        # level at ceil(log2(1 / level)) seeds, 5 at 5%); an unsettled seed counts for neither side
+        return Need(False, False, sign_seeds((test.ups if holds else test.downs) / test.n, level))
+    # an outcome known without seeds
     return BLOCKED
 
 

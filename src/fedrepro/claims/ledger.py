@@ -13,7 +13,7 @@ from fedrepro.claims import causes
 from fedrepro.claims import support as bootstrap_rule
 from fedrepro.claims.checks import CHECKS, EQUIVALENCE, TESTED, UNITS, Result, check_parameters
 from fedrepro.claims.checks.common import at_level
-from fedrepro.claims.checks.inference import ALPHA
+from fedrepro.claims.checks.inference import ALPHA, seed_test
 from fedrepro.claims.data import ClaimData
 from fedrepro.claims.data_notes import stand_ins, with_data_notes
 from fedrepro.claims.kinds import DERIVED, IMPLEMENTATION, REPORT, counts_text, kind_of, verdict_counts
@@ -64,6 +64,12 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
     look, its `planned` claims (ids: the plan's) are judged on every seed at its level, and every other claim as at
     the first look, on its runs' first-look seeds (first_look): seeds added for another claim never change its data,
     and its note says so. The alternatives are judged on the first look's seeds (their runs get none added)."""
+    with seed_test(claims_cfg.get("seed_test", "t")):
+        return _evaluate(claims_cfg, tables, scale, labels, readings, alternatives, look)
+
+
+def _evaluate(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame], scale: str, labels: dict[str, list[str]],
+              readings: dict[str, dict[str, Any]] | None, alternatives: Alternatives | None, look: Look) -> pd.DataFrame:
     tables, labels = _in_paper_terms(tables, labels)
     tables, others = the_papers_curves(tables, claims_cfg.get("methods"))
     readings = readings or {}
@@ -113,7 +119,8 @@ def evaluate_claims(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame],
             "robustness": robust, "alternatives": encode(alts),
             "p_pass": _rounded(result.p_pass, 3) if tested else math.nan,
             "p_fail": _rounded(result.p_fail, 3) if tested else math.nan,
-            "error_rate": support.error_rate(equivalence=not math.isnan(margin)),
+            "error_rate": support.error_rate(equivalence=not math.isnan(margin),
+                                             seed_test=claims_cfg.get("seed_test", "t")),
             "equivalence_margin": margin, "support": _rounded(support.share, 3),
             "margin": _rounded(result.margin, 4),
             "margin_se": _rounded(result.margin / support.margin_sd, 3) if support.margin_sd > 0 else math.nan,
@@ -359,7 +366,7 @@ def bootstrap_record(paper: str, scale: str) -> dict[str, Any]:
                  "min_units": bootstrap_rule.MIN_UNITS,
                  "equivalence": dict(sorted(EQUIVALENCE.items())),
                  "text": "a tested check (checks.TESTED) decides by its own one-sided tests at alpha, combined over "
-                         "its comparisons (intersection-union for PASS, Holm for FAIL; docs/claims_reference.md), an "
+                         "its comparisons (intersection-union for PASS, Simes for FAIL; docs/claims_reference.md), an "
                          "equivalence check (checks.EQUIVALENCE: check -> its margin's parameter) by the two "
                          "one-sided tests of its margin (TOST); any other "
                          "verdict stands when >= decide of the bootstrap resamples agree with it; with fewer than "
@@ -409,8 +416,9 @@ def write_ledger(claims_path: Path, table_paths: list[Path], figures: dict[str, 
         ledger.to_csv(tmp, index=False)
     if record is not None:  # with the ledger's sha256, which every reader checks (claims/seal.py)
         with atomic_path(record, suffix=".json") as tmp:
-            body = bootstrap_record(claims_cfg.get("paper", out.stem), scale) | {"scale_note": scale_note,
-                                                                                  "seeds": seeds or {}} | look.record()
+            body = bootstrap_record(claims_cfg.get("paper", out.stem), scale) | {
+                "scale_note": scale_note, "seeds": seeds or {}, "seed_test": claims_cfg.get("seed_test", "t")
+            } | look.record()
             tmp.write_text(json.dumps(body | ledger_summary(ledger) | {"ledger": ledger_seal(out)}, indent=2) + "\n")
     return ledger
 

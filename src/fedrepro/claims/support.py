@@ -60,11 +60,18 @@ DECIDE = 1 - ALPHA  # share of resamples that must agree with a bootstrapped ver
 MIN_UNITS = 3  # fewer seeds (Monte Carlo runs) than this: no test, no bootstrap
 # the error rate each kind of support states (the ledger's column error_rate)
 ERROR_RATES = {
-    "test": f"<= {ALPHA:.0%} (paired t / sign / exact rank test; IUT, Holm)",
-    "equivalence": f"<= {ALPHA:.0%} (TOST of paired t / sign tests; IUT, Holm)",
+    # the t-tests' rates hold for symmetric noise (docs/claims_reference.md, "Seed noise: the shape the rates rest on")
+    "test": f"<= {ALPHA:.0%} if seed noise is symmetric (paired t / sign / exact rank test; IUT, Simes)",
+    "equivalence": f"<= {ALPHA:.0%} if seed noise is symmetric (TOST of paired t / sign tests; IUT, Simes)",
     "bootstrap": f"uncalibrated (bootstrap, {DECIDE:.0%} agreement)",
     "invariant": "none (the same in every resample: no sampling error)",
-    "runs": f"<= {ALPHA:.0%} (paired t / Brown-Forsythe test over Monte Carlo runs; IUT, Holm)",
+    "runs": f"<= {ALPHA:.0%} if run noise is symmetric (paired t / Brown-Forsythe test over Monte Carlo runs; IUT, "
+            f"Simes)",
+    # a claims file's seed_test "sign" (inference.seed_test): the typical seed, whatever the noise's shape
+    "test_sign": f"<= {ALPHA:.0%} for any seed noise (exact sign test of the typical seed / exact rank test; IUT, "
+                 f"Simes)",
+    "equivalence_sign": f"<= {ALPHA:.0%} for any seed noise (TOST of exact sign tests of the typical seed; IUT, "
+                        f"Simes)",
     "unbacked": f"not backed (bootstrap above {ALPHA:.0%} or not measured): no verdict",
 }
 SERIES_CHECKS = ("series_ratio", "series_trend")  # checks whose `series` defaults to var
@@ -148,13 +155,13 @@ class Support:
     def units_text(self) -> str:
         return f"{self.units} {self.unit}{'' if self.units == 1 else 's'}"
 
-    def error_rate(self, equivalence: bool = False) -> str:
+    def error_rate(self, equivalence: bool = False, seed_test: str = "t") -> str:
         """The error rate the verdict's rule states ("" where there is no rule: not resampled, undecided); an
-        `equivalence` claim's test is a TOST."""
-        if self.kind == "test" and equivalence:
-            return ERROR_RATES["equivalence"]
+        `equivalence` claim's test is a TOST; `seed_test`: how the seeds were tested (inference.seed_test)."""
         if self.kind == "test" and self.unit == UNITS["compare_mc"]:  # a variance tested on the runs
-            return ERROR_RATES["runs"]
+            return ERROR_RATES["runs" if seed_test == "t" else "test_sign"]
+        if self.kind == "test":
+            return ERROR_RATES[("equivalence" if equivalence else "test") + ("" if seed_test == "t" else "_sign")]
         if self.rate and self.kind in ("bootstrap", "too_few"):
             return self.rate
         return ERROR_RATES.get("bootstrap" if self.kind == "too_few" else self.kind, "")

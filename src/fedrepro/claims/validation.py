@@ -14,6 +14,7 @@ from typing import Annotated, Any, Collection, Literal, Mapping, Union
 
 from fedrepro.claims.checks import CHECKS, check_hints, check_parameters
 from fedrepro.claims.checks.common import Above, Names, OneOf
+from fedrepro.claims.checks.inference import SEED_TESTS
 from fedrepro.claims.kinds import PAPER, kind_of, kind_problems
 from fedrepro.errors import ConfigError, config_error
 from fedrepro.schemas import SCALES
@@ -29,8 +30,9 @@ def claim_params(claim: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # top-level keys of a claims file (each check names its own metric, x column and window); `methods`: the paper's
-# own methods (their `methods` keys in config/papers/<paper>.yaml): a curve of any other never enters a paper claim
-LEDGER_FIELDS = {"paper", "methods", "claims"}
+# own methods (their `methods` keys in config/papers/<paper>.yaml): a curve of any other never enters a paper claim;
+# `seed_test`: how its seeds are tested (inference.SEED_TESTS; default t)
+LEDGER_FIELDS = {"paper", "methods", "claims", "seed_test"}
 # Per figure of a paper, each label column of its table and the values it takes at the paper scale, in the
 # paper's terms (experiments/runtable.py label_values): what a claim may name.
 FigureLabels = Mapping[str, Mapping[str, Collection[Any]]]
@@ -61,6 +63,9 @@ def validate_claims(claims_cfg: Any, source: str, figures: FigureLabels | None =
         drawn = {m for table in figures.values() for m in table.get("method", ())}
         problems += [f"methods: {m!r} is no method of the paper's figures; they draw {_listed(drawn)}"
                      for m in methods if m not in drawn]
+    if claims_cfg.get("seed_test", "t") not in SEED_TESTS:
+        problems.append(f"seed_test: {claims_cfg['seed_test']!r} is not one of {', '.join(SEED_TESTS)} (t: the paired "
+                        f"t-test of the mean effect; sign: the exact sign test of the typical seed)")
     seen: set[str] = set()
     for i, claim in enumerate(claims_cfg["claims"]):
         where = f"claim {claim['id']}" if isinstance(claim, dict) and "id" in claim else f"claims[{i}]"

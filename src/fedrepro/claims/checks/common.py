@@ -207,8 +207,9 @@ def shown_outcome(outcome: Outcome) -> Holds:
 
 
 def claim_test(holds: list[Outcome], require: str, fraction: float | None) -> Test:
-    """The claim's combined Test over its cells (inference.combine), `require` of them needed."""
-    return combine([as_test(h) for h in holds], required_of(len(holds), _needed(require, fraction)))
+    """The claim's combined Test over its cells (inference.combine), `require` of them needed; FAIL by Simes's form,
+    the cells being separate runs or sharing a curve on one side (positively dependent: inference's docstring)."""
+    return combine([as_test(h) for h in holds], required_of(len(holds), _needed(require, fraction)), positive=True)
 
 
 def verdict(holds: list[Outcome], require: str, fraction: float | None) -> str:

@@ -24,10 +24,17 @@ under any dependence between the comparisons:
 - PASS when (m - required + 1) x the required-th smallest p_holds <= ALPHA. For "all" (required = m) this is
   the intersection-union test (Berger 1982): every comparison must hold at level ALPHA, no correction, so a
   claim with one comparison at zero effect reads PASS in at most ALPHA of cases whatever the others do.
-- FAIL when required x the (m - required + 1)-th smallest p_against <= ALPHA: at least m - required + 1
-  comparisons are shown to fail, corrected for the m. For "all" this is m x the smallest p_against, i.e.
-  Holm's (1979) procedure rejecting at least one comparison: a true claim reads FAIL in at most ALPHA of
-  cases, however many comparisons it makes.
+- FAIL when at least m - required + 1 comparisons are shown to fail. Over the cells of a claim this is the
+  partial-conjunction test in Simes's form (Benjamini & Heller 2008, eq. 3): min over i = 1..required of
+  required / i x the (m - required + i)-th smallest p_against <= ALPHA. For "all" it is Simes's (1986) test of
+  "every cell holds" (min_i m / i x the i-th smallest p), the global test of Hochberg's (1988) step-up
+  procedure: a true claim reads FAIL in at most ALPHA of cases when the cells' p-values are independent or
+  positively dependent (PRDS; Sarkar 1998, Ann. Stat. 26(2)). A claim's cells are separate runs (panels,
+  settings, step sizes) or share a curve on the same side of each comparison (Q = 10, 20 and 30 each against
+  Q = 1), which correlates them positively. Steps of a series (consecutive differences share a run with
+  opposite signs: negatively dependent) and the two sides of TOST keep the Bonferroni form, valid under any
+  dependence: required x the (m - required + 1)-th smallest p_against (for "all", m x the smallest, Holm's
+  (1979) first step).
 - INCONCLUSIVE otherwise.
 
 An equivalence claim ("comparable", "nearly the same": |mean effect| < M, a margin M the claims file declares) is
@@ -48,6 +55,8 @@ PASS when every comparison needed holds, FAIL when too many fail.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -56,6 +65,23 @@ from scipy import stats
 from fedrepro.verdicts import FAIL, INCONCLUSIVE, PASS
 
 ALPHA = 0.05  # the error rate each verdict is held to: false PASS and false FAIL, each at most this
+# how effect_test judges seeds whose effects are all known: "t", the paired t-test of the mean effect (its rates hold
+# for symmetric seed noise), or "sign", the exact sign test of the typical (median) seed, valid for any noise
+# (a claims file's `seed_test`, for a paper whose seeds are skewed: docs/claims_reference.md, "Seed noise")
+SEED_TESTS = ("t", "sign")
+_SEED_TEST: ContextVar[str] = ContextVar("seed_test", default="t")
+
+
+@contextmanager
+def seed_test(name: str):
+    """Judge the seeds inside this block by the SEED_TESTS `name` (a ledger sets its claims file's)."""
+    if name not in SEED_TESTS:
+        raise ValueError(f"seed_test {name!r} is not one of {', '.join(SEED_TESTS)}")
+    token = _SEED_TEST.set(name)
+    try:
+        yield
+    finally:
+        _SEED_TEST.reset(token)
 
 
 @dataclass(frozen=True)
@@ -77,6 +103,9 @@ class Test:
     fail_below: float = 0.0
     parts: tuple[Test, ...] = ()
     required: int = 0
+    effects: tuple[float, ...] = ()  # a t-test's per-seed effects (benchmarks/seed_skew.py reads their shape)
+    ups: int = 0  # a sign test's seeds settled on the holding side (and `downs` on the failing side), of `n`
+    downs: int = 0
 
     @property
     def outcome(self) -> bool | None:
@@ -110,7 +139,7 @@ def paired_t(effects, hold_above: float = 0.0, fail_below: float = 0.0) -> Test:
     n = len(d)
     sd = float(d.std(ddof=1)) if n > 1 else math.nan
     stats_ = dict(kind="t", n=n, mean=float(d.mean()) if n else math.nan, sd=sd, hold_above=hold_above,
-                  fail_below=fail_below)
+                  fail_below=fail_below, effects=tuple(d.tolist()))
     if not sd > 0 or not math.isfinite(sd):
         return Test(1.0, 1.0, "", **stats_)  # open: one seed has no spread to test against
     p_holds, p_against, t_hold, t_fail = t_pvalues(d, hold_above, fail_below)
@@ -127,9 +156,15 @@ def signs(low, high) -> Test:
     if n < 1:
         return OPEN
     up, down = int(np.sum(low > 0)), int(np.sum(high < 0))
-    p_holds = float(stats.binomtest(up, n, 0.5, alternative="greater").pvalue) if up else 1.0
-    p_against = float(stats.binomtest(down, n, 0.5, alternative="greater").pvalue) if down else 1.0
-    return Test(p_holds, p_against, f"sign {up}+/{down}-/{n}", kind="sign", n=n)
+    p_holds, p_against = (float(sign_pvalue(k, n)) for k in (up, down))
+    return Test(p_holds, p_against, f"sign {up}+/{down}-/{n}", kind="sign", n=n, ups=up, downs=down)
+
+
+def sign_pvalue(count, n):
+    """P(at least `count` of n fair coin flips land on a side), the exact sign test's one-sided p-value (1 for none);
+    elementwise over arrays (benchmarks/calibrate_rule.py's many cells at once)."""
+    count = np.asarray(count)
+    return np.where(count > 0, stats.binom.sf(count - 1, n, 0.5), 1.0)
 
 
 def spearman_sum(rhos, k: int) -> Test:
@@ -162,14 +197,14 @@ def _spearman_null(k: int) -> np.ndarray:
 
 def effect_test(low, high=None, hold_above: float = 0.0, fail_below: float = 0.0) -> Test:
     """Per-seed effects, each known exactly (high None, or equal to low, and finite) and not all equal: the paired
-    t-test; else (a censored or diverged seed, or seeds that tie) the exact sign test of the intervals, the band
-    dropped. Seeds that agree exactly are ties of a coarse grid (rounds between evaluations), not a quantity free
+    t-test (under seed_test "sign", the sign test); else (a censored or diverged seed, or seeds that tie) the exact
+    sign test of the intervals, a stated band (hold_above, fail_below) kept. Seeds that agree exactly are ties of a coarse grid (rounds between evaluations), not a quantity free
     of the seed: no run of the five papers is seed-independent, so n tied seeds weigh as n signs (p = 2^-n), never
     as certainty (3 tied seeds: 1/8, open)."""
     low = np.asarray(low, dtype=float)
     high = low if high is None else np.asarray(high, dtype=float)
     tied = len(low) > 1 and (low == low[0]).all() and (high == high[0]).all()
-    if len(low) and not tied and np.array_equal(low, high) and np.isfinite(low).all():
+    if len(low) and not tied and np.array_equal(low, high) and np.isfinite(low).all() and _SEED_TEST.get() == "t":
         return paired_t(low, hold_above, fail_below)
     test = signs(low - hold_above, high - fail_below)
     return replace(test, how=f"{len(low)} equal seeds, {test.how}") if tied else test
@@ -222,11 +257,12 @@ def required_of(m: int, need: float) -> int:
     return min(m, max(1, math.ceil(need * m - 1e-9)))
 
 
-def combine(tests: list[Test], required: int | None = None, how: str = "") -> Test:
+def combine(tests: list[Test], required: int | None = None, how: str = "", positive: bool = False) -> Test:
     """The Test of "at least `required` of these comparisons hold" (default: all), by the partial-conjunction
-    test (module docstring): p_holds = (m - r + 1) x the r-th smallest p_holds; p_against = r x the
-    (m - r + 1)-th smallest p_against (at least m - r + 1 fail). One comparison is itself. `how`: what it says
-    it is (default "r of m")."""
+    test (module docstring): p_holds = (m - r + 1) x the r-th smallest p_holds; p_against (at least m - r + 1
+    fail) = r x the (m - r + 1)-th smallest p_against, or with `positive` (p-values independent or positively
+    dependent: a claim's cells) Simes's form, min over i <= r of r / i x the (m - r + i)-th smallest. One
+    comparison is itself. `how`: what it says it is (default "r of m")."""
     m = len(tests)
     if m == 0:
         return OPEN
@@ -235,7 +271,8 @@ def combine(tests: list[Test], required: int | None = None, how: str = "") -> Te
     against = sorted(t.p_against for t in tests)
     if m == 1 and r == 1:
         return tests[0]
-    return Test(min(1.0, (m - r + 1) * holds[r - 1]), min(1.0, r * against[m - r]), how or f"{r} of {m}",
+    fails = min(r / i * against[m - r + i - 1] for i in range(1, r + 1)) if positive else r * against[m - r]
+    return Test(min(1.0, (m - r + 1) * holds[r - 1]), min(1.0, fails), how or f"{r} of {m}",
                 kind="combined", parts=tuple(tests), required=r)
 
 
@@ -255,17 +292,6 @@ def tost(lower: Test, upper: Test, margin: str = "") -> Test:
     PASS needs both to hold (an intersection-union test), FAIL either shown beyond the margin, 2 x the smaller
     p of failing (combine: Bonferroni over the two sides)."""
     return combine([lower, upper], how=f"TOST {margin}: {lower.how or 'open'} / {upper.how or 'open'}")
-
-
-def holm(p_values: list[float]) -> list[float]:
-    """Holm's (1979) step-down adjusted p-values, in the given order: which comparisons a FAIL names."""
-    m = len(p_values)
-    order = np.argsort(p_values, kind="stable")
-    adjusted, running = [0.0] * m, 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p_values[i]))
-        adjusted[i] = running
-    return adjusted
 
 
 def decide(test: Test, level: float = ALPHA) -> str:
