@@ -20,6 +20,19 @@ if TYPE_CHECKING:
 # Errors whose message is the whole story for the user: no traceback.
 USER_ERRORS = (DataError, ConfigError, ResultsError)
 ADHOC_DIR = Path("adhoc")  # `fedrepro run` results: git- and DVC-ignored, never the pipeline's results/
+# `fedrepro audit`'s exit status (audit_papers), the first that applies: a mismatch outranks a run not verified
+# (2 is argparse's, for a usage error)
+AUDIT_MISMATCH, AUDIT_UNVERIFIED, AUDIT_VERIFIED = 1, 3, 0
+AUDIT_EXIT = f"""\
+exit status:
+  {AUDIT_MISMATCH}  a finding is FAIL: what is on disk contradicts a record, or a rerun differs (also: an error
+     stopped the audit, its message on stderr)
+  {AUDIT_UNVERIFIED}  no FAIL, but a run drawn by --rerun could not be verified here (UNVERIFIED, saying why: its
+     run.json has no hash of its own content, it ran on CUDA and this machine has none, its inputs are missing)
+  {AUDIT_VERIFIED}  neither (WARN and MISSING findings included: see the reports)
+
+runs recorded on CUDA are drawn like the others: run the same command on a machine with CUDA to rerun them
+(docs/audit.md, "Reruns of GPU runs")."""
 
 DESCRIPTION = """\
 fedrepro reproduces the figures and claims of federated-learning papers. The pipeline itself runs
@@ -120,14 +133,16 @@ def parser() -> argparse.ArgumentParser:
                      help="train K of its seeds at once, each in its own process of --threads threads")
     audit = sub.add_parser("audit", help="check that the results on disk are what their runs recorded",
                            description="For every figure of the papers, check the runs behind it (run.json, "
-                           "metrics.csv hash, data hashes, code commit, package versions, DVC record), the "
-                           "figure tables and the claims; write audit/<paper>.md; exit 1 on any mismatch.")
+                           "metrics.csv hash, data hashes,\ncode commit, package versions, DVC record), the figure "
+                           "tables and the claims; write audit/<paper>.md.", epilog=AUDIT_EXIT,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     audit.add_argument("papers", nargs="*", metavar="PAPER", help="papers to audit (default: `papers` of "
                        "config/config.yaml)")
     audit.add_argument("--scale", choices=list(SCALES), help="the scale to audit (default: every scale with results "
                        "of the paper on disk, results/<scale>/<paper>; with none, `scale` of config/config.yaml)")
-    audit.add_argument("--rerun", type=run_count, default=0, metavar="K", help="recompute K runs chosen at random in a "
-                       "temporary directory and compare their metrics.csv byte for byte, and their run.json summary")
+    audit.add_argument("--rerun", type=run_count, default=0, metavar="K", help="recompute K runs chosen at random "
+                       "among all runs on disk in a temporary directory and compare their metrics.csv byte for byte, "
+                       "and their run.json summary")
     audit.add_argument("--seed", type=int, help="seed of the choice of runs to rerun (default: a fresh one, "
                        "printed)")
     audit.add_argument("--out", default=Path("audit"), type=Path, help="directory of the reports, one folder per "
@@ -180,9 +195,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "run":
         run_step(lambda: run_one(args))
     if args.command == "audit":
-        failed: list[bool] = []
-        run_step(lambda: failed.append(audit_papers(args)))
-        sys.exit(1 if failed[0] else 0)
+        status: list[int] = []
+        run_step(lambda: status.append(audit_papers(args)))
+        sys.exit(status[0])
     if args.command == "variants":
         from fedrepro.variants.run import run_variants
 
@@ -516,15 +531,16 @@ def ledger_rebuilder(paper: str, scale: str, settings: dict, root: Path = Path("
     return rebuild
 
 
-def audit_papers(args: argparse.Namespace) -> bool:
-    """`fedrepro audit`: the papers' audits (results/audit.py), their reports and a summary; True on a mismatch."""
+def audit_papers(args: argparse.Namespace) -> int:
+    """`fedrepro audit`: the papers' audits (results/audit.py), their reports and a summary; its exit status
+    (AUDIT_EXIT)."""
     import yaml
 
     from fedrepro.layout import Layout
     from fedrepro.claims.ledger import ledger_look, ledger_readings
     from fedrepro.claims.seal import verify_ledger
     from fedrepro.claims.seed_plan import FILE as PLAN_FILE, planned_table, read_plan
-    from fedrepro.results.audit import FAIL, Checkout, audit_paper, choose_reruns, rerun
+    from fedrepro.results.audit import FAIL, UNVERIFIED, Checkout, audit_paper, choose_reruns, rerun
     from fedrepro.results.audit_report import summary, write_report
     from fedrepro.validate import load_and_validate, with_defaults
 
@@ -565,8 +581,8 @@ def audit_papers(args: argparse.Namespace) -> bool:
         for run_id in chosen:
             audit = next(a for a in audits if run_id in a.runs)
             run = audit.runs[run_id]
-            run.findings.append(rerun(run_id, tables[(audit.scale, readings[(audit.paper, audit.scale)])].runs[run_id],
-                                      run.record, checkout, Layout(audit.scale, root)))
+            run.findings.append(rerun(run, tables[(audit.scale, readings[(audit.paper, audit.scale)])].runs[run_id],
+                                      checkout, Layout(audit.scale, root)))
             print(f"  {run_id}: {run.findings[-1].status} {run.findings[-1].detail}")
 
     reports = {}
@@ -575,4 +591,5 @@ def audit_papers(args: argparse.Namespace) -> bool:
         write_report(audit, checkout, path)
         reports[(audit.scale, audit.paper)] = str(path)
     print(summary(audits, reports))
-    return any(f.status == FAIL for a in audits for f in a.all_findings)
+    statuses = {f.status for a in audits for f in a.all_findings}
+    return AUDIT_MISMATCH if FAIL in statuses else AUDIT_UNVERIFIED if UNVERIFIED in statuses else AUDIT_VERIFIED

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Callable
 
 import pytest
 
@@ -395,6 +396,76 @@ def test_a_rerun_elsewhere_equal_in_all_but_the_last_bits_is_explained_by_the_pl
         assert f"cpu_model: {cpu_model} -> " in line
     else:
         assert "same platform" in line
+
+
+# --- runs a rerun cannot verify here: drawn all the same, and the exit status says so (issue 62) ----------------
+
+
+def rewrite_record(run: Path, change: Callable[[dict], None], rehash: bool = True) -> None:
+    """run.json changed by `change`, its own content hash recomputed to match (a forger's edit that passes the hash
+    checks); without `rehash`, left as `change` leaves it."""
+    record = json.loads((run / "run.json").read_text())
+    change(record)
+    if rehash:
+        record[RECORD_SHA256] = record_sha256(record)
+    (run / "run.json").write_text(json.dumps(record))
+
+
+def rerun_line(out: str, run: Path) -> str:
+    return next(line for line in out.splitlines() if line.lstrip().startswith(f"{run.name}: "))
+
+
+def test_a_run_json_without_its_own_hash_is_drawn_and_not_verified(smoke_copy, capsys):
+    """A forger who deletes record_sha256 gets a WARN only; the rerun used to draw no such run and exit 0."""
+    run = run_dirs(smoke_copy)[0]
+    rewrite_record(run, lambda record: record.pop(RECORD_SHA256), rehash=False)
+    assert audit(capsys)[0] == 0  # no record contradicted: a WARN
+    code, out = audit(capsys, "--rerun", "1000", "--seed", "1")
+    assert code == 3, out
+    assert "seed 1 chose 5 run(s)" in out and out.count("metrics.csv byte-identical") == 4
+    line = rerun_line(out, run)
+    assert line.lstrip().startswith(f"{run.name}: UNVERIFIED not verified, cannot rerun it here: "
+                                    f"results/smoke/runs/{run.name}/run.json records no sha256 of its own content")
+    assert "UNVERIFIED: 1 run(s) drawn for a rerun could not be recomputed here" in out
+    report = (smoke_copy / "audit" / "smoke" / "fedvr.md").read_text()
+    assert "## Not verified" in report and f"#### `{run.name}`: UNVERIFIED" in report
+
+
+def test_a_run_recorded_on_cuda_is_drawn_and_not_verified_on_a_machine_without_cuda(smoke_copy, capsys, monkeypatch):
+    """A forger who writes `cuda:0` as the device (and rehashes run.json) used to get 'WARN cannot rerun', exit 0."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # a CPU machine, whatever this one has
+    run = run_dirs(smoke_copy)[2]
+    rewrite_record(run, lambda record: record["device"].update(device="cuda:0"))
+    assert audit(capsys)[0] == 0  # the record is consistent: nothing contradicts it
+    code, out = audit(capsys, "--rerun", "1000")
+    assert code == 3, out
+    assert f"{run.name}: UNVERIFIED not verified, cannot rerun it here: it ran on cuda:0 and torch finds no CUDA " \
+           f"device here: rerun it on a machine with CUDA" in out
+    assert out.count("metrics.csv byte-identical") == 4
+
+
+def test_runs_whose_inputs_are_missing_are_not_verified(smoke_copy, capsys):
+    (smoke_copy / "data" / "prepared" / "insurance.npz").unlink()
+    code, out = audit(capsys, "--rerun", "2")
+    assert code == 3, out
+    assert out.count("cannot rerun it here: data/prepared/insurance.npz missing (`snakemake "
+                     "data/prepared/insurance.npz` makes it)") == 2
+
+
+def test_a_rerun_that_differs_outranks_a_run_not_verified(smoke_copy, capsys):
+    """Exit 1 (a mismatch), not 3, when one drawn run differs and another could not be verified."""
+    forged, unhashed = run_dirs(smoke_copy)[1], run_dirs(smoke_copy)[0]
+    _forge(forged, 1e-9, None)
+    _, table = load_and_validate({"scale": "smoke"}, smoke_copy / "config")
+    for figure in table.paper_figures(PAPER):  # the tables follow the metrics: only the rerun can tell
+        write_figure_table(figure, Path("results/smoke"), Path("results/smoke") / PAPER / f"{figure.name}.csv")
+    rewrite_record(unhashed, lambda record: record.pop(RECORD_SHA256), rehash=False)
+    assert audit(capsys)[0] == 0
+    code, out = audit(capsys, "--rerun", "5")
+    assert code == 1, out
+    assert "rerun differs" in rerun_line(out, forged) and "UNVERIFIED" in rerun_line(out, unhashed)
 
 
 def forge_first_verdict(ledger: Path) -> tuple[str, str, str]:

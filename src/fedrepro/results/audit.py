@@ -9,6 +9,9 @@ recomputes runs into a temporary directory and compares their metrics.csv byte f
 
 Each finding has a status:
   FAIL     what is on disk contradicts a record (a hash differs, run.json is broken): `fedrepro audit` exits 1
+  UNVERIFIED  a run drawn for a rerun that cannot be recomputed and compared here (its run.json is not sound or
+           has no hash of its own content, it ran on a device this machine lacks, its inputs are missing): the
+           check asked for was not made; `fedrepro audit` exits 3 unless something FAILs
   MISSING  a run or an output that was never produced (a run that is gone while a figure built from it
            is still there is a FAIL, and so is a ledger deleted because rule claims failed, naming the failure)
   WARN     a difference that contradicts no record (another commit or package version, data not here to
@@ -36,14 +39,14 @@ from fedrepro.failures import failure_text, read_failure
 from fedrepro.experiments.runtable import Alternative, Figure, RunTable, run_id_of
 from fedrepro.layout import Layout, figure_record
 from fedrepro.experiments import provenance
-from fedrepro.experiments.store import (METRICS_SHA256, RunFiles, canonical_json, read_record, resolves_outside,
-                                        run_files, verify_metrics, verify_record)
+from fedrepro.experiments.store import (METRICS_SHA256, RECORD_SHA256, RunFiles, canonical_json, read_record,
+                                        resolves_outside, run_files, verify_metrics, verify_record)
 from fedrepro.results.tables import figure_table_csv, recorded_sha256
 from fedrepro.utils.digest import file_sha256, tree_sha256
 from fedrepro.verdicts import VERDICTS
 
-OK, WARN, MISSING, FAIL = "OK", "WARN", "MISSING", "FAIL"
-_RANK = {OK: 0, WARN: 1, MISSING: 2, FAIL: 3}
+OK, WARN, MISSING, UNVERIFIED, FAIL = "OK", "WARN", "MISSING", "UNVERIFIED", "FAIL"
+_RANK = {OK: 0, WARN: 1, MISSING: 2, UNVERIFIED: 3, FAIL: 4}  # as `fedrepro audit` exits: MISSING alone exits 0
 RECORD_KEYS = ("run_id", "spec", "git", "packages", "device", "seeds", "data_files", "started", "ended",
                "wall_seconds", "diverged", "summary", METRICS_SHA256)  # and RECORD_SHA256 since it exists
 # Files that cannot change a result: DVC's records and settings, ignore lists, the documentation.
@@ -575,34 +578,59 @@ def _claims(paper: str, out: Layout, checkout: Checkout,
 
 
 def choose_reruns(audits: list[PaperAudit], k: int, seed: int) -> list[str]:
-    """k runs drawn (seeded) from those with a sound run.json, over all audited papers."""
-    candidates = sorted({rid for a in audits for rid, run in a.runs.items() if run.status_of("run.json") == OK})
+    """k runs drawn (seeded) from every run with a run.json on disk, over all audited papers, whatever its checks
+    found: a run left out of the draw for a check it did not pass (a record without its own hash, a device this
+    machine lacks) would be one a forger could hide behind. A run never trained has nothing to verify."""
+    candidates = sorted({rid for a in audits for rid, run in a.runs.items() if run.status_of("run.json") != MISSING})
     return random.Random(seed).sample(candidates, min(k, len(candidates)))
 
 
-def rerun(run_id: str, spec: dict[str, Any], record: dict[str, Any], checkout: Checkout, out: Layout) -> Finding:
-    """Recompute a run in a temporary directory as rule train would and compare metrics.csv byte for byte."""
-    import torch
-
+def rerun(run: RunAudit, spec: dict[str, Any], checkout: Checkout, out: Layout) -> Finding:
+    """Recompute a run in a temporary directory as rule train would and compare metrics.csv byte for byte; a run
+    that cannot be recomputed and compared here is UNVERIFIED, saying why."""
     from fedrepro.experiments.execute import execute_run
 
-    files = run_files(out.results, run_id)
-    inputs = RunTable("", {run_id: spec}, {}).input_files(run_id)
+    files = run_files(out.results, run.run_id)
+    inputs = RunTable("", {run.run_id: spec}, {}).input_files(run.run_id)
     prepared = checkout.root / inputs["prepared"]
     data_records = [checkout.root / p for p in inputs["provenance"]]
-    absent = [checkout.relative(p) for p in [prepared, *data_records] if not p.exists()]  # (a folder: multi-view)
-    if absent:
-        return Finding("rerun", WARN, f"cannot rerun: {', '.join(absent)} missing (`snakemake {absent[0]}` "
-                                      f"makes it)")
-    device = record["device"]["device"]
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        return Finding("rerun", WARN, f"cannot rerun: it ran on {device} and torch finds no CUDA device here")
-    with tempfile.TemporaryDirectory(prefix=f"fedrepro-rerun-{run_id}-") as tmp:
-        again = RunFiles(Path(tmp) / run_id)
-        redone = execute_run(run_id, spec, again, prepared, data_records, device=device,
+    obstacles = _rerun_obstacles(run, files, [prepared, *data_records], checkout)
+    if obstacles:
+        return Finding("rerun", UNVERIFIED, f"not verified, cannot rerun it here: {'; '.join(obstacles)}")
+    record = run.record  # read and sound: _rerun_obstacles says so otherwise
+    with tempfile.TemporaryDirectory(prefix=f"fedrepro-rerun-{run.run_id}-") as tmp:
+        again = RunFiles(Path(tmp) / run.run_id)
+        redone = execute_run(run.run_id, spec, again, prepared, data_records, device=record["device"]["device"],
                              threads=record["device"].get("torch_threads", 1), log_path=Path(tmp) / "run.log",
                              repo=checkout.root)
         return compare_rerun(files, again, record, redone, checkout)
+
+
+def _rerun_obstacles(run: RunAudit, files: RunFiles, inputs: list[Path], checkout: Checkout) -> list[str]:
+    """Why a run cannot be recomputed and compared here, each with what would let it be; none when it can. A rerun
+    is compared with the run's record, so a record that is not sound, or whose own content has no hash to vouch
+    for it (its summary, platform and device could have been edited together with the metrics hash), stops it."""
+    import torch
+
+    where = checkout.relative(files.record)
+    if run.record is None or run.status_of("run.json") == FAIL:
+        return [f"{where} fails its check (its run.json finding says why), so there is no sound record to compare "
+                f"a rerun with"]
+    if RECORD_SHA256 not in run.record:
+        return [f"{where} records no sha256 of its own content ({RECORD_SHA256}), so the record a rerun would be "
+                f"compared with (its summary, platform, device) may have been edited; delete "
+                f"{checkout.relative(files.run_dir)}/ and run snakemake to record it again"]
+    obstacles = []
+    absent = [checkout.relative(p) for p in inputs if not p.exists()]  # (a folder: multi-view)
+    if absent:
+        obstacles.append(f"{', '.join(absent)} missing (`snakemake {absent[0]}` makes it)")
+    device = run.record["device"]["device"]
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        obstacles.append(f"it ran on {device} and torch finds no CUDA device here: rerun it on a machine with CUDA "
+                         f"(docs/audit.md, \"Reruns of GPU runs\")")
+    elif device != "cpu" and not device.startswith("cuda"):
+        obstacles.append(f"it ran on {device!r}, not a device fedrepro trains on (cpu, cuda)")
+    return obstacles
 
 
 # A rerun on another platform (CPU, math library, its code path) may round differently: equal within this

@@ -5,20 +5,22 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from fedrepro.results.audit import FAIL, MISSING, OK, WARN, Checkout, Finding, PaperAudit, status_of, worst
+from fedrepro.results.audit import (FAIL, MISSING, OK, UNVERIFIED, WARN, Checkout, Finding, PaperAudit, status_of,
+                                   worst)
 from fedrepro.utils import atomic
 from fedrepro.verdicts import VERDICTS
 
 FIGURE_CHECKS = ("table", "files", "DVC")
 RUN_CHECKS = ("run.json", "metrics.csv", "data", "code", "packages", "DVC", "rerun")
-LEGEND = ("FAIL: what is on disk contradicts a record (a hash differs, run.json is broken); MISSING: never "
-          "produced; WARN: a difference that contradicts no record (another commit or package version, data not "
-          "here to check, not yet recorded by DVC); OK: as recorded.")
+LEGEND = ("FAIL: what is on disk contradicts a record (a hash differs, run.json is broken); UNVERIFIED: a run drawn "
+          "for a rerun that could not be recomputed here (saying why); MISSING: never produced; WARN: a difference "
+          "that contradicts no record (another commit or package version, data not here to check, not yet recorded "
+          "by DVC); OK: as recorded.")
 MISSING_NOUNS = {"run.json": "runs", "table": "figure tables", "files": "figures", "claims": "claims ledgers"}
 SUMMARY_LINES = 12  # findings listed on screen; the rest are in the report
 
 
-def _counts(statuses: list[str], order: tuple[str, ...] = (OK, WARN, MISSING, FAIL)) -> str:
+def _counts(statuses: list[str], order: tuple[str, ...] = (OK, WARN, MISSING, UNVERIFIED, FAIL)) -> str:
     counts = Counter(statuses)
     return ", ".join(f"{counts[s]} {s}" for s in order if counts[s]) or "none"
 
@@ -54,7 +56,7 @@ def render(audit: PaperAudit, checkout: Checkout) -> str:
         "",
     ]
     lines += _listed(audit.findings) + [""]
-    for status, title in ((FAIL, "Mismatches"), (MISSING, "Missing")):
+    for status, title in ((FAIL, "Mismatches"), (UNVERIFIED, "Not verified"), (MISSING, "Missing")):
         chosen = [f for f in findings if f.status == status]
         if chosen:
             lines += [f"## {title}", ""] + _listed(chosen) + [""]
@@ -94,6 +96,10 @@ def summary(audits: list[PaperAudit], reports: dict[tuple[str, str], str]) -> st
     lines += shown[:SUMMARY_LINES]
     if len(shown) > SUMMARY_LINES:
         lines.append(f"  ... {len(shown) - SUMMARY_LINES} more mismatches in the reports")
+    unverified = [f for a in audits for f in a.all_findings if f.status == UNVERIFIED]
+    if unverified:
+        lines.append(f"  UNVERIFIED: {len(unverified)} run(s) drawn for a rerun could not be recomputed here (each "
+                     f"says why: see above and the reports)")
     if missing:
         lines.append("  MISSING: " + ", ".join(f"{n} {what}" for what, n in sorted(missing.items()))
                      + " (never produced: `snakemake` makes them)")
