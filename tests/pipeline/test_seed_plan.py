@@ -220,3 +220,39 @@ def test_the_stage_decides_the_look_and_the_audit_names_a_plan_not_the_one_judge
         Look(ADAPTIVE, 1, ("A",))
     text = plan_text(plan)
     assert "2 of 3 claims" in text and "p A, q C" in text and "1 beyond max_seeds" in text and "14 seeds added" in text
+
+
+def test_a_plan_whose_claims_the_first_look_did_not_leave_open_for_seeds_is_refused_before_training(tmp_path):
+    """A hand-edited plan (issue 62: a claim planned that the first look decided, a run added that no planned claim
+    reads) is refused when the workflow stages it, before any of its runs trains, naming the claim or the run."""
+    from fedrepro.claims.seed_plan import FILE, stage_plan, write_plan
+
+    claims = [OpenClaim("p", "A", "5", ("r",)), OpenClaim("p", "B", "5", ("s",))]
+    plan = make_plan(claims, {"r": {"paper": "p", "seeds": 3}, "s": {"paper": "p", "seeds": 3}},
+                     {"r": 1.0, "s": 1.0}, Settings(ADAPTIVE, 10, 100.0))
+    ledger = tmp_path / "claims" / "p.csv"
+    ledger.parent.mkdir()
+
+    def first_look(b_status: str, b_cause: str, look: Look = Look(ADAPTIVE, 1)) -> None:
+        pd.DataFrame({"claim_id": ["A", "B"], "status": ["INCONCLUSIVE", b_status], "cause": ["seeds", b_cause],
+                      "seeds_needed": ["5", "5" if b_cause == "seeds" else ""], "p_pass": [0.2, 0.01]}
+                     ).to_csv(ledger, index=False)
+        seal(ledger, look)
+
+    write_plan(plan, tmp_path / FILE)
+    first_look("INCONCLUSIVE", "seeds")
+    assert stage_plan(ADAPTIVE, tmp_path) == plan  # as seed-plan made it
+    first_look("PASS", "")  # B was decided at the first look: planning it re-tests a decided claim
+    with pytest.raises(ResultsError, match="refused before training: planned claim p/B is PASS"):
+        stage_plan(ADAPTIVE, tmp_path)
+    first_look("INCONCLUSIVE", "seeds")
+    forged = {**plan, "runs": plan["runs"] + [{**plan["runs"][0], "run_id": "x", "extends": "t"}]}
+    write_plan(forged, tmp_path / FILE)
+    with pytest.raises(ResultsError, match="added run x .extends t. serves no planned claim"):
+        stage_plan(ADAPTIVE, tmp_path)
+    write_plan(plan, tmp_path / FILE)
+    seal(ledger)  # judged in one look: nothing to plan from
+    with pytest.raises(ResultsError, match="judged in one look"):
+        stage_plan(ADAPTIVE, tmp_path)
+    first_look("PASS", "", Look(ADAPTIVE, 2, ("A", "B")))  # at the second look: judged with this plan (plan_finding)
+    assert stage_plan(ADAPTIVE, tmp_path) == plan

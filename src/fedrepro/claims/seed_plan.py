@@ -236,8 +236,55 @@ def read_plan(path: Path) -> dict[str, Any] | None:
 
 def stage_plan(mode: str, results: Path) -> dict[str, Any] | None:
     """The plan a workflow under `mode` trains: under adaptive the one at results/<scale>/seed_plan.json once
-    `fedrepro seed-plan` has made it (the second stage), else None (fixed, or the first stage)."""
-    return read_plan(results / FILE) if mode == ADAPTIVE else None
+    `fedrepro seed-plan` has made it (the second stage), else None (fixed, or the first stage). Before its runs are
+    trained, its claims are checked against the first look's ledgers (planned_claims_problems)."""
+    if mode != ADAPTIVE:
+        return None
+    plan = read_plan(results / FILE)
+    problems = planned_claims_problems(plan, results) if plan else []
+    if problems:
+        raise ResultsError(f"{results / FILE} is not what `fedrepro seed-plan` makes from the first look's ledgers; "
+                           f"refused before training: " + "; ".join(problems) + "; remake it with `fedrepro seed-plan`")
+    return plan
+
+
+def planned_claims_problems(plan: dict[str, Any], results: Path) -> list[str]:
+    """What makes a plan's claims other than make_plan's from the first look's ledgers on disk: a planned claim that
+    its paper's first-look ledger does not leave open with cause `seeds` and a seeds_needed within the plan's
+    max_seeds, or an added run that serves no planned claim or extends a run none of its claims reads. Ledgers
+    already at the second look were judged with this plan (their record holds its sha256: plan_finding, the audit's
+    check) and are not read again; a paper without a ledger has no first look to plan from."""
+    from fedrepro.claims.ledger import ledger_look  # (ledger reads the seed plan's looks: imported when needed)
+    from fedrepro.claims.seal import read_ledger
+
+    planned = {f"{c['paper']}/{c['claim']}": c for c in plan["claims"] if c["planned"]}
+    problems = []
+    looks: dict[str, tuple[Look, pd.DataFrame | None]] = {}
+    for key, c in planned.items():
+        paper = c["paper"]
+        ledger = results / "claims" / f"{paper}.csv"
+        if paper not in looks and ledger.is_file():
+            look = ledger_look(ledger.with_suffix(".json"))
+            looks[paper] = look, read_ledger(ledger) if look.mode == ADAPTIVE and look.number == 1 else None
+        look, rows = looks.get(paper, (None, None))
+        if look is not None and look.mode != ADAPTIVE:
+            problems.append(f"planned claim {key}: {paper} was judged in one look (seed_plan {look.mode})")
+        if rows is None:
+            continue
+        row = rows[rows["claim_id"] == c["claim"]]
+        if row.empty:
+            problems.append(f"planned claim {key} is not in {paper}'s first-look ledger")
+        elif row.iloc[0]["cause"] != SEEDS or not within_reach(row.iloc[0]["seeds_needed"], 0, plan["max_seeds"]):
+            problems.append(f"planned claim {key} is {row.iloc[0]['status']} with cause "
+                            f"'{row.iloc[0]['cause'] or 'none'}' and seeds_needed '{row.iloc[0]['seeds_needed']}' in "
+                            f"the first look's ledger: only a claim open for want of seeds within max_seeds "
+                            f"{plan['max_seeds']} is planned")
+    for r in plan["runs"]:
+        serves = [k for k in r["claims"] if k in planned]
+        if not serves or any(r["extends"] not in planned[k].get("runs", ()) for k in serves):
+            problems.append(f"added run {r['run_id']} (extends {r['extends']}) serves no planned claim that reads "
+                            f"the run it extends")
+    return problems
 
 
 def stage_look(mode: str, plan: dict[str, Any] | None, paper: str, results: Path) -> Look:
