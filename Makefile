@@ -12,7 +12,9 @@ READINGS ?= primary
 # fixed: each figure's seeds, one look; adaptive: a first look, then `fedrepro seed-plan` adds seeds to the claims
 # open for want of them within max_seeds and the budget, and a second look (docs/claims_reference.md, "Two looks")
 SEEDS ?= $(shell sed -n 's/^seed_plan: *//p' config/config.yaml)
-SNAKEMAKE_ARGS := --config readings=$(READINGS) scale=$(SCALE) seed_plan=$(SEEDS)
+# more settings, as `snakemake --config` takes them, flat per scale (config/README.md): CONFIG="max_seeds_quick=12"
+CONFIG ?=
+SNAKEMAKE_ARGS := --config readings=$(READINGS) scale=$(SCALE) seed_plan=$(SEEDS) $(CONFIG)
 # what DVC records after a reproduction: the data (shared by the scales) and this scale's outputs
 DVC_TRACKED := data/raw data/prepared results/$(SCALE) figures/$(SCALE)
 
@@ -27,7 +29,7 @@ install: $(VENV)/.installed
 
 reproduce: install
 	$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
-	$(if $(filter adaptive,$(SEEDS)),$(BIN)/fedrepro seed-plan --scale $(SCALE))
+	$(if $(filter adaptive,$(SEEDS)),$(BIN)/fedrepro seed-plan --scale $(SCALE) $(if $(CONFIG),--config $(CONFIG)))
 	$(if $(filter adaptive,$(SEEDS)),$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS))
 	$(MAKE) report record
 

@@ -9,7 +9,7 @@ import logging
 import random
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from fedrepro.errors import ConfigError, DataError, ResultsError
 from fedrepro.schemas import DEVICES, SCALES, check, known_papers
@@ -169,6 +169,9 @@ def parser() -> argparse.ArgumentParser:
                           "scale, the runs its claims read and their benchmark records; writes results/<scale>/"
                           "seed_plan.json (docs/claims_reference.md, \"Two looks: seeds where the claims need them\").")
     plan.add_argument("--scale", choices=list(SCALES), help="default: `scale` of config/config.yaml")
+    plan.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE", type=config_entry,
+                      help="settings over config/config.yaml, as `snakemake --config` takes them (max_seeds={quick: 12},"
+                      " seed_budget_minutes={quick: 90}): give the same as to snakemake")
     docs = sub.add_parser("docs", help="rewrite the generated parts of docs/papers/<paper>.md (figures from the "
                           "configuration, expected results from the reference beside each page)")
     docs.add_argument("papers", nargs="*", metavar="PAPER", help="papers (default: all; with --from-results, those "
@@ -206,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
         run_step(lambda: print(gpu_plan_table(args.scale, args.gpus, args.seed_workers) if args.gpus
                                else job_cost_table(args.scale)))
     if args.command == "seed-plan":
-        run_step(lambda: print(seed_plan_file(args.scale)))
+        run_step(lambda: print(seed_plan_file(args.scale, overrides=dict(args.config))))
     if args.command == "docs":
         stale: list[str] = []
         run_step(lambda: stale.extend(paper_docs(args)))
@@ -416,7 +419,21 @@ def job_cost_table(scale: str | None) -> str:
     return cost_summary(job_costs(scale, origins=table.run_origins()), scale)
 
 
-def seed_plan_file(scale: str | None, root: Path = Path(".")) -> str:
+def config_entry(text: str) -> tuple[str, Any]:
+    """A `KEY=VALUE` setting as `snakemake --config` reads it: VALUE as YAML (validate.typed types what Snakemake
+    leaves a string)."""
+    import yaml
+
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    try:
+        return key, yaml.safe_load(value) if value else ""
+    except yaml.YAMLError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: its value is not YAML ({exc.problem})") from None
+
+
+def seed_plan_file(scale: str | None, root: Path = Path("."), overrides: dict[str, Any] | None = None) -> str:
     """Write results/<scale>/seed_plan.json from the papers' sealed first-look ledgers at the scale
     (claims/seed_plan.py) and say what it plans. The ledgers say their look (ledger_look): a plan is made from the
     first look under adaptive; once the ledgers are at the second, the plan they were judged with is kept."""
@@ -436,7 +453,10 @@ def seed_plan_file(scale: str | None, root: Path = Path(".")) -> str:
     from fedrepro.validate import with_defaults
 
     with open(root / "config" / "config.yaml") as fh:
-        config = with_defaults(yaml.safe_load(fh) or {})
+        config = yaml.safe_load(fh) or {}
+    # as Snakemake lays --config over the config file: a mapping key by key
+    config = with_defaults({**config, **{k: {**config[k], **v} if isinstance(v, dict) and isinstance(config.get(k), dict)
+                                         else v for k, v in (overrides or {}).items()}})
     scale = scale or config["scale"]
     out = Layout(scale, root)
     looks = {p: ledger_look(out.ledger(p, "json")) for p in known_papers() if out.ledger(p).exists()}

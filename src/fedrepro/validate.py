@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from fedrepro.claims.ledger import load_claims
 from fedrepro.engines import ENGINES
 from fedrepro.engines.context import resolve_device
@@ -13,7 +15,7 @@ from fedrepro.errors import ConfigError
 from fedrepro.layout import CLAIMS_FIGURE
 from fedrepro.experiments.runtable import (Figure, RunTable, build_run_table, label_values, load_paper_config,
                                            raw_data_root, resolve_paper)
-from fedrepro.schemas import SCHEMA_DIR, check, check_against, known_papers, schema
+from fedrepro.schemas import SCALES, SCHEMA_DIR, check, check_against, known_papers, schema
 
 # plot options whose values are method names of the paper
 METHOD_OPTIONS = ("dashed", "style_independent")
@@ -29,11 +31,38 @@ def check_plot_options(figure: Figure, schema_dir: Path = SCHEMA_DIR) -> None:
            at=f"figures.{figure.name}.plot (kind {kind})")
 
 
+def typed(value: Any) -> Any:
+    """A config value with the strings inside a mapping or list read as YAML scalars: Snakemake's --config reads a
+    nested value with YAML's BaseLoader, every leaf a string (`max_seeds={quick: 12}` gives {'quick': '12'}), where
+    config.yaml gives 12. A top-level scalar is Snakemake's to type (int, float, bool, else a string), and a string
+    that YAML reads as a mapping or list stays a string."""
+    if isinstance(value, dict):
+        return {k: typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [typed(v) for v in value]
+    if isinstance(value, str):
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+        return parsed if parsed is None or isinstance(parsed, (bool, int, float, str)) else value
+    return value
+
+
 def with_defaults(config: dict[str, Any], schema_dir: Path = SCHEMA_DIR) -> dict[str, Any]:
     """The top-level config with the schema's defaults filled in (after checking it); a per-scale mapping given in
-    part (`--config "max_seeds={quick: 12}"`) keeps the defaults of the scales it leaves out."""
-    check(config, "config.schema.yaml", "config/config.yaml (or --config)", schema_dir)
+    part (`--config "max_seeds={quick: 12}"`, or flat: `max_seeds_quick=12`, which needs no quotes in a shell or a
+    Makefile) keeps the defaults of the scales it leaves out, its values typed as config.yaml's are (typed)."""
     properties = schema("config.schema.yaml", schema_dir)["properties"]
+    per_scale = [k for k, v in properties.items() if isinstance(v.get("default"), dict) and set(v["default"]) <= set(SCALES)]
+    flat = {f"{k}_{scale}": (k, scale) for k in per_scale for scale in SCALES}
+    folded = {k: v for k, v in config.items() if k not in flat}
+    for k, v in config.items():
+        if k in flat:  # max_seeds_quick=12: the flat form of max_seeds={quick: 12}, over it where both are given
+            key, scale = flat[k]
+            folded[key] = {**(folded.get(key) or {}), scale: v}
+    config = {k: typed(v) if isinstance(v, (dict, list)) else v for k, v in folded.items()}
+    check(config, "config.schema.yaml", "config/config.yaml (or --config)", schema_dir)
     full = {k: v.get("default") for k, v in properties.items()}
     full.update({k: {**full[k], **v} if isinstance(full.get(k), dict) else v for k, v in config.items()})
     return full

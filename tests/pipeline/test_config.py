@@ -445,3 +445,21 @@ def test_a_caption_lists_a_setting_as_run_only_for_the_curves_whose_runs_have_it
         shown = "; ".join(f"{label} " + ", ".join(f"{v:g}" for v in values) for label, values in by_label.items())
         assert figure.caption.endswith(f"c_l as run: {shown}.")
         assert "SCAFFOLD-Full None" not in figure.caption
+
+
+def test_a_per_scale_setting_on_the_command_line_in_each_documented_form():
+    """config/README.md: `--config 'max_seeds={quick: 12}'` (Snakemake reads a nested value's leaves as strings: '12'
+    was refused as not an integer), the flat `max_seeds_quick=12`, and `fedrepro seed-plan --config` as Make passes
+    CONFIG to it; each gives config.yaml's typed values, the other scales kept."""
+    from snakemake.cli import parse_config
+
+    from fedrepro.cli import config_entry
+
+    expected = {"smoke": 4, "quick": 12, "paper": 10}
+    for given in (["max_seeds={quick: 12}"], ["max_seeds_quick=12"]):
+        assert with_defaults(parse_config(given))["max_seeds"] == expected, given  # as snakemake --config reads it
+        assert with_defaults(dict(map(config_entry, given)))["max_seeds"] == expected, given  # fedrepro seed-plan
+    both = with_defaults(parse_config(["max_seeds={smoke: 5}", "max_seeds_quick=12", "seed_budget_minutes_quick=90"]))
+    assert both["max_seeds"] == {"smoke": 5, "quick": 12, "paper": 10} and both["seed_budget_minutes"]["quick"] == 90
+    with pytest.raises(ConfigError, match="max_seeds.quick: 'x' is not of type 'integer'"):
+        with_defaults(parse_config(["max_seeds_quick=x"]))
