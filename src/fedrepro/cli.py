@@ -128,7 +128,7 @@ def parser() -> argparse.ArgumentParser:
     one.add_argument("--out", default=ADHOC_DIR, type=Path,
                      help=f"results directory (default: {ADHOC_DIR}/, ignored by git and DVC; never results/)")
     one.add_argument("--device", default="auto", choices=list(DEVICES))
-    one.add_argument("--threads", default=1, type=int)
+    one.add_argument("--threads", default=1, type=positive_int, help="torch threads per seed process (>= 1)")
     one.add_argument("--seed-workers", default=1, type=positive_int, metavar="K",
                      help="train K of its seeds at once, each in its own process of --threads threads")
     audit = sub.add_parser("audit", help="check that the results on disk are what their runs recorded",

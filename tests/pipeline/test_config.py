@@ -463,3 +463,22 @@ def test_a_per_scale_setting_on_the_command_line_in_each_documented_form():
     assert both["max_seeds"] == {"smoke": 5, "quick": 12, "paper": 10} and both["seed_budget_minutes"]["quick"] == 90
     with pytest.raises(ConfigError, match="max_seeds.quick: 'x' is not of type 'integer'"):
         with_defaults(parse_config(["max_seeds_quick=x"]))
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_a_runs_first_seed_and_threads_are_bounded(engine, capsys):
+    """Issue 62: first_seed had no upper bound in any run schema, and `fedrepro run --threads` took 0 or -1 (a
+    traceback from torch); each is refused in one line now."""
+    from fedrepro.cli import parser
+    from fedrepro.schemas import check
+
+    runs = load_and_validate({"scale": "smoke"}, CONFIG)[1].runs
+    spec = next(s for s in runs.values() if s["engine"] == engine)
+    schema_name = f"{engine}_run.schema.yaml"
+    check({**spec, "first_seed": 10 ** 9}, schema_name, "spec")
+    for bad in (-1, 10 ** 9 + 1):
+        with pytest.raises(ConfigError, match="first_seed"):
+            check({**spec, "first_seed": bad}, schema_name, "spec")
+    with pytest.raises(SystemExit):
+        parser().parse_args(["run", "fedvr", "fig3", "--threads", "0"])
+    assert "is not a whole number >= 1" in capsys.readouterr().err
