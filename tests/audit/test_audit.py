@@ -157,11 +157,18 @@ def test_a_figure_swapped_for_another_fails_the_audit_naming_it(smoke_copy, caps
     assert line.lstrip().startswith("FAIL") and sha256(figures / "fig3.png") in line and "when it was drawn" in line
 
 
-def test_a_run_json_from_before_its_content_hash_is_a_warning_not_a_failure(smoke_copy, capsys):
+def test_a_run_json_from_before_its_content_hash_is_a_warning_and_one_whose_hash_was_removed_a_failure(
+        smoke_copy, capsys):
+    """A record from before record_sha256 (2026-11-25) has neither `platform` nor `numerics`, which came after it: a
+    WARN. Issue 62: deleting the hash from a current record read as that WARN, so a forger could edit the record."""
     run = run_dirs(smoke_copy)[0]
     record = json.loads((run / "run.json").read_text())
     del record[RECORD_SHA256]
     (run / "run.json").write_text(json.dumps(record))
+    code, out = audit(capsys)
+    assert code == 1 and "the hash was removed" in out
+    old = {k: v for k, v in record.items() if k not in ("platform", "numerics")}
+    (run / "run.json").write_text(json.dumps(old))
     code, out = audit(capsys)
     assert code == 0 and "WARN" in out
     assert "predates the hash of its own content" in (smoke_copy / "audit" / "smoke" / "fedvr.md").read_text()
@@ -415,10 +422,17 @@ def rerun_line(out: str, run: Path) -> str:
     return next(line for line in out.splitlines() if line.lstrip().startswith(f"{run.name}: "))
 
 
+def as_before_the_hash(record: dict) -> None:
+    """A run.json made to read as one from before record_sha256: the hash and the fields that came after it gone."""
+    for key in (RECORD_SHA256, "platform", "numerics"):
+        record.pop(key, None)
+
+
 def test_a_run_json_without_its_own_hash_is_drawn_and_not_verified(smoke_copy, capsys):
-    """A forger who deletes record_sha256 gets a WARN only; the rerun used to draw no such run and exit 0."""
+    """A forger who deletes record_sha256 with the fields that came after it (so it reads as a record from before the
+    hash) gets a WARN only; the rerun used to draw no such run and exit 0."""
     run = run_dirs(smoke_copy)[0]
-    rewrite_record(run, lambda record: record.pop(RECORD_SHA256), rehash=False)
+    rewrite_record(run, as_before_the_hash, rehash=False)
     assert audit(capsys)[0] == 0  # no record contradicted: a WARN
     code, out = audit(capsys, "--rerun", "1000", "--seed", "1")
     assert code == 3, out
@@ -461,7 +475,7 @@ def test_a_rerun_that_differs_outranks_a_run_not_verified(smoke_copy, capsys):
     _, table = load_and_validate({"scale": "smoke"}, smoke_copy / "config")
     for figure in table.paper_figures(PAPER):  # the tables follow the metrics: only the rerun can tell
         write_figure_table(figure, Path("results/smoke"), Path("results/smoke") / PAPER / f"{figure.name}.csv")
-    rewrite_record(unhashed, lambda record: record.pop(RECORD_SHA256), rehash=False)
+    rewrite_record(unhashed, as_before_the_hash, rehash=False)
     assert audit(capsys)[0] == 0
     code, out = audit(capsys, "--rerun", "5")
     assert code == 1, out

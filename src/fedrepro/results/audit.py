@@ -49,6 +49,9 @@ OK, WARN, MISSING, UNVERIFIED, FAIL = "OK", "WARN", "MISSING", "UNVERIFIED", "FA
 _RANK = {OK: 0, WARN: 1, MISSING: 2, UNVERIFIED: 3, FAIL: 4}  # as `fedrepro audit` exits: MISSING alone exits 0
 RECORD_KEYS = ("run_id", "spec", "git", "packages", "device", "seeds", "data_files", "started", "ended",
                "wall_seconds", "diverged", "summary", METRICS_SHA256)  # and RECORD_SHA256 since it exists
+# Fields a run.json holds only since after its own hash (record_sha256, 2026-11-25): a record with one of them and no
+# hash had the hash removed, not a record from before it
+LATER_THAN_THE_HASH = ("platform", "numerics")
 # Files that cannot change a result: DVC's records and settings, ignore lists, the documentation.
 NOT_CODE = (".dvc", ".md", ".gitignore", ".dvcignore")
 RECOVER = "rerun it (delete {run_dir}/ and run snakemake again) or restore the recorded version with " \
@@ -253,6 +256,12 @@ def _record_finding(run_id: str, record: dict[str, Any], files: RunFiles, checko
     except ResultsError as exc:  # its summary, divergence or traces edited after the run
         return Finding("run.json", FAIL, str(exc))
     ran = f"{record['ended'][:19]}, {record['wall_seconds']} s on {record['device'].get('device')}"
+    later = [k for k in LATER_THAN_THE_HASH if k in record]
+    if content is None and later:
+        return Finding("run.json", FAIL, f"{checkout.relative(files.record)} has no hash of its own content "
+                                         f"({RECORD_SHA256}) yet records {', '.join(later)}, which runs recorded only "
+                                         f"after that hash: the hash was removed; "
+                                         + RECOVER.format(run_dir=checkout.relative(files.run_dir)))
     if content is None:
         return Finding("run.json", WARN, f"{checkout.relative(files.record)} predates the hash of its own content, "
                                          f"so its summary (per-seed facts, divergence) cannot be verified; rerun it to "
