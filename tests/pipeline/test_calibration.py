@@ -1,7 +1,7 @@
 """The claims rule keeps its stated error rates (docs/claims_reference.md, "The decision rule"): a small run of the
 calibration benchmark (benchmarks/calibrate_rule.py) on the project's own checks, at the fewest seeds the rule
 decides with (3), where its rates are closest to their bound. A change that loosens the rule (a larger alpha,
-no Holm correction, a percentile band in place of the tests; for equivalence, TOST's FAIL without its correction
+no Simes correction over cells, a percentile band in place of the tests; for equivalence, TOST's FAIL without its correction
 for two sides, or a PASS on one side) makes a rate exceed it here."""
 
 import math
