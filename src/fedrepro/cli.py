@@ -449,14 +449,13 @@ def seed_plan_file(scale: str | None, root: Path = Path("."), overrides: dict[st
     from fedrepro.experiments.runtable import build_run_table
     from fedrepro.layout import Layout
     from fedrepro.results.cost import job_costs
+    from fedrepro.utils.patch import patched
     from fedrepro.utils.yaml_file import read_yaml
     from fedrepro.validate import with_defaults
 
     with open(root / "config" / "config.yaml") as fh:
-        config = yaml.safe_load(fh) or {}
-    # as Snakemake lays --config over the config file: a mapping key by key
-    config = with_defaults({**config, **{k: {**config[k], **v} if isinstance(v, dict) and isinstance(config.get(k), dict)
-                                         else v for k, v in (overrides or {}).items()}})
+        # --config laid over the file as Snakemake lays it: a mapping key by key
+        config = with_defaults(patched(yaml.safe_load(fh) or {}, overrides or {}))
     scale = scale or config["scale"]
     out = Layout(scale, root)
     looks = {p: ledger_look(out.ledger(p, "json")) for p in known_papers() if out.ledger(p).exists()}
