@@ -443,7 +443,7 @@ def seed_plan_file(scale: str | None, root: Path = Path("."), overrides: dict[st
 
     from fedrepro.claims.ledger import ledger_look
     from fedrepro.claims.seal import read_ledger
-    from fedrepro.claims.seed_plan import FILE, claim_runs, claim_tables, make_plan, minutes_per_seed, open_claims, \
+    from fedrepro.claims.seed_plan import FILE, claim_runs, claim_tables, make_plan, open_claims, run_costs, \
         settings_of, write_plan
     from fedrepro.claims.sequential import ADAPTIVE
     from fedrepro.experiments.runtable import build_run_table
@@ -484,7 +484,7 @@ def seed_plan_file(scale: str | None, root: Path = Path("."), overrides: dict[st
         claims += found
         specs.update({r: table.runs[r] for c in found for r in c.runs})
     settings = dataclasses.replace(settings_of(config, scale), mode=ADAPTIVE)  # the mode the ledgers were judged in
-    plan = make_plan(claims, specs, minutes_per_seed(job_costs(scale, root), specs), settings)
+    plan = make_plan(claims, specs, run_costs(job_costs(scale, root), specs, out.results), settings)
     write_plan(plan, out.results / FILE)
     chosen = [c for c in plan["claims"] if c["planned"]]
     fixed = sorted(set(looks) - set(first))

@@ -12,8 +12,8 @@ import yaml
 
 from fedrepro.claims.causes import REACH
 from fedrepro.claims.checks.inference import ALPHA
-from fedrepro.claims.seed_plan import OpenClaim, Settings, claim_runs, extension, make_plan, minutes_per_seed, \
-    open_claims
+from fedrepro.claims.seed_plan import OpenClaim, Settings, claim_runs, extension, make_plan, open_claims, \
+    run_costs, RunCost
 from fedrepro.claims.sequential import ADAPTIVE, FIXED, LOOKS, Look, level, within_reach
 from fedrepro.claims.support import MIN_UNITS
 from fedrepro.errors import ResultsError
@@ -62,7 +62,7 @@ def test_the_plan_brings_each_run_of_a_planned_claim_to_max_seeds_and_no_further
     claims = [OpenClaim("p", "A", "6", ("r1", "r2")), OpenClaim("p", "B", "10", ("r2", "r3")),
               OpenClaim("p", "C", "12", ("r4",)), OpenClaim("p", "D", "not within reach", ("r4",)),
               OpenClaim("p", "E", "11", ("r5",))]
-    plan = make_plan(claims, specs, {r: 1.0 for r in specs}, Settings(ADAPTIVE, 10, 1000.0))
+    plan = make_plan(claims, specs, {r: RunCost(0.0, 1.0) for r in specs}, Settings(ADAPTIVE, 10, 1000.0))
     by = {c["claim"]: c for c in plan["claims"]}
     assert [c for c in by if by[c]["planned"]] == ["A", "B"]
     assert "not within max_seeds 10" in by["C"]["reason"] and "not within" in by["D"]["reason"]
@@ -79,7 +79,7 @@ def test_the_plan_brings_each_run_of_a_planned_claim_to_max_seeds_and_no_further
 
 def test_the_plan_keeps_within_the_budget_cheapest_claim_first_and_a_shared_run_costs_nothing_more():
     specs = _specs(rx=3, ry=3, rz=3)
-    minutes = {"rx": 3.0, "ry": 1.0, "rz": 1.0}  # per seed: X costs 21 job minutes, Y and Z 7 each
+    minutes = {"rx": RunCost(0.0, 3.0), "ry": RunCost(0.0, 1.0), "rz": RunCost(0.0, 1.0)}  # per seed: X costs 21 job minutes, Y and Z 7 each
     claims = [OpenClaim("p", "X", "5", ("rx",)), OpenClaim("p", "Y", "5", ("ry",)), OpenClaim("p", "Z", "5", ("rz",)),
               OpenClaim("p", "W", "9", ("ry",))]  # W reads Y's run only
     plan = make_plan(claims, specs, minutes, Settings(ADAPTIVE, 10, 10.0))
@@ -97,21 +97,31 @@ def test_the_plan_keeps_within_the_budget_cheapest_claim_first_and_a_shared_run_
 def test_no_plan_in_fixed_mode_and_no_guess_for_a_run_without_a_cost():
     specs = _specs(r1=3, r2=3)
     claims = [OpenClaim("p", "A", "5", ("r1",)), OpenClaim("p", "B", "5", ("r2",))]
-    fixed = make_plan(claims, specs, {"r1": 1.0, "r2": 1.0}, Settings(FIXED, 10, 100.0))
+    fixed = make_plan(claims, specs, {"r1": RunCost(0.0, 1.0), "r2": RunCost(0.0, 1.0)}, Settings(FIXED, 10, 100.0))
     assert not fixed["runs"] and all("one look" in c["reason"] for c in fixed["claims"])
-    blocked = make_plan(claims, specs, {"r1": 1.0}, Settings(ADAPTIVE, 10, 100.0))
+    blocked = make_plan(claims, specs, {"r1": RunCost(0.0, 1.0)}, Settings(ADAPTIVE, 10, 100.0))
     assert [c["planned"] for c in blocked["claims"]] == [True, False]
     assert "no cost estimate for run r2" in blocked["claims"][1]["reason"]
 
 
-def test_minutes_per_seed_from_a_runs_own_record_else_its_papers_median():
+def _run_record(results: Path, run_id: str, wall_seconds: float) -> None:
+    (results / "runs" / run_id).mkdir(parents=True, exist_ok=True)
+    (results / "runs" / run_id / "run.json").write_text(json.dumps({"run_id": run_id, "wall_seconds": wall_seconds}))
+
+
+def test_a_runs_cost_is_its_jobs_start_plus_its_training_per_seed_else_its_papers_medians(tmp_path):
     specs = {"a": {"paper": "p", "seeds": 3}, "b": {"paper": "p", "seeds": 5}, "c": {"paper": "p", "seeds": 3},
-             "d": {"paper": "q", "seeds": 3}}
-    costs = pd.DataFrame({"rule": ["train", "train", "plot"], "job": ["a", "b", "c"], "wall_s": [180.0, 600.0, 60.0]})
-    per_seed = minutes_per_seed(costs, specs)
-    assert per_seed["a"] == pytest.approx(1.0) and per_seed["b"] == pytest.approx(2.0)
-    assert per_seed["c"] == pytest.approx(1.5)  # no train record: the median of p's runs
-    assert "d" not in per_seed  # no record of q's runs: no estimate
+             "d": {"paper": "q", "seeds": 3}, "e": {"paper": "q", "seeds": 3}}
+    jobs = pd.DataFrame({"rule": ["train", "train", "plot", "train"], "job": ["a", "b", "c", "e"],
+                         "wall_s": [240.0, 660.0, 60.0, 100.0]})
+    _run_record(tmp_path, "a", 180.0)  # a: 60 s to start, 1 min a seed
+    _run_record(tmp_path, "b", 600.0)  # b: 60 s to start, 2 min a seed
+    costs = run_costs(jobs, specs, tmp_path)
+    assert costs["a"] == RunCost(1.0, 1.0) and costs["b"] == RunCost(1.0, 2.0)
+    # 9 seeds added to a cost 10 job minutes, not 240 s / 3 seeds x 9 = 12: the job starts once
+    assert costs["a"].minutes(9) == pytest.approx(10.0)
+    assert costs["c"] == RunCost(1.0, 1.5)  # no train record: the medians of p's runs
+    assert "d" not in costs and "e" not in costs  # q's one job has no run record: no estimate
 
 
 def test_open_claims_are_the_rows_whose_cause_is_seeds_with_the_runs_of_their_figures():
@@ -169,10 +179,11 @@ def test_fedrepro_seed_plan_writes_the_plan_of_the_sealed_ledgers(tmp_path):
     pd.DataFrame({"claim_id": [claim["id"]], "status": ["INCONCLUSIVE"], "cause": ["seeds"],
                   "seeds_needed": ["3"], "p_pass": [0.2]}).to_csv(out.ledger("fedpage"), index=False)
     seal(out.ledger("fedpage"), Look(ADAPTIVE, 1))  # the first look, as rule claims writes it under adaptive
-    for rid in runs:  # 6 s a seed
+    for rid in runs:  # 3 s to start, 6 s a seed
         bench = out.logs / "benchmarks" / "train" / f"{rid}.tsv"
         bench.parent.mkdir(parents=True, exist_ok=True)
-        bench.write_text(f"s\tcpu_time\n{6.0 * table.runs[rid]['seeds']}\t1\n")
+        bench.write_text(f"s\tcpu_time\n{3.0 + 6.0 * table.runs[rid]['seeds']}\t1\n")
+        _run_record(out.results, rid, 6.0 * table.runs[rid]["seeds"])
 
     said = seed_plan_file(None, tmp_path)
     plan = json.loads((out.results / "seed_plan.json").read_text())
@@ -180,7 +191,7 @@ def test_fedrepro_seed_plan_writes_the_plan_of_the_sealed_ledgers(tmp_path):
     assert plan["claims"][0]["planned"] and plan["claims"][0]["runs"] == runs
     assert sorted(r["extends"] for r in plan["runs"]) == [r for r in runs if table.runs[r]["seeds"] < 4]
     assert all(table.runs[r["extends"]]["seeds"] + r["seeds"] == 4 for r in plan["runs"])
-    assert plan["minutes"] == pytest.approx(sum(0.1 * r["seeds"] for r in plan["runs"]))
+    assert plan["minutes"] == pytest.approx(sum(0.05 + 0.1 * r["seeds"] for r in plan["runs"]))
     assert math.isclose(plan["levels"]["first"] + plan["levels"]["second"], ALPHA)
 
     # judged at the second look, the ledgers keep the plan they were judged with; without it, or judged in one
@@ -204,7 +215,7 @@ def test_the_stage_decides_the_look_and_the_audit_names_a_plan_not_the_one_judge
 
     claims = [OpenClaim("p", "A", "5", ("r",)), OpenClaim("p", "B", "40", ("r",)), OpenClaim("q", "C", "5", ("s",))]
     plan = make_plan(claims, {"r": {"paper": "p", "seeds": 3}, "s": {"paper": "q", "seeds": 3}},
-                     {"r": 1.0, "s": 1.0}, Settings(ADAPTIVE, 10, 100.0))
+                     {"r": RunCost(0.0, 1.0), "s": RunCost(0.0, 1.0)}, Settings(ADAPTIVE, 10, 100.0))
     assert stage_plan(ADAPTIVE, tmp_path) is None and stage_plan(FIXED, tmp_path) is None  # before the plan: look 1
     assert stage_look(ADAPTIVE, None, "p", tmp_path) == Look(ADAPTIVE, 1) and stage_look(FIXED, None, "p", tmp_path) == Look()
     write_plan(plan, tmp_path / FILE)
@@ -229,7 +240,7 @@ def test_a_plan_whose_claims_the_first_look_did_not_leave_open_for_seeds_is_refu
 
     claims = [OpenClaim("p", "A", "5", ("r",)), OpenClaim("p", "B", "5", ("s",))]
     plan = make_plan(claims, {"r": {"paper": "p", "seeds": 3}, "s": {"paper": "p", "seeds": 3}},
-                     {"r": 1.0, "s": 1.0}, Settings(ADAPTIVE, 10, 100.0))
+                     {"r": RunCost(0.0, 1.0), "s": RunCost(0.0, 1.0)}, Settings(ADAPTIVE, 10, 100.0))
     ledger = tmp_path / "claims" / "p.csv"
     ledger.parent.mkdir()
 

@@ -8,8 +8,10 @@ looks, so it keeps its one), its `seeds_needed` is within reach of the scale's `
 (sequential.within_reach), every run it reads (claim_runs: the runs its selectors match) has a cost estimate, and
 its added seeds fit in what is left of the budget. Planned, every run it reads gets a run of the same settings that
 trains the seeds from its last one up to `max_seeds` (`first_seed`: the seeds already trained, which are reused;
-its own run id). The budget is job minutes, summed over jobs as `fedrepro cost` sums them: a run's estimate is its
-benchmark record's wall time per seed (minutes_per_seed), times the seeds added.
+its own run id). The budget is job minutes, summed over jobs as `fedrepro cost` sums them. An added run's estimate
+(RunCost) is its job's start (the job's wall time less the training its run.json records: the interpreter, the
+imports, the data) plus the training per seed times the seeds added: a wall time per seed alone counts the start
+once per seed, and at quick the start is about as long as a seed's training.
 
 A curve reads its added seeds (planned_table): the run table with the plan gives each figure whose runs got seeds
 their extensions, so its table holds every seed of each curve under the curve's own run id (results/tables.py
@@ -28,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,7 @@ from fedrepro.claims.sequential import ADAPTIVE, LOOKS, Look, within_reach
 from fedrepro.claims.validation import claim_params
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import Figure, RunTable, run_id_of
+from fedrepro.experiments.store import read_record, run_files
 from fedrepro.results.tables import in_paper_terms, read_figure_table
 from fedrepro.utils.atomic import atomic_path
 from fedrepro.utils.digest import file_sha256
@@ -126,18 +128,28 @@ def extension(spec: dict[str, Any], max_seeds: int) -> dict[str, Any]:
     return {**spec, "first_seed": spec.get("first_seed", 0) + spec["seeds"], "seeds": max_seeds - spec["seeds"]}
 
 
+@dataclass(frozen=True)
+class RunCost:
+    """A run's estimated job minutes: `start` once per job, `per_seed` for each seed it trains."""
+    start: float
+    per_seed: float
+
+    def minutes(self, seeds: int) -> float:
+        return self.start + self.per_seed * seeds
+
+
 def make_plan(claims: Iterable[OpenClaim], specs: dict[str, dict[str, Any]],
-              minutes_per_seed: dict[str, float], settings: Settings) -> dict[str, Any]:
+              costs: dict[str, RunCost], settings: Settings) -> dict[str, Any]:
     """The plan (module docstring): per claim whether it is planned and why, per added run its spec, what it
     extends, its seeds and its estimated job minutes. `specs`: run id -> resolved spec of every run the claims
-    read; `minutes_per_seed`: run id -> estimated job minutes per seed (a run without one blocks its claims)."""
+    read; `costs`: run id -> its RunCost (run_costs; a run without one blocks its claims)."""
     claims = list(claims)
     m = settings.max_seeds
     verdicts: dict[str, tuple[bool, str, str]] = {}  # claim -> planned, why (a word), reason
     candidates = []
     for c in claims:
         have = min((specs[r]["seeds"] for r in c.runs), default=m)
-        missing = [r for r in c.runs if specs[r]["seeds"] < m and not math.isfinite(minutes_per_seed.get(r, math.nan))]
+        missing = [r for r in c.runs if specs[r]["seeds"] < m and r not in costs]
         if settings.mode != ADAPTIVE:
             verdicts[c.key] = False, "one look", f"seed_plan {settings.mode}: one look"
         elif not c.tested:
@@ -154,7 +166,7 @@ def make_plan(claims: Iterable[OpenClaim], specs: dict[str, dict[str, Any]],
             candidates.append(c)
 
     def cost(c: OpenClaim, planned: set[str]) -> float:
-        return sum(minutes_per_seed[r] * (m - specs[r]["seeds"]) for r in c.runs
+        return sum(costs[r].minutes(m - specs[r]["seeds"]) for r in c.runs
                    if r not in planned and specs[r]["seeds"] < m)
 
     planned: set[str] = set()
@@ -178,7 +190,7 @@ def make_plan(claims: Iterable[OpenClaim], specs: dict[str, dict[str, Any]],
     for r in sorted(planned):
         spec = extension(specs[r], m)
         runs.append({"run_id": run_id_of(spec), "extends": r, "first_seed": spec["first_seed"], "seeds": spec["seeds"],
-                     "minutes": round(minutes_per_seed[r] * spec["seeds"], 3),
+                     "minutes": round(costs[r].minutes(spec["seeds"]), 3),
                      "claims": [c.key for c in claims if r in c.runs and verdicts[c.key][0]], "spec": spec})
     return {"mode": settings.mode, "max_seeds": m, "budget_minutes": settings.budget_minutes,
             "levels": {"first": LOOKS[0], "second": LOOKS[1]} if settings.mode == ADAPTIVE else {},
@@ -189,17 +201,25 @@ def make_plan(claims: Iterable[OpenClaim], specs: dict[str, dict[str, Any]],
             "runs": runs}
 
 
-def minutes_per_seed(costs: pd.DataFrame, specs: dict[str, dict[str, Any]]) -> dict[str, float]:
-    """Job minutes per seed of each run in `specs`, from `fedrepro cost`'s job table (results/cost.py job_costs:
-    the train jobs' wall seconds, by run id): its own record's, else the median per seed of its paper's recorded
-    runs; absent where its paper has none."""
-    train = costs[(costs["rule"] == "train") & costs["job"].isin(list(specs))]
-    own = {job: wall / 60 / specs[job]["seeds"] for job, wall in zip(train["job"], train["wall_s"])}
-    by_paper: dict[str, list[float]] = {}
-    for rid, per_seed in own.items():
-        by_paper.setdefault(specs[rid].get("paper", ""), []).append(per_seed)
-    medians = {paper: float(pd.Series(values).median()) for paper, values in by_paper.items()}
-    return {rid: own.get(rid, medians.get(spec.get("paper", ""), math.nan)) for rid, spec in specs.items()
+def run_costs(jobs: pd.DataFrame, specs: dict[str, dict[str, Any]], results: Path) -> dict[str, RunCost]:
+    """The RunCost of each run in `specs`, from `fedrepro cost`'s job table (results/cost.py job_costs: the train
+    jobs' wall seconds, by run id) and each run's record under `results` (its training's wall_seconds): its own,
+    else the medians of its paper's recorded runs; absent where its paper has none."""
+    train = jobs[(jobs["rule"] == "train") & jobs["job"].isin(list(specs))]
+    own = {}
+    for rid, wall in zip(train["job"], train["wall_s"]):
+        try:
+            trained = min(float(read_record(run_files(results, rid).record)["wall_seconds"]), wall)
+        except (OSError, ResultsError, KeyError, TypeError, ValueError):
+            continue  # a job whose run record is gone or unreadable estimates nothing
+        own[rid] = RunCost((wall - trained) / 60, trained / 60 / specs[rid]["seeds"])
+    by_paper: dict[str, list[RunCost]] = {}
+    for rid, cost in own.items():
+        by_paper.setdefault(specs[rid].get("paper", ""), []).append(cost)
+    medians = {paper: RunCost(float(pd.Series([c.start for c in cs]).median()),
+                              float(pd.Series([c.per_seed for c in cs]).median()))
+               for paper, cs in by_paper.items()}
+    return {rid: own.get(rid) or medians[spec.get("paper", "")] for rid, spec in specs.items()
             if rid in own or spec.get("paper", "") in medians}
 
 
