@@ -9,7 +9,7 @@
 # OUT/logs/STEP.log, and a line "STEP CAP RC SECONDS" to OUT/steps.tsv (RC 124: cut by its cap). A step cut by its cap
 # keeps the records it finished and the session goes on; no step writes another's files. The records of the steps
 # run with --record (`"recorded": true` in them) are the lines for benchmarks/records/gpu_throughput.jsonl, whose copy
-# on the device is lost:  cat OUT/records/*.json | jq -c 'select(.recorded) | del(.step, .recorded)'
+# on the device is lost; `python3 benchmarks/gpu_throughput.py --merge OUT/records` appends them.
 # The steps go cheapest and most needed first. TDCD's steps take a client-step's FLOPs from the committed records
 # (--flops-from), so they skip the counted round of Q iterations (~25 s) and time their 10 iterations.
 # For tests (tests/benchmarks/test_gpu_session.py): GPU_SESSION_TINY=1 runs the same steps at --tiny size on the CPU

@@ -40,6 +40,10 @@ one more round.
 DIR/records/[STEP-]WORKLOAD.json (`--step STEP`; written to a temporary file, then renamed, never over another
 file): a process killed by a time limit leaves every result it finished (benchmarks/gpu_session.sh).
 
+`--merge DIR` measures nothing: it appends the records a session kept (DIR/*.json with `"recorded": true`, the
+session's OUT/records) to the committed records, the rates `fedrepro cost --gpus N --gpu CARD` reads
+(results/gpu_cost.py merge_records).
+
 `--tiny` keeps the same runs but shrinks their sizes (devices, samples, steps, image side) so that the CPU runs
 every workload in seconds: a test runs it so the script cannot rot. Its numbers say nothing about speed.
 Results, with their card: docs/performance.md, "The paper scale on a GPU".
@@ -65,8 +69,9 @@ from torch.utils.flop_counter import FlopCounterMode
 from fedrepro.data.views import make_view
 from fedrepro.engines import ENGINES
 from fedrepro.engines.context import RunContext, pin_float_settings, resolve_device
+from fedrepro.errors import ResultsError
 from fedrepro.experiments.provenance import float_settings, git_state
-from fedrepro.results.gpu_cost import RECORDS
+from fedrepro.results.gpu_cost import RECORDS, merge_records
 from fedrepro.models import build_model
 from fedrepro.nn import LocalTrainer
 from fedrepro.nn.gradients import GROUPED_DEVICES
@@ -408,7 +413,16 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     p.add_argument("--flops-from", type=Path, default=RECORDS, metavar="JSONL",
                    help="take a client-step's FLOPs from the newest record of the workload at the same size in these "
                    "records (default: %(default)s; a missing file: count them), so TDCD skips its counted round")
+    p.add_argument("--merge", type=Path, metavar="DIR", help=f"measure nothing: append the kept records of a session's "
+                   f"DIR/*.json (gpu_session.sh's OUT/records) to {RECORDS}")
     args = p.parse_args(argv)
+    if args.merge:
+        try:
+            added = merge_records(args.merge, RECORDS)
+        except ResultsError as err:
+            p.error(str(err))
+        print(f"{RECORDS}: {len(added)} records added" + "".join(f"\n  {a}" for a in added))
+        return []
     if args.record and args.tiny:
         p.error("--record keeps paper-scale rates; --tiny measures nothing worth keeping")
     device = resolve_device(args.device)

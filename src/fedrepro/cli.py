@@ -161,6 +161,8 @@ def parser() -> argparse.ArgumentParser:
     cost.add_argument("--gpus", type=positive_int, metavar="N",
                       help="instead: the network runs' GPU-hours and wall time on N GPUs, from the GPU rates measured by "
                       "benchmarks/gpu_throughput.py (docs/performance.md)")
+    cost.add_argument("--gpu", metavar="CARD", help="with --gpus: price from this card's records (h100, h200; a "
+                      "card's full name works too); default: the one card on record")
     cost.add_argument("--seed-workers", type=positive_int, default=1, metavar="K",
                       help="with --gpus: each job trains K seeds at once (config seed_workers), priced at the rates "
                       "measured in K processes on one GPU (benchmarks/gpu_throughput.py --processes K)")
@@ -206,7 +208,9 @@ def main(argv: list[str] | None = None) -> None:
 
         run_step(lambda: print(run_variants(args.name, jobs=args.jobs).to_string(index=False)))
     if args.command == "cost":
-        run_step(lambda: print(gpu_plan_table(args.scale, args.gpus, args.seed_workers) if args.gpus
+        if args.gpu and not args.gpus:
+            parser().error("--gpu prices the GPU plan: give --gpus N too")
+        run_step(lambda: print(gpu_plan_table(args.scale, args.gpus, args.seed_workers, args.gpu) if args.gpus
                                else job_cost_table(args.scale)))
     if args.command == "seed-plan":
         run_step(lambda: print(seed_plan_file(args.scale, overrides=dict(args.config))))
@@ -396,12 +400,13 @@ def run_one(args: argparse.Namespace) -> None:
     print(files.metrics.read_text())
 
 
-def gpu_plan_table(scale: str | None, gpus: int, seed_workers: int = 1) -> str:
-    from fedrepro.results.gpu_cost import gpu_plan, load_rates
+def gpu_plan_table(scale: str | None, gpus: int, seed_workers: int = 1, card: str | None = None) -> str:
+    from fedrepro.results.gpu_cost import gpu_plan, load_rates, recorded_cards
     from fedrepro.validate import load_and_validate
 
     _, table = load_and_validate({"scale": scale} if scale else {}, Path("config"))
-    return gpu_plan(table.runs, gpus, load_rates(processes=seed_workers), seed_workers)
+    rates = load_rates(processes=seed_workers, card=card)  # one card's: refuses a card without records
+    return gpu_plan(table.runs, gpus, rates, seed_workers, card or recorded_cards()[0])
 
 
 def job_cost_table(scale: str | None) -> str:

@@ -23,7 +23,7 @@ from fedrepro.claims.kinds import DERIVED, IMPLEMENTATION, PAPER, REPORT, counts
 from fedrepro.claims.robustness import decode, row_text
 from fedrepro.expected import DOCS, read_reference, reference_dir, reference_scales, stamp_text
 from fedrepro.errors import ConfigError
-from fedrepro.scale_costs import page_part, readme_part, scale_costs
+from fedrepro.scale_costs import page_part, performance_part, readme_part, scale_costs
 from fedrepro.schemas import SCALES
 from fedrepro.experiments.runtable import RunTable
 from fedrepro.utils.atomic import write_text
@@ -266,8 +266,9 @@ def _rewrite(page: Path, parts: dict[str, str | None], check: bool, stale: list[
 
 
 def write_docs(papers: list[str], docs: Path = DOCS, check: bool = False, root: Path = Path(".")) -> list[str]:
-    """Rewrite the generated parts of the papers' pages and of the README (its costs, from the same source as each
-    page's: scale_costs.py) (with `check`, write nothing); returns the pages with a part that was not current."""
+    """Rewrite the generated parts of the papers' pages, of the README and of docs/performance.md (their costs, from
+    the same source as each page's: scale_costs.py) (with `check`, write nothing); returns the pages with a part that
+    was not current."""
     tables = run_tables(root / "config")
     costs = scale_costs(tables["paper"].runs, root)
     stale: list[str] = []
@@ -287,7 +288,9 @@ def write_docs(papers: list[str], docs: Path = DOCS, check: bool = False, root: 
                     for name, fig in read_yaml(root / "config" / "papers" / f"{paper}.yaml")["figures"].items()}
         _rewrite(page, {CARD: card_part(paper, claims, {f.name: f.title for f in figures}, captions, docs),
                         COSTS: page_part(paper, costs.papers)}, check, stale)
-    readme = root / "README.md"
+    readme, performance = root / "README.md", root / "docs" / "performance.md"
     if readme.is_file():
         _rewrite(readme, {COSTS: readme_part(costs)}, check, stale)
+    if performance.is_file():
+        _rewrite(performance, {COSTS: performance_part(costs)}, check, stale)
     return stale

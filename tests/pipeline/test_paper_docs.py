@@ -2,6 +2,7 @@
 the generated parts (the figures from the configuration; the expected results, from the reference beside the page:
 tests/pipeline/test_expected.py)."""
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -10,7 +11,7 @@ import pandas as pd
 
 from fedrepro.claim_card import reason
 from fedrepro.claims import causes
-from fedrepro.paper_docs import CARD, COSTS, current_part, hand_written, write_docs
+from fedrepro.paper_docs import CARD, COSTS, current_part, hand_written, run_tables, write_docs
 from fedrepro.schemas import known_papers
 
 REPO = Path(__file__).resolve().parents[2]
@@ -144,3 +145,36 @@ def test_each_figure_on_a_page_stands_under_the_papers_caption(tmp_path):
     image = lines.index("![fig9 at quick](fedvr/quick/fig9.png)")
     assert lines[image - 2].startswith("> *The paper's caption:* Figure 9: Comparing (edited) the results")
     assert sum(line.startswith("> *The paper's caption:* Figure 9:") for line in lines) == 1  # once, not per scale
+
+
+def test_each_cards_gpu_hours_are_its_own_in_the_readme_and_performance(tmp_path):
+    """With records of two cards, each paper's GPU cost is given per card, each from that card's records only, and
+    docs/performance.md shows each card's plan (`fedrepro cost --gpus 1 --gpu CARD`): no figure adds two cards."""
+    from fedrepro.results.gpu_cost import RECORDS
+    from fedrepro.scale_costs import RECORD, performance_part, readme_part, scale_costs
+
+    (tmp_path / RECORDS).parent.mkdir(parents=True)
+    shutil.copy(REPO / RECORD, tmp_path / RECORD)
+    h200 = (REPO / RECORDS).read_text()
+    h100 = json.loads(h200.splitlines()[0]) | {"card": "NVIDIA H100 80GB HBM3"}  # FedCluster M = 10 only
+    (tmp_path / RECORDS).write_text(h200 + json.dumps(h100) + "\n")
+    costs = scale_costs(run_tables(REPO / "config")["paper"].runs, tmp_path)
+    fedcluster = costs.papers["fedcluster"].paper
+    assert "H200-hours (60 runs x 5 seeds)" in fedcluster and "H100-hours" in fedcluster
+    h100_cell = fedcluster.split("; ")[0]  # the H100 has a rate for M = 10 only: its other runs are left out
+    assert "H100-hours" in h100_cell and "alexnet runs (no measured rate)" in h100_cell
+    assert "H200" in readme_part(costs) and list(costs.plans) == ["h100", "h200"]
+    part = performance_part(costs)
+    assert "--gpu h100`" in part and "#### GPU plan: 1 H100 GPU" in part and "#### GPU plan: 1 H200 GPU" in part
+
+
+def test_performance_quotes_the_readmes_gpu_hours():
+    """docs/performance.md's current cost is the generated plan whose totals the README's cells are."""
+    readme = current_part((REPO / "README.md").read_text(), COSTS)
+    plan = current_part((REPO / "docs" / "performance.md").read_text(), COSTS)
+    assert plan and "`fedrepro cost --scale paper --gpus 1 --gpu h200`" in plan
+    for paper in ("fedcluster", "defedavg", "tdcd"):
+        cell = next(line for line in readme.splitlines() if line.startswith(f"| `{paper}` |"))
+        hours = float(re.search(r"GPU: ([\d,.]+) H200-hours", cell).group(1).replace(",", ""))
+        row = next(line for line in plan.splitlines() if line.startswith(f"| {paper} |"))
+        assert round(float(row.split("|")[5]), 0 if hours >= 100 else 1) == hours, (cell, row)

@@ -16,6 +16,7 @@ from fedrepro.errors import ConfigError, ResultsError
 from fedrepro.experiments.runtable import Figure, FigureList
 from fedrepro.layout import CLAIMS_FIGURE, Layout
 from fedrepro.report_pages import Overview, figure_text, report_group, rst_text
+from fedrepro.results.cost import train_memory_mb, train_peaks
 from fedrepro.schemas import SCALES
 from fedrepro.utils.digest import DIGEST_HEX, config_digest
 from fedrepro.validate import check_device, load_and_validate
@@ -185,5 +186,22 @@ def train_gpus(wildcards):
 
 
 def train_runtime(wildcards):
+    """The runtime one job of the run asks for, at most a usual cluster's limit: a longer run is resubmitted (rule
+    train's retries) and goes on from its checkpoint (Engine.job_minutes, MAX_JOB_MINUTES)."""
     spec = run_spec(wildcards)
-    return ENGINES[spec["engine"]].runtime_minutes(spec)
+    return ENGINES[spec["engine"]].job_minutes(spec)
+
+
+# the most jobs a run of the configured scale may take, one after another (Engine.jobs): rule train's retries
+TRAIN_RETRIES = max((ENGINES[spec["engine"]].jobs(spec) for spec in RUNS.runs.values()), default=1) - 1
+PEAKS = {}  # per scale, the recorded peak memory of its training jobs (results/cost.py train_peaks)
+
+
+def train_mem(wildcards):
+    """The memory a training job asks for: what its own benchmark record, else its paper's at the scale, shows
+    (results/cost.py train_memory_mb), or the stated default without one."""
+    if wildcards.scale not in PEAKS:
+        PEAKS[wildcards.scale] = train_peaks(wildcards.scale)
+    paper = run_spec(wildcards)["paper"]
+    runs = [run_id for run_id, spec in run_table(wildcards.scale).runs.items() if spec["paper"] == paper]
+    return train_memory_mb(wildcards.run_id, runs, PEAKS[wildcards.scale])

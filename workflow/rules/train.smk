@@ -1,4 +1,5 @@
-# One job per run: results/<scale>/runs/<run_id>/ holds metrics.csv and run.json (provenance).
+# One job per run: results/<scale>/runs/<run_id>/ holds metrics.csv and run.json (provenance). A run longer than a
+# cluster job's limit is one job after another, each resuming from the last one's checkpoint.
 
 
 rule train:
@@ -17,8 +18,10 @@ rule train:
     # one core a seed worker; the workers are an execution setting, not a param, so changing them reruns nothing
     threads: config["seed_workers"]
     resources:
-        mem_mb=3000,
+        mem_mb=train_mem,
         runtime=train_runtime,
         gpu=train_gpus,
+    # a run longer than one job's runtime goes on from its checkpoint in the next (engines/contract.py MAX_JOB_MINUTES)
+    retries: TRAIN_RETRIES
     script:
         "../../scripts/train.py"

@@ -17,7 +17,8 @@ one registry (engines/__init__.py ENGINES).
       setup(spec, data, ctx) -> Setup: the run-level part (data on the device, the problem)
       seed_groups(seeds)    which seeds advance together (one at a time, or all at once when the numerics are
                             batched over seeds, like the Monte Carlo runs): known before any data is read
-      runtime_minutes(spec) a generous time limit of a run, for cluster schedulers
+      runtime_minutes(spec) a generous time limit of a run, for cluster schedulers; a run longer than one cluster
+                            job (MAX_JOB_MINUTES) goes on from its checkpoint in the next (job_minutes, jobs)
       limits(spec)          settings that may not exceed the data or each other (S <= N, N x M <= rows):
                             checked at start-up and before a run starts
       lengths(spec)         the length each list-valued setting must have (theta0: one value per feature),
@@ -56,6 +57,9 @@ Row = dict[str, Any]
 MAX_SEEDS = 1000
 MAX_STEPS = 10_000_000
 MAX_ROWS = 1_000_000
+# the most runtime a cluster job asks for: a usual cluster's limit. A longer run is several jobs, one after another,
+# each resuming from the last checkpoint (`checkpoint_every`) of the one before (rule train's `retries`)
+MAX_JOB_MINUTES = 48 * 60
 
 
 class Trainer:
@@ -170,6 +174,14 @@ class Engine:
     def runtime_minutes(self, spec: dict[str, Any]) -> int:
         """A generous wall-clock limit of one run for a cluster scheduler."""
         return 10 + int(spec["seeds"] * spec[self.steps_key] * self.ms_per_round / 60_000)
+
+    def job_minutes(self, spec: dict[str, Any]) -> int:
+        """The runtime one of the run's cluster jobs asks for: its whole runtime, at most MAX_JOB_MINUTES."""
+        return min(self.runtime_minutes(spec), MAX_JOB_MINUTES)
+
+    def jobs(self, spec: dict[str, Any]) -> int:
+        """The cluster jobs the run may take, each of job_minutes, each going on from the one before's checkpoint."""
+        return -(-self.runtime_minutes(spec) // MAX_JOB_MINUTES)
 
     def limits(self, spec: dict[str, Any]) -> list[Limit]:
         """The limits of a run's settings that are known before any data is read (Limit)."""

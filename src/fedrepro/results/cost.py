@@ -5,6 +5,7 @@ cost` prints it."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +17,9 @@ from fedrepro.layout import Layout
 
 DATA = "(data)"  # the data rules' jobs, shared by every scale
 SLOWEST = 5
+DEFAULT_TRAIN_MB = 3000  # the memory a training job asks for where no run of its paper at its scale has a record
+# Snakemake samples a job's memory about once a second (its benchmark's max_rss): a short peak may fall between samples
+MEMORY_MARGIN = 1.5
 
 
 def _record(tsv: Path) -> dict[str, float]:
@@ -24,6 +28,21 @@ def _record(tsv: Path) -> dict[str, float]:
     row = pd.read_csv(tsv, sep="\t").iloc[0]
     return {"wall_s": float(row["s"]), "cpu_s": float(row.get("cpu_time", float("nan"))),
             "max_rss_mb": float(row.get("max_rss", float("nan")))}
+
+
+def train_peaks(scale: str, root: Path = Path(".")) -> dict[str, float]:
+    """The peak resident memory (MB) of each training job of the scale with a benchmark record, by run id."""
+    folder = Layout(scale, root).logs / "benchmarks" / "train"
+    return {tsv.stem: _record(tsv)["max_rss_mb"] for tsv in sorted(folder.glob("*.tsv"))}
+
+
+def train_memory_mb(run_id: str, paper_runs: list[str], peaks: dict[str, float]) -> int:
+    """The memory (MB) a training job asks a cluster for: MEMORY_MARGIN x the peak its own record shows (train_peaks),
+    else the largest of its paper's runs at the scale (`paper_runs`), rounded up to 100 MB; DEFAULT_TRAIN_MB without
+    a record."""
+    mine = [peaks[run_id]] if run_id in peaks else [peaks[r] for r in paper_runs if r in peaks]
+    known = [mb for mb in mine if not math.isnan(mb)]
+    return math.ceil(MEMORY_MARGIN * max(known) / 100) * 100 if known else DEFAULT_TRAIN_MB
 
 
 def _paper_of_run(results: Path, run_id: str) -> str:
