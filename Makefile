@@ -14,6 +14,9 @@ READINGS ?= primary
 SEEDS ?= $(shell sed -n 's/^seed_plan: *//p' config/config.yaml)
 # more settings, as `snakemake --config` takes them, flat per scale (config/README.md): CONFIG="max_seeds_quick=12"
 CONFIG ?=
+# RERUN_STALE=1: retrain the runs on disk that other code trained (run.json code_sha256; `fedrepro stale-runs`)
+RERUN_STALE ?=
+STALE = $(strip $(if $(RERUN_STALE),$(shell $(BIN)/fedrepro stale-runs --scale $(SCALE) 2>/dev/null)))
 SNAKEMAKE_ARGS := --config readings=$(READINGS) scale=$(SCALE) seed_plan=$(SEEDS) $(CONFIG)
 # what DVC records after a reproduction: the data (shared by the scales) and this scale's outputs
 DVC_TRACKED := data/raw data/prepared results/$(SCALE) figures/$(SCALE)
@@ -28,7 +31,7 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 install: $(VENV)/.installed
 
 reproduce: install
-	$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
+	$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS) $(if $(STALE),--forcerun $(STALE) -- all)
 	$(if $(filter adaptive,$(SEEDS)),$(BIN)/fedrepro seed-plan --scale $(SCALE) $(if $(CONFIG),--config $(CONFIG)))
 	$(if $(filter adaptive,$(SEEDS)),$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS))
 	$(MAKE) report record

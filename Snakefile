@@ -18,6 +18,7 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/scheduling.smk"
+include: "workflow/rules/cleanup.smk"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"

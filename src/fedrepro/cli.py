@@ -8,6 +8,7 @@ import errno
 import logging
 import random
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -25,11 +26,12 @@ ADHOC_DIR = Path("adhoc")  # `fedrepro run` results: git- and DVC-ignored, never
 AUDIT_MISMATCH, AUDIT_UNVERIFIED, AUDIT_VERIFIED = 1, 3, 0
 AUDIT_EXIT = f"""\
 exit status:
-  {AUDIT_MISMATCH}  a finding is FAIL: what is on disk contradicts a record, or a rerun differs (also: an error
-     stopped the audit, its message on stderr)
+  {AUDIT_MISMATCH}  a finding is FAIL: what is on disk contradicts a record, a file was built from one that is gone, or
+     a rerun differs (also: an error stopped the audit, its message on stderr)
   {AUDIT_UNVERIFIED}  no FAIL, but a run drawn by --rerun could not be verified here (UNVERIFIED, saying why: its
      run.json has no hash of its own content, it ran on CUDA and this machine has none, its inputs are missing)
-  {AUDIT_VERIFIED}  neither (WARN and MISSING findings included: see the reports)
+  {AUDIT_VERIFIED}  neither (WARN findings included, and MISSING ones: outputs nothing on disk was built from; see the
+     reports)
 
 runs recorded on CUDA are drawn like the others: run the same command on a machine with CUDA to rerun them
 (docs/audit.md, "Reruns of GPU runs")."""
@@ -166,6 +168,12 @@ def parser() -> argparse.ArgumentParser:
     cost.add_argument("--seed-workers", type=positive_int, default=1, metavar="K",
                       help="with --gpus: each job trains K seeds at once (config seed_workers), priced at the rates "
                       "measured in K processes on one GPU (benchmarks/gpu_throughput.py --processes K)")
+    stale = sub.add_parser("stale-runs", help="the runs of a scale on disk not trained by this code (run.json "
+                           "code_sha256), for `snakemake --forcerun $(fedrepro stale-runs)`",
+                           description="Prints the run.json of each run of the scale's run table (every paper and "
+                           "reading) on disk that records other code than this checkout's, or none, one a line; the "
+                           "counts go to stderr (docs/development.md, \"Numerics versions\").")
+    stale.add_argument("--scale", choices=list(SCALES), help="default: `scale` of config/config.yaml")
     plan = sub.add_parser("seed-plan", help="the seeds the adaptive seed plan adds to the claims its first look left "
                           "open (config seed_plan: adaptive)", description="Reads each paper's sealed ledger at the "
                           "scale, the runs its claims read and their benchmark records; writes results/<scale>/"
@@ -212,6 +220,8 @@ def main(argv: list[str] | None = None) -> None:
             parser().error("--gpu prices the GPU plan: give --gpus N too")
         run_step(lambda: print(gpu_plan_table(args.scale, args.gpus, args.seed_workers, args.gpu) if args.gpus
                                else job_cost_table(args.scale)))
+    if args.command == "stale-runs":
+        run_step(lambda: print(*stale_runs(args.scale), sep="\n"))
     if args.command == "seed-plan":
         run_step(lambda: print(seed_plan_file(args.scale, overrides=dict(args.config))))
     if args.command == "docs":
@@ -422,6 +432,36 @@ def job_cost_table(scale: str | None) -> str:
     # every paper's runs under every reading, to say which reading each recorded run belongs to
     table = build_run_table({**config, "scale": scale, "papers": known_papers(), "readings": "all"}, Path("config"))
     return cost_summary(job_costs(scale, origins=table.run_origins()), scale)
+
+
+def stale_runs(scale: str | None) -> list[str]:
+    """The run.json of each run of the scale on disk whose code is not this checkout's (training_code.code_change; a
+    record that cannot be read counts too), for `snakemake --forcerun`; the counts on stderr."""
+    import yaml
+
+    from fedrepro.experiments.runtable import build_run_table
+    from fedrepro.experiments.store import read_record
+    from fedrepro.layout import Layout
+    from fedrepro.training_code import code_change
+    from fedrepro.validate import with_defaults
+
+    with open("config/config.yaml") as fh:
+        config = with_defaults(yaml.safe_load(fh) or {})
+    scale = scale or config["scale"]
+    table = build_run_table({**config, "scale": scale, "papers": known_papers(), "readings": "all"}, Path("config"))
+    changes: dict[str, str | None] = {}
+    for run_id, spec in table.runs.items():
+        record = Layout(scale).runs / run_id / "run.json"
+        if record.is_file():
+            try:
+                changes[str(record)] = code_change(read_record(record), spec["engine"])
+            except ResultsError:
+                changes[str(record)] = "cannot be read"
+    counts = Counter(changes.values())
+    print(f"scale {scale}: {len(changes)} of its {len(table.runs)} run(s) on disk" + "".join(
+        f"; {n} run(s): {change or 'trained by this code'}" for change, n in sorted(counts.items(), key=str)),
+        file=sys.stderr)
+    return [record for record, change in changes.items() if change]
 
 
 def config_entry(text: str) -> tuple[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -15,6 +16,7 @@ from typing import Callable
 
 import pytest
 
+from fedrepro import numerics
 from fedrepro.claims.table import write_ledger_html
 from fedrepro.cli import main
 from fedrepro.errors import ResultsError
@@ -22,7 +24,9 @@ from fedrepro.layout import Layout
 from fedrepro.report_pages import Overview, write_figure_page
 from fedrepro.experiments.runtable import run_id_of
 from fedrepro.experiments.store import METRICS_SHA256, RECORD_SHA256, record_sha256
+from fedrepro.results.audit import LATER_THAN_THE_HASH
 from fedrepro.results.tables import table_digest, verify_figure_table, write_figure_table
+from fedrepro.training_code import code_sha256
 from fedrepro.validate import load_and_validate
 
 PAPER = "fedvr"
@@ -159,7 +163,7 @@ def test_a_figure_swapped_for_another_fails_the_audit_naming_it(smoke_copy, caps
 
 def test_a_run_json_from_before_its_content_hash_is_a_warning_and_one_whose_hash_was_removed_a_failure(
         smoke_copy, capsys):
-    """A record from before record_sha256 (2026-11-25) has neither `platform` nor `numerics`, which came after it: a
+    """A record from before record_sha256 (2026-11-25) has none of the fields that came after it (`platform`, ...): a
     WARN. Issue 62: deleting the hash from a current record read as that WARN, so a forger could edit the record."""
     run = run_dirs(smoke_copy)[0]
     record = json.loads((run / "run.json").read_text())
@@ -167,11 +171,34 @@ def test_a_run_json_from_before_its_content_hash_is_a_warning_and_one_whose_hash
     (run / "run.json").write_text(json.dumps(record))
     code, out = audit(capsys)
     assert code == 1 and "the hash was removed" in out
-    old = {k: v for k, v in record.items() if k not in ("platform", "numerics")}
+    old = {k: v for k, v in record.items() if k not in LATER_THAN_THE_HASH}
     (run / "run.json").write_text(json.dumps(old))
     code, out = audit(capsys)
     assert code == 0 and "WARN" in out
     assert "predates the hash of its own content" in (smoke_copy / "audit" / "smoke" / "fedvr.md").read_text()
+
+
+def test_runs_trained_by_other_code_or_before_the_code_hash_are_warnings_counted_in_the_summary(
+        smoke_copy, capsys, monkeypatch):
+    """Issue 62: a change to the keying table or the kernels left a run trained before it valid under the same id.
+    Each run records the hash of the sources that decide its engine's floats; the audit compares it with this code's."""
+    runs = run_dirs(smoke_copy)
+    assert all(json.loads((r / "run.json").read_text())["code_sha256"] == code_sha256("monte_carlo") for r in runs)
+    code, out = audit(capsys)
+    assert code == 0 and "code hash:" not in out
+    rewrite_record(runs[0], lambda record: record.pop("code_sha256"))  # a run recorded before the code hash
+    code, out = audit(capsys)
+    assert code == 0 and f"code hash: of {len(runs)} run(s), 0 trained by other code, 1 recorded before" in out
+    entry = numerics.KEYING["monte_carlo"]  # this code keys the engine's streams otherwise: every run is stale
+    monkeypatch.setitem(numerics.KEYING, "monte_carlo", dataclasses.replace(entry, ignored=entry.ignored[:-1]))
+    code, out = audit(capsys)
+    assert code == 0 and f"of {len(runs)} run(s), {len(runs) - 1} trained by other code, 1 recorded before" in out
+    report = (smoke_copy / "audit" / "smoke" / "fedvr.md").read_text()
+    assert report.count("**WARN** code hash: trained by other code: code_sha256 ") == len(runs) - 1
+    rewrite_record(runs[1], lambda record: [record.pop(k) for k in (RECORD_SHA256, "platform", "numerics", "resumed")],
+                   rehash=False)  # its code hash came after its own hash too: the hash was removed
+    code, out = audit(capsys)
+    assert code == 1 and "yet records code_sha256, which runs recorded only after that hash" in out
 
 
 def test_the_audit_hashes_a_spec_under_the_numerics_version_its_run_json_records(smoke_copy, capsys):
@@ -263,6 +290,31 @@ def test_a_ledger_built_from_a_table_that_is_gone_fails_and_runs_never_made_are_
         shutil.rmtree(smoke_copy / built)
     code, out = audit(capsys)
     assert code == 0 and "MISSING" in out and "FAIL" not in out
+
+
+def test_outputs_gone_from_behind_the_pages_built_from_them_fail_the_audit(smoke_copy, capsys):
+    """The probe: right after a kill -9, the outputs Snakemake had deleted to remake them were only MISSING (exit 0)
+    while the report pages built from them were still there."""
+    out = Layout("smoke")
+    figure = load_and_validate({"scale": "smoke"}, Path("config"))[1].figure(PAPER, "fig3")
+    write_figure_page(figure, out.figure(PAPER, "fig3", "png"), out.ledger(PAPER), out.results,
+                      out.figure(PAPER, "fig3", "html"))
+    write_ledger_html(out.ledger(PAPER), out.ledger(PAPER, "html"), PAPER)
+    assert audit(capsys)[0] == 0
+    for ext in ("pdf", "png", "sha256"):  # rule plot's outputs
+        out.figure(PAPER, "fig3", ext).unlink()
+    code, said = audit(capsys)
+    assert code == 1 and ("FAIL figures/smoke/fedvr/fig3.html built from figures/smoke/fedvr/fig3.png, which are gone"
+                          in said)
+    for ext in ("csv", "json"):  # rule claims' outputs
+        out.ledger(PAPER, ext).unlink()
+    code, said = audit(capsys)
+    assert code == 1 and ("FAIL results/smoke/claims/fedvr.html, figures/smoke/fedvr/fig3.html built from "
+                          "results/smoke/claims/fedvr.csv, which are gone") in said
+    out.table(PAPER, "fig4").unlink()  # rule aggregate's output
+    code, said = audit(capsys)
+    assert "FAIL figures/smoke/fedvr/fig4.pdf, figures/smoke/fedvr/fig4.png built from results/smoke/fedvr/fig4.csv" \
+        in said
 
 
 def test_snakemake_remakes_a_run_deleted_after_its_figure(smoke_copy):
@@ -424,7 +476,7 @@ def rerun_line(out: str, run: Path) -> str:
 
 def as_before_the_hash(record: dict) -> None:
     """A run.json made to read as one from before record_sha256: the hash and the fields that came after it gone."""
-    for key in (RECORD_SHA256, "platform", "numerics"):
+    for key in (RECORD_SHA256, *LATER_THAN_THE_HASH):
         record.pop(key, None)
 
 

@@ -98,6 +98,16 @@ def test_monotone_time_to_target():
     assert monotone_time_to_target(_medians(bad), **kwargs)[0] == "FAIL"
 
 
+def test_a_series_whose_steps_fail_alone_but_not_together_says_so():
+    """The probe: 5 seeds decide each step alone by its sign test (1/2^5 < 5%), but not the series of 2 once combined
+    (2 x 1/2^5 > 5%, inference.combine): the ledger's note read "0 step(s) open" for a series left open."""
+    bad = _table(_curve("m", 0.1, 1, seeds=5), _curve("m", 0.03, 3, seeds=5), _curve("m", 0.01, 6, seeds=5))
+    result = monotone_time_to_target(_medians(bad), per=["panel", "method"], along="eta_tilde", eps=[0.1],
+                                     metric="grad_norm")
+    assert result.status == "INCONCLUSIVE" and "0 step(s)" not in result.measured
+    assert "open: each of its 2 steps is decided alone, not the series" in result.measured
+
+
 def test_log_ratio_within():
     close = _medians(_table(_curve("a", 0.1, 2.0), _curve("b", 0.1, 2.2)))
     far = _medians(_table(_curve("a", 0.1, 1.0), _curve("b", 0.1, 9.0)))

@@ -5,9 +5,13 @@ On a copy of the workflow whose outputs exist and are up to date (empty files, s
 config/claims/fedvr.yaml must make `snakemake -n` plan the jobs that read the edited part, and
 no other (never a training run)."""
 
+import json
+import os
 from pathlib import Path
 
 import pytest
+
+from fedrepro.training_code import code_sha256
 
 from workflow_copy import BIN, copy_checkout, planned_jobs, run
 
@@ -76,3 +80,31 @@ def test_the_untouched_workflow_plans_nothing(workflow):
 def test_an_edit_of_the_train_script_retrains_nothing(workflow):
     # runs are named by their spec and numerics version (profiles/default: rerun-triggers without `code`)
     assert _planned_after(workflow, "scripts/train.py", "# rule train:", "# rule train (edited):") == set()
+
+
+def test_stale_runs_lists_the_runs_not_trained_by_this_code_for_forcerun(workflow):
+    """Of three run.json files, one records this code's hash, one another's and one none; the others are the
+    fixture's empty files, which cannot say. Rewritten with their modification times kept: Snakemake plans nothing
+    until `--forcerun $(fedrepro stale-runs)` forces the runs the command lists, and what reads them."""
+    runs = sorted((workflow / "results" / "smoke" / "runs").iterdir())
+    current, other, unrecorded = (run / "run.json" for run in runs[:3])
+    stamps = {path: path.stat() for path in (current, other, unrecorded)}
+    for path, record in ((current, {"code_sha256": code_sha256("monte_carlo")}), (other, {"code_sha256": "0" * 64}),
+                         (unrecorded, {})):
+        path.write_text(json.dumps(record))
+        os.utime(path, ns=(stamps[path].st_atime_ns, stamps[path].st_mtime_ns))
+    try:
+        assert planned_jobs(run(BIN / "snakemake", "-n", *TARGET, cwd=workflow).stdout) == set()
+        listed = run(BIN / "fedrepro", "stale-runs", "--scale", "smoke", cwd=workflow)
+        planned = planned_jobs(run(BIN / "snakemake", "-n", "--forcerun", *listed.stdout.split(), *TARGET,
+                                   cwd=workflow).stdout)
+    finally:
+        for path, stamp in stamps.items():
+            path.write_text("")
+            os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert sorted(listed.stdout.split()) == [f"results/smoke/runs/{r.name}/run.json" for r in runs if r != current.parent]
+    assert "1 run(s): predates the code hash; 1 run(s): trained by other code; 1 run(s): trained by this code" in (
+        listed.stderr)
+    trained = {Path(output).parent.name for rule, output in planned if rule == "train"}
+    assert trained == {run.name for run in runs} - {current.parent.name}
+    assert ("aggregate", "results/smoke/fedvr/fig9.csv") in planned  # and what reads them

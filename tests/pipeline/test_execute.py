@@ -4,6 +4,7 @@ import hashlib
 import json
 import logging
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -13,12 +14,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fedrepro.engines.context import RunContext
+from fedrepro.engines.context import CHECKPOINT_MAGIC, RunContext
 from fedrepro.errors import DataError, ResultsError
 from fedrepro.experiments import execute
 from fedrepro.experiments.execute import execute_run
-from fedrepro.experiments.store import RunFiles
+from fedrepro.experiments.store import RunFiles, run_files
+from fedrepro.layout import Layout
 from fedrepro.numerics import KEYING
+from fedrepro.results.audit import FAIL, OK, WARN, Checkout, RunAudit, audit_run, rerun
 from fedrepro.utils import atomic
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,7 +51,7 @@ def test_results_are_byte_identical_and_provenance_is_complete(tmp_path, synthet
         assert key in record["git"]
     assert record["packages"]["torch"].startswith("2.") and record["device"]["device"] == "cpu"
     assert record["seeds"] == [0, 1] and record["wall_seconds"] >= 0 and record["ended"] >= record["started"]
-    assert not first.checkpoint.exists()
+    assert record["resumed"] == [] and not first.checkpoint.exists()
 
 
 def test_a_seed_does_not_depend_on_how_many_seeds_the_run_has(tmp_path, synthetic_inputs, spec_and_id):
@@ -153,6 +156,49 @@ def test_a_forged_checkpoint_is_refused_and_the_run_retrains_to_the_same_metrics
     assert "resuming from checkpoint" not in log
     assert f"ignoring checkpoint {files.checkpoint}: its content hashes to sha256" in log
     assert "starting from round 0" in log
+
+
+def _reseal(path: Path) -> str:
+    """Give a checkpoint's header the sha256 of its payload as it now is, as whoever edited the payload can; returns
+    that sha256."""
+    head, _, payload = path.read_bytes()[len(CHECKPOINT_MAGIC):].partition(b"\n")
+    header = {**json.loads(head), "payload_sha256": hashlib.sha256(payload).hexdigest()}
+    path.write_bytes(CHECKPOINT_MAGIC + json.dumps(header).encode() + b"\n" + payload)
+    return header["payload_sha256"]
+
+
+def test_a_resealed_checkpoint_is_resumed_recorded_and_caught_by_the_audits_rerun(tmp_path, synthetic_inputs,
+                                                                                 spec_and_id, kill_at_checkpoint):
+    """A checkpoint's payload hash shows only that it was not damaged: one edited and resealed is resumed. The run
+    records the resume, the audit names it, and its rerun, which trains from round 0, differs."""
+    spec, rid = spec_and_id()
+    reference = _run(tmp_path, "reference", spec, rid, synthetic_inputs)
+    root = tmp_path / "repo"  # as the audit finds a run: its inputs where the run table names them
+    prepared, provenance = root / "data" / "prepared" / "a9a.npz", root / "data" / "raw" / "a9a" / "PROVENANCE.json"
+    for made, there in ((synthetic_inputs["prepared"], prepared), (synthetic_inputs["data_provenance"][0], provenance)):
+        there.parent.mkdir(parents=True)
+        shutil.copy(made, there)
+    inputs = (prepared, [provenance])
+    files = run_files(Layout("smoke", root).results, rid)
+    restore = kill_at_checkpoint(5)  # mid seed 1: the checkpoint holds seed 0's rows
+    with pytest.raises(KeyboardInterrupt):
+        execute_run(rid, spec, files, *inputs, device="cpu", repo=root)
+    restore()
+    _forge_one_float(files.checkpoint, float(pd.read_csv(reference.metrics).query("seed == 0 and round == 10")
+                                             ["grad_norm"].iloc[0]))
+    forged = _reseal(files.checkpoint)
+
+    record = execute_run(rid, spec, files, *inputs, device="cpu", repo=root)
+    assert record["resumed"] == [{"checkpoint": "checkpoint.pt", "payload_sha256": forged, "group": 1, "round": 20}]
+    assert files.metrics.read_bytes() != reference.metrics.read_bytes()  # the forged value reached a row
+    run, checkout = RunAudit(rid, []), Checkout.of(root)
+    audit_run(run, files, checkout)
+    assert run.status_of("metrics.csv") == OK  # nothing on disk contradicts a record
+    resume = next(f for f in run.findings if f.detail.startswith("resumed from"))
+    assert resume.status == WARN
+    assert f"checkpoint.pt at seed group 1, round 20 (payload sha256 {forged})" in resume.detail
+    found = rerun(run, spec, checkout, Layout("smoke", root))
+    assert found.status == FAIL and found.detail.startswith("rerun differs"), found
 
 
 def test_a_checkpoint_of_other_code_is_refused_and_the_run_starts_over(tmp_path, synthetic_inputs, spec_and_id,
@@ -269,10 +315,12 @@ def test_a_job_of_seed_workers_resumes_its_finished_and_its_checkpointed_groups(
         restore()
     assert files.group_checkpoint(0).exists() and files.group_checkpoint(1).exists()
 
-    execute_run(rid, spec, files, synthetic_inputs["prepared"], synthetic_inputs["data_provenance"], device="cpu",
-                seed_workers=2, log_path=tmp_path / "resumed.log")
+    record = execute_run(rid, spec, files, synthetic_inputs["prepared"], synthetic_inputs["data_provenance"],
+                         device="cpu", seed_workers=2, log_path=tmp_path / "resumed.log")
     log = (tmp_path / "resumed.log").read_text()
     assert "resuming from checkpoint: seed 1, round 20" in log
+    assert [(r["checkpoint"], r["group"], r["round"]) for r in record["resumed"]] == [
+        ("checkpoint.group0.pt", 0, None), ("checkpoint.group1.pt", 1, 20)]  # each worker's, group 0's done
     assert "seed 0 round" not in log  # its group was done: not trained again
     assert files.metrics.read_bytes() == reference.metrics.read_bytes()
     assert [p for p in files.checkpoints() if p.exists()] == []

@@ -143,7 +143,7 @@ def run_outputs(scale, run_ids):
 
 def page_source(wildcards):
     """What a figure's page shows: its PNG, or a table figure's Markdown."""
-    return "md" if figure_of(wildcards).plot.get("kind") == "table" else "png"
+    return figure_of(wildcards).kind.shown
 
 
 def paper_outputs(paper, scale):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import io
 import json
@@ -19,8 +18,8 @@ import torch
 from fedrepro.errors import ConfigError, ResultsError
 from fedrepro.numerics import keying, numerics_version
 from fedrepro.seeding import torch_generator
+from fedrepro.training_code import code_sha256
 from fedrepro.utils import atomic
-from fedrepro.utils.digest import tree_sha256
 
 # bumped when the checkpoint layout changes: an older checkpoint is then ignored, not misread
 # 3: a method's state as the engine holds it (algorithms/method.py; TDCD keeps all its keys); 4: a header line
@@ -28,26 +27,13 @@ from fedrepro.utils.digest import tree_sha256
 CHECKPOINT_FORMAT = 4
 CHECKPOINT_MAGIC = b"fedrepro checkpoint\n"
 
-# What a run's numbers come from besides its settings (which its run id keys) and its data (hashed in run.json):
-# the code of the layers that train (docs/development.md: foundations' random streams and numerics versions, the
-# building blocks, the update rules, the engines), as units of src/fedrepro. A checkpoint saved by other code is not
-# resumed, so a job interrupted before a fix never ends on the rows of the code before it.
-TRAINING_CODE = ("seeding.py", "numerics.py", "sampling.py", "vertical_time.py", "data", "models", "objectives", "nn",
-                 "asynchrony", "algorithms", "engines")
-
-
-@functools.lru_cache(maxsize=None)
-def training_code_sha256() -> str:
-    """The sha256 of the sources of TRAINING_CODE (each unit's name and tree_sha256 of its .py files)."""
-    root = Path(__file__).resolve().parents[1]
-    lines = [f"{unit}\0{tree_sha256(root / unit, '*.py')}\n" for unit in TRAINING_CODE]
-    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
-
 
 def code_identity(engine: str) -> dict[str, Any]:
     """What a checkpoint of `engine` must have been saved by to be resumed: the engine's numerics version, the
-    sources of the training code and the numerical packages' versions."""
-    return {"numerics": numerics_version(engine), "sources_sha256": training_code_sha256(),
+    sources that decide its floats (training_code.py: run.json records the same hash) and the numerical packages'
+    versions. A checkpoint saved by other code is not resumed, so a job interrupted before a fix never ends on the
+    rows of the code before it."""
+    return {"numerics": numerics_version(engine), "sources_sha256": code_sha256(engine),
             "torch": torch.__version__, "numpy": np.__version__}
 
 
@@ -88,6 +74,9 @@ class RunContext:
     show_progress: bool = field(default_factory=lambda: sys.stderr.isatty())
     started: float = field(default_factory=time.perf_counter)  # when this attempt at the run began
     earlier_seconds: float = 0.0  # wall seconds of the attempts before it, read from their checkpoint
+    # the checkpoints the run resumed from, earliest first (run.json's `resumed`): a checkpoint's payload_sha256
+    # shows it was not damaged, not that this run saved it, so a resumed run says so and a rerun starts at round 0
+    resumed: list[dict[str, Any]] = field(default_factory=list)
 
     def wall_seconds(self) -> float:
         """The run's wall time so far, over every attempt (a resumed run counts what it resumed from)."""
@@ -111,7 +100,7 @@ class RunContext:
         # serialised in memory, written by Python: a full disk is an OSError naming the file (torch's own
         # writer reports it as "[enforce fail at inline_container.cc] unexpected pos")
         buffer = io.BytesIO()
-        torch.save({**state, "wall_seconds": self.wall_seconds()}, buffer)
+        torch.save({**state, "wall_seconds": self.wall_seconds(), "resumed": self.resumed}, buffer)
         payload = buffer.getvalue()
         header = {"format": CHECKPOINT_FORMAT, "run_id": self.run_id, "code": code_identity(self.spec.get("engine", "")),
                   "payload_sha256": hashlib.sha256(payload).hexdigest()}
@@ -142,6 +131,8 @@ class RunContext:
             raise ResultsError(f"{path}: the checkpoint cannot be read ({first}); remove it to start the run from "
                                f"round 0") from None
         self.earlier_seconds = float(state.get("wall_seconds", 0.0))
+        self.resumed = [*state.get("resumed", []), {"checkpoint": path.name, "payload_sha256": header["payload_sha256"],
+                                                    "group": state.get("group"), "round": state.get("round")}]
         return state
 
     def progress(self, total: int, desc: str):

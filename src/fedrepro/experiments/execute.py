@@ -24,6 +24,7 @@ from fedrepro.experiments.run_log import run_logger
 from fedrepro.experiments.seed_workers import run_in_workers
 from fedrepro.experiments.store import METRICS_SHA256, RECORD_SHA256, RunFiles, record_sha256, write_metrics
 from fedrepro.seeding import seeds_of
+from fedrepro.training_code import code_sha256
 from fedrepro.utils import atomic
 from fedrepro.utils.digest import file_sha256
 
@@ -52,6 +53,7 @@ def execute_run(
     device = resolve_device(device)
     log = run_logger(log_path)
     engine = ENGINES[spec["engine"]]
+    code = code_sha256(spec["engine"])  # the sources as this process imported them, read before it trains
     escape = files.escape()
     if escape:
         raise ResultsError(f"{escape}: a run writes only inside its results tree; remove the link and run it again")
@@ -86,6 +88,7 @@ def execute_run(
         "run_id": run_id,
         "spec": spec,
         "numerics": engine.numerics,  # the version that made these results (their run id includes it when > 0)
+        "code_sha256": code,  # the sources that decide its floats (training_code.py); in no run id
         "git": provenance.git_state(repo),
         "packages": provenance.package_versions(),
         "device": provenance.device_info(device),
@@ -96,6 +99,7 @@ def execute_run(
         "started": started.isoformat(),
         "ended": datetime.now(timezone.utc).isoformat(),
         "wall_seconds": round(ctx.wall_seconds(), 3),  # every attempt's, when resumed from a checkpoint
+        "resumed": ctx.resumed,  # the checkpoints it resumed from (RunContext.resumed); [] when trained at one go
         "diverged": diverged,
         "summary": summary,
     }

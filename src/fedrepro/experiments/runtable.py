@@ -57,6 +57,7 @@ class FigureKind:
     group: str
     rows: str = "metrics"
     formats: tuple[str, ...] = DRAWING_FORMATS
+    shown: str = "png"  # the format its report page shows (rule figure_page)
 
 
 # Every plot kind (paper.schema.yaml `plot.kind` lists the same): the one table of kinds
@@ -68,7 +69,7 @@ FIGURE_KINDS = {
     "cep": FigureKind("Monte Carlo statistics"),
     "gantt": FigureKind("timelines and participation", rows="timeline"),
     "clients": FigureKind("timelines and participation", rows="clients"),
-    "table": FigureKind("tables", formats=("csv", "md", "tex")),  # a table, not a drawing (plots/table.py)
+    "table": FigureKind("tables", formats=("csv", "md", "tex"), shown="md"),  # a table, not a drawing (plots/table.py)
 }
 
 

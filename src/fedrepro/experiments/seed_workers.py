@@ -80,6 +80,7 @@ def run_in_workers(engine: Engine, spec: dict[str, Any], ctx: RunContext, prepar
     # the run's wall time: its longest group's, which counts that group's earlier attempts (resumed), or this one's
     now = time.perf_counter() - ctx.started
     ctx.earlier_seconds = max([0.0] + [float(done["wall_seconds"]) - now for done in results])
+    ctx.resumed = [resume for done in results for resume in done["resumed"]]
     first = results[0]  # every worker's setup is the run's: its summary and columns are the same
     return seed_major(rows), {**first["summary"], "seeds": per_seed}, first["columns"]
 
@@ -97,7 +98,7 @@ def train_task(task: GroupTask) -> dict[str, Any]:
     setup = engine.setup(task.spec, load_input(task.prepared), ctx)
     done = run_one_group(engine, setup, task.spec, ctx, task.group)
     return {"rows": done["rows"], "per_seed": done["per_seed"], "wall_seconds": done["wall_seconds"],
-            "summary": setup.summary, "columns": list(setup.columns)}
+            "resumed": ctx.resumed, "summary": setup.summary, "columns": list(setup.columns)}
 
 
 def _exit_with_parent(parent: int) -> None:

@@ -12,10 +12,12 @@ Each finding has a status:
   UNVERIFIED  a run drawn for a rerun that cannot be recomputed and compared here (its run.json is not sound or
            has no hash of its own content, it ran on a device this machine lacks, its inputs are missing): the
            check asked for was not made; `fedrepro audit` exits 3 unless something FAILs
-  MISSING  a run or an output that was never produced (a run that is gone while a figure built from it
-           is still there is a FAIL, and so is a ledger deleted because rule claims failed, naming the failure)
-  WARN     a difference that contradicts no record (another commit or package version, data not here to
-           check, a result DVC has not recorded yet)
+  MISSING  a run or an output that was never produced: one that is gone while a file built from it is still
+           there (a table, a drawing, a report page) is a FAIL (_built_from_gone), and so is a ledger deleted
+           because rule claims failed, naming the failure
+  WARN     a difference that contradicts no record (another commit or package version, a run trained by other
+           code than this fedrepro's or before runs recorded it, data not here to check, a result DVC has not
+           recorded yet)
   OK
 """
 
@@ -42,6 +44,7 @@ from fedrepro.experiments import provenance
 from fedrepro.experiments.store import (METRICS_SHA256, RECORD_SHA256, RunFiles, canonical_json, read_record,
                                         resolves_outside, run_files, verify_metrics, verify_record)
 from fedrepro.results.tables import figure_table_csv, recorded_sha256
+from fedrepro.training_code import BEFORE_CODE_HASH, OTHER_CODE, code_change, code_sha256
 from fedrepro.utils.digest import file_sha256, tree_sha256
 from fedrepro.verdicts import VERDICTS
 
@@ -51,7 +54,7 @@ RECORD_KEYS = ("run_id", "spec", "git", "packages", "device", "seeds", "data_fil
                "wall_seconds", "diverged", "summary", METRICS_SHA256)  # and RECORD_SHA256 since it exists
 # Fields a run.json holds only since after its own hash (record_sha256, 2026-11-25): a record with one of them and no
 # hash had the hash removed, not a record from before it
-LATER_THAN_THE_HASH = ("platform", "numerics")
+LATER_THAN_THE_HASH = ("platform", "numerics", "resumed", "code_sha256")
 # Files that cannot change a result: DVC's records and settings, ignore lists, the documentation.
 NOT_CODE = (".dvc", ".md", ".gitignore", ".dvcignore")
 RECOVER = "rerun it (delete {run_dir}/ and run snakemake again) or restore the recorded version with " \
@@ -228,9 +231,11 @@ def audit_run(run: RunAudit, files: RunFiles, checkout: Checkout) -> None:
     dvc = checkout.dvc.finding([checkout.relative(files.metrics), checkout.relative(files.record)])
     try:
         add(_record_finding(run.run_id, record, files, checkout))
+        run.findings += _resume_findings(record)
         add(_metrics_finding(record, files, checkout))
         run.findings += _data_findings(record, checkout)
         add(_code_finding(record, checkout))
+        add(_code_hash_finding(record))
         add(_packages_finding(record, checkout))
     except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a value of the wrong shape
         add(Finding("run.json", FAIL, f"{checkout.relative(files.record)} is malformed ({exc!r}); "
@@ -267,6 +272,18 @@ def _record_finding(run_id: str, record: dict[str, Any], files: RunFiles, checko
                                          f"so its summary (per-seed facts, divergence) cannot be verified; rerun it to "
                                          f"cover it; {ran}")
     return Finding("run.json", OK, f"complete; spec hashes to its run_id; its content hashes as recorded; {ran}")
+
+
+def _resume_findings(record: dict[str, Any]) -> list[Finding]:
+    """A WARN naming the checkpoints the run resumed from (engines/context.py RunContext.resumed): a checkpoint's
+    payload_sha256 shows that it was not damaged, not that this run saved it; a rerun trains from round 0."""
+    resumed = record.get("resumed") or []
+    where = "; ".join(f"{r['checkpoint']} at seed group {r['group']}, "
+                      + (f"round {r['round']}" if r["round"] is not None else "trained") + f" (payload sha256 "
+                      f"{r['payload_sha256']})" for r in resumed)
+    return [Finding("run.json", WARN, f"resumed from {where}: a checkpoint's hash shows it was not damaged, not that "
+                                      f"this run saved it; a rerun (`fedrepro audit --rerun`) trains it from round 0 "
+                                      f"and compares")] if resumed else []
 
 
 def _metrics_finding(record: dict[str, Any], files: RunFiles, checkout: Checkout) -> Finding:
@@ -315,6 +332,22 @@ def _code_finding(record: dict[str, Any], checkout: Checkout) -> Finding:
         return Finding("code", WARN, "; ".join(notes))
     return Finding("code", OK, f"run at commit {commit}, clean; this checkout ({here}) has the same code"
                    + ("" if ran["commit"] == now.get("commit") else " (it differs only in DVC records and docs)"))
+
+
+def _code_hash_finding(record: dict[str, Any]) -> Finding:
+    """The run's recorded code_sha256 against this fedrepro's sources of its engine (training_code.py): a run id
+    does not key the code, so a run trained before a change that its numerics version missed stays under its id."""
+    engine, recorded = record["spec"]["engine"], record.get("code_sha256")
+    now = code_sha256(engine)
+    change = code_change(record, engine)
+    if change == BEFORE_CODE_HASH:
+        return Finding("code hash", WARN, f"{change} (code_sha256; the {engine} sources hash to {now[:12]} here): "
+                                          f"which code trained it is not recorded")
+    if change == OTHER_CODE:
+        return Finding("code hash", WARN, f"{change}: code_sha256 {recorded[:12]}, but the sources that decide "
+                                          f"{engine}'s floats hash to {now[:12]} here, under the same numerics "
+                                          f"version (`fedrepro stale-runs` lists it to retrain)")
+    return Finding("code hash", OK, f"trained by this code ({engine} sources: code_sha256 {now[:12]})")
 
 
 def _packages_finding(record: dict[str, Any], checkout: Checkout) -> Finding:
@@ -396,10 +429,11 @@ def audit_paper(paper: str, figures: list[Figure], scale: str, scale_from: str, 
     ledger = out.ledger(paper)
     tables = [out.table(paper, f.name) for f in figures] + [table for _, _, table in under]
     gone = [checkout.relative(t) for t in tables if not t.is_file()]
-    if ledger.is_file() and gone:  # rule claims reads every figure table of the paper
-        findings.append(Finding("claims", FAIL, f"{checkout.relative(ledger)} built from {', '.join(gone)}, which "
-                                                f"are gone; `snakemake {paper}` remakes them and the ledger"))
-    elif ledger.is_file() and claims is not None and rebuild_ledger is not None:
+    pages = [out.ledger(paper, "html"), *(out.figure(paper, f.name, "html") for f in figures)]  # show its rows
+    stale = _built_from_gone("claims", [ledger], gone, paper, checkout)  # rule claims reads every figure table
+    findings += stale + _built_from_gone("claims", pages, [] if ledger.is_file() else [checkout.relative(ledger)],
+                                         paper, checkout)
+    if ledger.is_file() and not stale and claims is not None and rebuild_ledger is not None:
         unverified = [f.name for f in audited if status_of(f.findings, "table") != OK]
         findings += (_ledger_findings(out, paper, checkout, rebuild_ledger) if not unverified else [
             Finding("claims", WARN, f"{checkout.relative(ledger)} not recomputed: the table(s) of "
@@ -426,15 +460,20 @@ def _audit_figure(paper: str, figure: Figure, runs: dict[str, RunAudit], checkou
     """A figure's table and drawings against its runs; with `table`, a table of an alternative reading (`name`),
     which has no drawing."""
     audit = FigureAudit(name or figure.name, figure.title, figure.run_ids)
-    outputs = [] if table else [out.figure(paper, figure.name, ext) for ext in figure.formats]
+    drawn = table is None  # a figure of the paper, not the table of an alternative reading
+    outputs = [out.figure(paper, figure.name, ext) for ext in figure.formats] if drawn else []
+    page = [out.figure(paper, figure.name, "html")] if drawn else []  # its report page (rule figure_page) ...
+    shown = [out.figure(paper, figure.name, figure.kind.shown)] if drawn else []  # ... shows this file of it
     table = table or out.table(paper, figure.name)
     unverified = [rid for rid in figure.run_ids if runs[rid].status_of("metrics.csv") != OK
                   or runs[rid].status_of("run.json") not in (OK, WARN)]  # WARN: a record from before its hash
     gone = [rid for rid in figure.run_ids if runs[rid].status_of("run.json") == MISSING]
-    built = [checkout.relative(p) for p in [table, *outputs] if p.is_file()]
-    if gone and built:  # what a figure or verdict was built from is no longer on disk
-        audit.findings.append(Finding("runs", FAIL, f"{', '.join(built)} built from run(s) {', '.join(gone)}, which "
-                                                    f"are gone; `snakemake {paper}` remakes them and what reads them"))
+    audit.findings += _built_from_gone("runs", [table, *outputs, *page], [f"run(s) {', '.join(gone)}"] if gone else [],
+                                       paper, checkout)
+    audit.findings += _built_from_gone("files", outputs, [] if table.is_file() else [checkout.relative(table)], paper,
+                                       checkout)
+    audit.findings += _built_from_gone("files", page, [checkout.relative(p) for p in shown if not p.is_file()], paper,
+                                       checkout)
     if not table.is_file():
         audit.findings.append(Finding("table", MISSING, f"{checkout.relative(table)} does not exist"))
     elif unverified:
@@ -461,6 +500,17 @@ def _audit_figure(paper: str, figure: Figure, runs: dict[str, RunAudit], checkou
     if dvc:
         audit.findings.append(dvc)
     return audit
+
+
+def _built_from_gone(check: str, built: list[Path], gone: list[str], paper: str, checkout: Checkout) -> list[Finding]:
+    """A FAIL where a file built from `gone` (what is no longer on disk) is still there: a job stopped after
+    Snakemake deleted its outputs to remake them (kill -9 included), or files deleted by hand, leave what was built
+    from the old ones; MISSING is only for what nothing on disk was built from. [] when nothing is left."""
+    left = [checkout.relative(p) for p in built if p.is_file()]
+    if not (gone and left):
+        return []
+    return [Finding(check, FAIL, f"{', '.join(left)} built from {', '.join(gone)}, which are gone; `snakemake "
+                                 f"{paper}` remakes them and what reads them")]
 
 
 def _table_finding(table: Path, expected: bytes, checkout: Checkout) -> Finding:

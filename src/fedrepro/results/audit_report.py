@@ -7,15 +7,16 @@ from pathlib import Path
 
 from fedrepro.results.audit import (FAIL, MISSING, OK, UNVERIFIED, WARN, Checkout, Finding, PaperAudit, status_of,
                                    worst)
+from fedrepro.training_code import BEFORE_CODE_HASH, OTHER_CODE
 from fedrepro.utils import atomic
 from fedrepro.verdicts import VERDICTS
 
 FIGURE_CHECKS = ("table", "files", "DVC")
-RUN_CHECKS = ("run.json", "metrics.csv", "data", "code", "packages", "DVC", "rerun")
+RUN_CHECKS = ("run.json", "metrics.csv", "data", "code", "code hash", "packages", "DVC", "rerun")
 LEGEND = ("FAIL: what is on disk contradicts a record (a hash differs, run.json is broken); UNVERIFIED: a run drawn "
           "for a rerun that could not be recomputed here (saying why); MISSING: never produced; WARN: a difference "
-          "that contradicts no record (another commit or package version, data not here to check, not yet recorded "
-          "by DVC); OK: as recorded.")
+          "that contradicts no record (another commit or package version, a run trained by other code, data not "
+          "here to check, not yet recorded by DVC); OK: as recorded.")
 MISSING_NOUNS = {"run.json": "runs", "table": "figure tables", "files": "figures", "claims": "claims ledgers"}
 SUMMARY_LINES = 12  # findings listed on screen; the rest are in the report
 
@@ -38,6 +39,16 @@ def _listed(findings: list[Finding]) -> list[str]:
     return [f"- **{f.status}** {f.check}: {f.detail}" for f in findings]
 
 
+def code_hash_line(audits: list[PaperAudit]) -> str | None:
+    """How many runs were trained by other code than this fedrepro's, and how many predate the code hash."""
+    details = [f.detail for a in audits for run in a.runs.values() for f in run.findings if f.check == "code hash"]
+    other, before = (sum(d.startswith(kind) for d in details) for kind in (OTHER_CODE, BEFORE_CODE_HASH))
+    if not other and not before:
+        return None
+    return (f"code hash: of {len(details)} run(s), {other} {OTHER_CODE}, {before} recorded before the code hash "
+            f"(`snakemake --forcerun $(fedrepro stale-runs)` retrains them)")
+
+
 def render(audit: PaperAudit, checkout: Checkout) -> str:
     """The Markdown report of one paper."""
     findings = audit.all_findings
@@ -52,6 +63,7 @@ def render(audit: PaperAudit, checkout: Checkout) -> str:
         f"**Result: {worst(findings)}.** Runs: {_counts([r.status for r in audit.runs.values()])}; figures: "
         f"{_counts([worst(f.findings) for f in audit.figures])}.",
         "",
+        *([f"{code}.", ""] if (code := code_hash_line([audit])) else []),
         LEGEND,
         "",
     ]
@@ -107,6 +119,9 @@ def summary(audits: list[PaperAudit], reports: dict[tuple[str, str], str]) -> st
     if warned:
         lines.append("  WARN: " + ", ".join(f"{check} in {n} run(s)" for check, n in sorted(warned.items()))
                      + " (differences that contradict no record: see the reports)")
+    code = code_hash_line(audits)
+    if code:
+        lines.append(f"  {code}")
     lines += [f"  note: {n}" for n in notes]
     return "\n".join(lines)
 

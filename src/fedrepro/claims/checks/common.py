@@ -326,10 +326,10 @@ def ratio_span(num: tuple[float, float], den: tuple[float, float]) -> tuple[floa
     return div(num[0], den[1]), div(num[1], den[0])
 
 
-def never_falls(spans: list[tuple[float, float]], steps: list[Test], inversions: int = 0) -> tuple[Test, float, int]:
+def never_falls(spans: list[tuple[float, float]], steps: list[Test], inversions: int = 0) -> tuple[Test, float, str]:
     """Whether a sequence of times (span) never falls from one to the next, `inversions` steps excepted:
-    (the Test of the sequence, margin, open steps). Each step is a Test of its seeds (`steps`: paired_below of
-    this time below the next), and the sequence holds when len(steps) - inversions of them do
+    (the Test of the sequence, margin, what it leaves open: steps_open). Each step is a Test of its seeds (`steps`:
+    paired_below of this time below the next), and the sequence holds when len(steps) - inversions of them do
     (inference.combine). Margin: decades, the smallest step after the `inversions` worst are forgiven, of the
     bounds (the least they guarantee, or for a FAIL the most they allow)."""
     pairs = list(zip(spans[:-1], spans[1:]))
@@ -337,7 +337,21 @@ def never_falls(spans: list[tuple[float, float]], steps: list[Test], inversions:
     ok = test.outcome
     margins = sorted(margin_below(earlier[1], later[0]) if ok else margin_below(earlier[0], later[1])
                      for earlier, later in pairs)
-    return test, margins[min(inversions, len(margins) - 1)], sum(step.outcome is None for step in steps)
+    return test, margins[min(inversions, len(margins) - 1)], steps_open(test, steps)
+
+
+def steps_open(test: Test, steps: list[Test]) -> str:
+    """What a sequence of steps (never_falls) leaves open, as its note says it ("" when nothing): the steps their
+    seeds decide neither way; or, where each step is decided alone and the sequence is not, that. The sequence's
+    Test combines its steps and corrects for their number (inference.combine): a step that fails alone at ALPHA
+    need not fail the sequence, so "0 step(s) open" would be said of an open sequence."""
+    alone = sum(step.outcome is None for step in steps)
+    if alone:
+        return f"{alone} step(s) open: not decided by the seeds"
+    if test.outcome is None:
+        return (f"open: each of its {len(steps)} steps is decided alone, not the series (combining them corrects for "
+                f"their number)")
+    return ""
 
 
 def selector_name(selector: dict) -> str:

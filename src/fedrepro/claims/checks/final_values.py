@@ -128,8 +128,7 @@ def monotone_time_to_target(data: ClaimData, *, per: Columns, along: Column, eps
             holds.append(test)
             margins.append(margin)
             steps = ", ".join(f"{s:g}: {fmt_span(t)}" for s, t in zip(cell[along], spans))
-            outcome = {True: "ok", False: "not monotone",
-                       None: f"{open_} step(s) open: not decided by the seeds"}[test.outcome]
+            outcome = {True: "ok", False: "not monotone", None: open_}[test.outcome]
             parts.append(f"[{name}, eps={e:g}] {outcome} ({steps})")
     measured = f"{tally(holds, 'series')}: " + "; ".join(parts) if parts else "no comparable cells"
     return judged(holds, margins, measured)
@@ -217,7 +216,7 @@ def time_to_target_trend(data: ClaimData, *, select: Selector, per: Columns, alo
         margins.append(margin)
         rho = spearman(order, [t[1] for t in spans])
         parts.append(f"[{name}] {series} (Spearman {rho:+.2f}"
-                     + (f"; {open_} step(s) open: not decided by the seeds" if open_ else "")
+                     + (f"; {open_}" if open_ else "")
                      + ")")
     measured = f"{tally(holds)}: " + "; ".join(parts) if parts else "no cell has every value"
     return judged(holds, margins, measured, require, fraction)
