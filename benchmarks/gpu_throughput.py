@@ -151,16 +151,18 @@ def image_arrays(spec: dict[str, Any], sizes: tuple[int, int], seed: int = 0) ->
 
 
 def vertical_arrays(spec: dict[str, Any], n: int, seed: int = 0) -> dict[str, np.ndarray]:
-    """Synthetic inputs of a TDCD run's shape (as benchmarks/cost_tdcd.py builds them): n IDs, n test samples."""
+    """Synthetic inputs of a TDCD run's shape (as benchmarks/cost_tdcd.py builds them): n IDs, n test samples. The
+    12-view renders are uint8, as the runs read them (kept uint8 on the device, standardised a batch at a time)."""
     rng = np.random.default_rng(seed)
     if "12view" in spec["dataset"]:  # the 12-view renders, (12, C, S, S)
         shape = (12, spec["image_channels"], spec["image_side"], spec["image_side"])
+        inputs = lambda m: rng.integers(0, 256, (m, *shape), dtype=np.uint8)  # noqa: E731
     else:  # CIFAR-10's images, MIMIC-III IHM's 48 hours x 76 features
         shape = SHAPES[spec["dataset"]]
+        inputs = lambda m: rng.standard_normal((m, *shape), dtype=np.float32)  # noqa: E731
     classes = 2 if spec["out_dim"] == 1 else spec["out_dim"]  # one output: binary labels
     labels = lambda m: rng.integers(0, classes, m)  # noqa: E731
-    return {"x_train": rng.standard_normal((n, *shape), dtype=np.float32), "y_train": labels(n),
-            "x_test": rng.standard_normal((n, *shape), dtype=np.float32), "y_test": labels(n)}
+    return {"x_train": inputs(n), "y_train": labels(n), "x_test": inputs(n), "y_test": labels(n)}
 
 
 @contextlib.contextmanager

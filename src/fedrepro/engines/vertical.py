@@ -38,7 +38,7 @@ from fedrepro.algorithms.tdcd import Tiers
 from fedrepro.data.vertical import split_features, split_sizes
 from fedrepro.engines.context import RunContext
 from fedrepro.engines.contract import Engine, Length, Limit, Row, Setup, Trainer
-from fedrepro.engines.vertical_inputs import model_inputs
+from fedrepro.engines.vertical_inputs import Images, model_inputs
 from fedrepro.vertical_time import time_at, time_column
 from fedrepro.errors import ConfigError
 from fedrepro.models import build_model, seeded_model
@@ -112,7 +112,7 @@ class Environment:
         self.spec, self.device = spec, ctx.device
         self.dtype = DTYPES[spec.get("dtype", "float32")]
         N, axis = spec["N"], spec.get("split_axis", -1)
-        arrays = model_inputs(spec, arrays)  # subsets, time pooling, uint8 images to floats
+        arrays = model_inputs(spec, arrays)  # subsets, time pooling, uint8 images' levels
         x_train, x_test = arrays["x_train"], arrays["x_test"]
         if x_train.ndim < 2 or not -x_train.ndim < axis < x_train.ndim or axis % x_train.ndim == 0:
             raise ConfigError(f"split_axis: {axis} is not a feature axis of the data, shape {x_train.shape}")
@@ -128,7 +128,14 @@ class Environment:
         self.K, self.sizes = K, split_sizes(D, N)
 
         def on(a: np.ndarray, dtype: torch.dtype) -> Tensor:
-            return torch.from_numpy(np.ascontiguousarray(a)).to(self.device, dtype)
+            # writable: torch warns on a read-only memmap (uint8 images are no longer copied into floats first)
+            return torch.from_numpy(np.require(a, requirements="CW")).to(self.device, dtype)
+
+        levels = on(arrays["levels"], self.dtype) if "levels" in arrays else None
+
+        def inputs(part: np.ndarray) -> Tensor | Images:
+            """uint8 images stay uint8 on the device (a quarter of float32), standardised a batch at a time."""
+            return on(part, self.dtype) if levels is None else Images(on(part, torch.uint8), levels)
 
         def blocks(x: np.ndarray) -> list[np.ndarray]:
             parts = split_features(x, N, axis)
@@ -138,8 +145,8 @@ class Environment:
 
         if spec.get("squeeze_split", False) and D != N:
             raise ConfigError(f"squeeze_split needs one column per silo along split_axis {axis}: N = {N}, D = {D}")
-        self.train = [on(part, self.dtype) for part in blocks(x_train)]
-        self.test = [on(part, self.dtype) for part in blocks(x_test)]
+        self.train = [inputs(part) for part in blocks(x_train)]
+        self.test = [inputs(part) for part in blocks(x_test)]
         self.y_train, self.y_test = on(arrays["y_train"], torch.long), on(arrays["y_test"], torch.long)
         self.shapes = [tuple(part.shape[1:]) for part in self.train]
         self.key = lambda draw: keying("vertical").key(spec, draw)

@@ -6,8 +6,10 @@ reads the same prepared file and the settings (and so the run_id) say what was t
   and every run that reads the same data with the same size (a subset is part of the task, like the
   dataset; it is keyed by the data and the size only, never by Q, K, lr or the seed);
 - `time_pool` f: mean-pool (n, T, D) sequences over blocks of f time steps (MIMIC 48 -> 12 with f = 4);
-- uint8 images (the multi-view memmaps) become float32 x / 255 standardised per channel (`image_norm`:
-  `train`, the training subset's mean and std; `imagenet`, ImageNet's, as the authors' ModelNet code).
+- uint8 images (the multi-view memmaps) stay uint8, on the device too (a quarter of float32: real RGB ModelNet40
+  at the paper scale is 22 GB, not 89; docs/engines.md), with `levels`, the float32 each (channel, level) becomes:
+  x / 255 standardised per channel (`image_norm`: `train`, the training subset's mean and std; `imagenet`,
+  ImageNet's, as the authors' ModelNet code). Images standardises a batch when it is indexed.
 Only the rows taken are read from a memmap.
 """
 
@@ -16,6 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import torch
+from torch import Tensor
 
 from fedrepro.data.mimic3_ihm import pool_time
 from fedrepro.errors import ConfigError
@@ -39,12 +43,13 @@ def subset_index(spec: dict[str, Any], split: str, n: int) -> np.ndarray | None:
     return np.sort(numpy_rng(f"{split}_subset", key).choice(n, keep, replace=False))
 
 
-def _standardise(x_train: np.ndarray, x_test: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
-    """uint8 images (..., C, H, W) -> float32, x / 255 standardised per channel."""
-    train, test = (x.astype(np.float32) / 255 for x in (x_train, x_test))
-    axes = tuple(a for a in range(train.ndim) if a != train.ndim - 3)
-    channels = train.shape[-3]
+def _statistics(x_train: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
+    """The per-channel shift and scale, float32 (C, 1, 1), of the uint8 training images (..., C, H, W)."""
+    channels = x_train.shape[-3]
     if how == "train":
+        # over the whole float32 array as numpy sums it (another order could change the floats); a copy for this call
+        train = x_train.astype(np.float32) / 255
+        axes = tuple(a for a in range(train.ndim) if a != train.ndim - 3)
         mean, std = train.mean(axis=axes, dtype=np.float64), train.std(axis=axes, dtype=np.float64)
         std = np.where(std > 0, std, 1.0)
     elif how == "imagenet":
@@ -54,12 +59,38 @@ def _standardise(x_train: np.ndarray, x_test: np.ndarray, how: str) -> tuple[np.
     else:
         raise ConfigError(f"image_norm: {how!r} is not allowed; allowed values: {', '.join(IMAGE_NORMS)}")
     shape = (channels, 1, 1)
-    shift, scale = mean.astype(np.float32).reshape(shape), std.astype(np.float32).reshape(shape)
-    return (train - shift) / scale, (test - shift) / scale
+    return mean.astype(np.float32).reshape(shape), std.astype(np.float32).reshape(shape)
+
+
+def image_levels(x_train: np.ndarray, how: str) -> np.ndarray:
+    """float32 (C, 256): every uint8 level of every channel as x / 255 standardised. The operations are elementwise,
+    so an image looked up in it is bit for bit the image standardised whole."""
+    shift, scale = _statistics(x_train, how)
+    levels = np.broadcast_to(np.arange(256, dtype=np.uint8), (len(shift), 1, 256))  # C images of 1 x 256 pixels
+    return ((levels.astype(np.float32) / 255 - shift) / scale)[:, 0]
+
+
+class Images:
+    """A silo's block of uint8 images (n, ..., C, H, W) on the device, standardised when indexed: images[rows] is
+    the float tensor `levels` (C, 256) gives each pixel's (channel, level)."""
+
+    def __init__(self, images: Tensor, levels: Tensor) -> None:
+        channels = levels.shape[0]
+        if images.dtype != torch.uint8 or images.shape[-3] != channels:
+            raise ValueError(f"Images needs uint8 (..., {channels}, H, W), not {images.dtype} {tuple(images.shape)}")
+        self.images, self.shape = images, images.shape
+        self.flat = levels.reshape(-1)
+        self.offsets = (256 * torch.arange(channels, device=images.device)).reshape(-1, 1, 1)
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, rows: Any) -> Tensor:
+        return self.flat[self.images[rows].long() + self.offsets]
 
 
 def model_inputs(spec: dict[str, Any], arrays: dict[str, Any]) -> dict[str, np.ndarray]:
-    """x_train, y_train, x_test, y_test of the run (see the module docstring)."""
+    """x_train, y_train, x_test, y_test of the run, and `levels` for uint8 images (see the module docstring)."""
     out = {}
     for split in ("train", "test"):
         x, y = arrays[f"x_{split}"], arrays[f"y_{split}"]
@@ -72,5 +103,5 @@ def model_inputs(spec: dict[str, Any], arrays: dict[str, Any]) -> dict[str, np.n
             raise ConfigError(f"time_pool: {factor} needs sequences (n, T, D), not shape {out['x_train'].shape}")
         out["x_train"], out["x_test"] = pool_time(out["x_train"], factor), pool_time(out["x_test"], factor)
     if out["x_train"].dtype == np.uint8:
-        out["x_train"], out["x_test"] = _standardise(out["x_train"], out["x_test"], spec.get("image_norm", "train"))
+        out["levels"] = image_levels(out["x_train"], spec.get("image_norm", "train"))
     return out

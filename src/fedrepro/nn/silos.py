@@ -133,7 +133,8 @@ def client_slots(clients: Tensor, K: int) -> tuple[Tensor, Tensor, Tensor]:
 
 class Silo:
     """The K clients of one silo; a round is start_round -> exchange -> set_others -> step x Q ->
-    average. `x` (M, ...) and `y` (M,): the silo's features and the labels of every ID, on the device;
+    average. `x` (M, ...) and `y` (M,): the silo's features and the labels of every ID, on the device (`x` may be
+    anything that indexes like a tensor: uint8 images standardised when indexed, engines/vertical_inputs.py Images);
     `owner` (M,) long: the client that holds each ID."""
 
     def __init__(self, layout: StateLayout, x: Tensor, y: Tensor, owner: Tensor, K: int, lr: float) -> None:
