@@ -35,6 +35,35 @@ def test_a_false_claim_reads_pass_and_a_true_one_fail_within_the_stated_rate_ove
     assert (rates.loc[rates["cells"] == 1, "power_2"] > 0.5).all(), rates  # and it can decide
 
 
+@pytest.mark.parametrize("cells,required", [(2, 1), (4, 2), (12, 7), (12, 9)])
+def test_a_claim_on_a_share_of_its_cells_keeps_the_stated_rate_and_a_smaller_share_never_passes_less(cells, required):
+    """"At least r of m cells" (require: fraction, most): a false claim, r - 1 cells holding strongly and the other
+    m - r + 1 at effect 0 (its boundary), reads PASS within the rate; a true one, every cell at a small effect, reads
+    FAIL within it. A claim that holds for r of m cells also holds for fewer: its p_holds never grows as r falls."""
+    from fedrepro.claims.checks.common import claim_test
+    from fedrepro.claims.checks.inference import Test, t_pvalues
+
+    rng = np.random.default_rng(11)
+    seeds, fraction = 3, required / cells
+
+    def claims(effects: np.ndarray) -> list[list[Test]]:
+        d = effects[..., None] + rng.standard_normal((*effects.shape, seeds))
+        p_holds, p_against, *_ = t_pvalues(d.reshape(-1, seeds))
+        tests = [Test(h, a) for h, a in zip(p_holds.tolist(), p_against.tolist())]
+        return [tests[i:i + cells] for i in range(0, len(tests), cells)]
+
+    false = np.zeros((CLAIMS, cells))
+    false[:, :required - 1] = 10.0
+    passes = [decide(claim_test(c, "fraction", fraction)) == "PASS" for c in claims(false)]
+    fails = [decide(claim_test(c, "fraction", fraction)) == "FAIL" for c in claims(np.full((CLAIMS, cells), 0.1))]
+    assert np.mean(passes) <= bound(CLAIMS) and np.mean(fails) <= bound(CLAIMS), (np.mean(passes), np.mean(fails))
+    for c in claims(rng.uniform(-1, 3, (500, cells))):
+        p = [combine(c, r, positive=True).p_holds for r in range(1, cells + 1)]
+        assert all(a <= b + 1e-12 for a, b in zip(p, p[1:])), p
+    two = [Test(0.03, 0.97), Test(0.04, 0.96)]  # both cells hold at 5%: so does one of them
+    assert decide(combine(two, 2, positive=True)) == decide(combine(two, 1, positive=True)) == "PASS"
+
+
 def test_the_sign_test_of_the_typical_seed_keeps_the_stated_rate_and_is_what_the_checks_compute():
     """seed_test sign (FedPAGE's claims file): the benchmark's vectorized sign test is effect_test's under
     inference.seed_test("sign"), and over cells its rates keep the bound at the seeds it decides with."""

@@ -23,7 +23,11 @@ under any dependence between the comparisons:
 
 - PASS when (m - required + 1) x the required-th smallest p_holds <= ALPHA. For "all" (required = m) this is
   the intersection-union test (Berger 1982): every comparison must hold at level ALPHA, no correction, so a
-  claim with one comparison at zero effect reads PASS in at most ALPHA of cases whatever the others do.
+  claim with one comparison at zero effect reads PASS in at most ALPHA of cases whatever the others do. Over a
+  claim's cells (positively dependent, as below) it is the Simes form, min over i = 1..m - required + 1 of
+  (m - required + 1) / i x the (required - 1 + i)-th smallest p_holds: the same for "all", and for fewer it never
+  withholds a PASS that a larger `required` gives (the Bonferroni form does: cells at p 0.03 and 0.04 hold "2 of
+  2" at 0.04 but "1 of 2" only at 0.06).
 - FAIL when at least m - required + 1 comparisons are shown to fail. Over the cells of a claim this is the
   partial-conjunction test in Simes's form (Benjamini & Heller 2008, eq. 3): min over i = 1..required of
   required / i x the (m - required + i)-th smallest p_against <= ALPHA. For "all" it is Simes's (1986) test of
@@ -260,9 +264,10 @@ def required_of(m: int, need: float) -> int:
 def combine(tests: list[Test], required: int | None = None, how: str = "", positive: bool = False) -> Test:
     """The Test of "at least `required` of these comparisons hold" (default: all), by the partial-conjunction
     test (module docstring): p_holds = (m - r + 1) x the r-th smallest p_holds; p_against (at least m - r + 1
-    fail) = r x the (m - r + 1)-th smallest p_against, or with `positive` (p-values independent or positively
-    dependent: a claim's cells) Simes's form, min over i <= r of r / i x the (m - r + i)-th smallest. One
-    comparison is itself. `how`: what it says it is (default "r of m")."""
+    fail) = r x the (m - r + 1)-th smallest p_against; or with `positive` (p-values independent or positively
+    dependent: a claim's cells) both in Simes's form, p_holds min over i <= m - r + 1 of (m - r + 1) / i x the
+    (r - 1 + i)-th smallest, p_against min over i <= r of r / i x the (m - r + i)-th smallest. One comparison
+    is itself. `how`: what it says it is (default "r of m")."""
     m = len(tests)
     if m == 0:
         return OPEN
@@ -271,8 +276,13 @@ def combine(tests: list[Test], required: int | None = None, how: str = "", posit
     against = sorted(t.p_against for t in tests)
     if m == 1 and r == 1:
         return tests[0]
-    fails = min(r / i * against[m - r + i - 1] for i in range(1, r + 1)) if positive else r * against[m - r]
-    return Test(min(1.0, (m - r + 1) * holds[r - 1]), min(1.0, fails), how or f"{r} of {m}",
+    if positive:
+        n = m - r + 1
+        passes = min(n / i * holds[r - 2 + i] for i in range(1, n + 1))
+        fails = min(r / i * against[m - r + i - 1] for i in range(1, r + 1))
+    else:
+        passes, fails = (m - r + 1) * holds[r - 1], r * against[m - r]
+    return Test(min(1.0, passes), min(1.0, fails), how or f"{r} of {m}",
                 kind="combined", parts=tuple(tests), required=r)
 
 
