@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fedrepro.claims.seed_plan import OpenClaim, Settings, make_plan, planned_table, read_plan
+from fedrepro.claims.seed_plan import OpenClaim, RunCost, Settings, make_plan, planned_table, read_plan
 from fedrepro.claims.sequential import ADAPTIVE
 from fedrepro.data import fetch_dataset, prepare_dataset
 from fedrepro.errors import ResultsError
@@ -50,7 +50,7 @@ def planned(tmp_path_factory):
     _, table = load_and_validate({"scale": "smoke"}, REPO / "config")
     figure = table.figure(PAPER, FIGURE)
     plan = make_plan([OpenClaim(PAPER, "X", "3", tuple(figure.run_ids))], table.runs,
-                     {r: 0.01 for r in figure.run_ids}, Settings(ADAPTIVE, 3, 10.0))
+                     {r: RunCost(0.0, 0.01) for r in figure.run_ids}, Settings(ADAPTIVE, 3, 10.0))
     train(root, table, figure.run_ids)
     train(root, planned_table(table, plan), [r["run_id"] for r in plan["runs"]])
     return root, table, plan
@@ -132,7 +132,7 @@ def test_an_added_run_that_is_not_its_runs_extension_is_refused_before_training(
     _, table = load_and_validate({"scale": "smoke"}, REPO / "config")
     figure = table.figure(PAPER, FIGURE)
     plan = make_plan([OpenClaim(PAPER, "X", "3", tuple(figure.run_ids))], table.runs,
-                     {r: 0.01 for r in figure.run_ids}, Settings(ADAPTIVE, 3, 10.0))
+                     {r: RunCost(0.0, 0.01) for r in figure.run_ids}, Settings(ADAPTIVE, 3, 10.0))
     assert planned_table(table, plan) is not table  # as made
     run = plan["runs"][0]
     edited = {**run["spec"], "K": 1}

@@ -13,7 +13,7 @@ from fedrepro.claims import causes
 from fedrepro.claims.checks.common import Result, at_level
 from fedrepro.claims.checks.inference import ALPHA, paired_t
 from fedrepro.claims.ledger import evaluate_claims, ledger_look, write_ledger
-from fedrepro.claims.seed_plan import Settings, make_plan, open_claims
+from fedrepro.claims.seed_plan import RunCost, Settings, make_plan, open_claims
 from fedrepro.claims.sequential import ADAPTIVE, FIXED, LOOKS, Look
 from fedrepro.verdicts import INCONCLUSIVE, PASS
 
@@ -77,7 +77,7 @@ def test_a_bootstrapped_verdict_is_the_same_at_every_look_and_never_planned():
                            "p_pass": ["0.04", ""]})  # as read_ledger gives it: B has no p-values, a bootstrap
     claims = open_claims("p", ledger, {"T": ["r"], "B": ["r"]})
     assert [c.tested for c in claims] == [True, False]
-    plan = make_plan(claims, {"r": {"paper": "p", "seeds": 3}}, {"r": 1.0}, Settings(ADAPTIVE, 10, 100.0))
+    plan = make_plan(claims, {"r": {"paper": "p", "seeds": 3}}, {"r": RunCost(0.0, 1.0)}, Settings(ADAPTIVE, 10, 100.0))
     assert [c["planned"] for c in plan["claims"]] == [True, False]
     assert plan["claims"][1]["reason"].startswith("bootstrapped")
 
@@ -100,8 +100,29 @@ def test_the_record_names_an_adaptive_look_and_a_fixed_ledger_and_record_are_as_
     assert {k: v for k, v in fixed[1].items() if k != "ledger"} == {k: v for k, v in default[1].items() if k != "ledger"}
     assert first[0] != fixed[0]  # the PASS at 5% is open at 0.5%
     assert first[1]["seed_plan"] | {"text": ""} == {"mode": ADAPTIVE, "look": 1, "level": LOOKS[0],
-                                                    "seeds_needed_level": LOOKS[1], "planned": [], "text": ""}
+                                                    "seeds_needed_level": LOOKS[1], "planned": [], "max_seeds": 0,
+                                                    "text": ""}
     assert ledger_look(tmp_path / "missing.json") == Look()
+
+
+def test_a_claim_whose_curves_are_at_max_seeds_is_judged_once_at_alpha_at_either_look():
+    """A claim no seed can be added to (its curves have max_seeds already: fedvr's 20 Monte Carlo runs at quick) would
+    only lose power to the first look's 0.5%; its level is known from the settings before any verdict, so it is
+    judged in one look at 5%, and the two looks' rates hold for the others. Counted on the first look's seeds: a
+    curve another claim's plan brought to max_seeds does not make a claim one-look at the second look."""
+    from fedrepro.experiments.runtable import FIRST_LOOK_SEEDS
+
+    table = _between(0.25).assign(seeds=3)
+    fixed = _row(table)
+    at_max = _row(table, Look(ADAPTIVE, 1, max_seeds=3))
+    below = _row(table, Look(ADAPTIVE, 1, max_seeds=10))
+    assert fixed["status"] == PASS and below["status"] == INCONCLUSIVE  # the case: open at 0.5%, shown at 5%
+    assert at_max["status"] == PASS and at_max["p_pass"] == fixed["p_pass"] and "One look at 5%" in at_max["note"]
+    second = _row(table, Look(ADAPTIVE, 2, (), "sha", max_seeds=3))  # not planned: as at its first look
+    assert second["status"] == PASS
+    extended = _ten_seeds()  # seeds 10 (max_seeds), of which the run's own 3 at the first look
+    assert FIRST_LOOK_SEEDS in extended
+    assert "One look" not in _row(extended, Look(ADAPTIVE, 2, ("Y",), "sha", max_seeds=10))["note"]
 
 
 def test_a_look_above_alpha_or_that_does_not_exist_is_refused():

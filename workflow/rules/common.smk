@@ -4,7 +4,7 @@
 import dataclasses
 from pathlib import Path
 
-from fedrepro.claims.seed_plan import planned_table, stage_look, stage_plan
+from fedrepro.claims.seed_plan import planned_table, settings_of as plan_settings, stage_look, stage_plan
 from fedrepro.data import REGISTRY, absolute_mirror_env, mimic3_ihm
 from fedrepro.data.inputs import MULTIVIEW_DATASETS, folder_path, npz_path, provenance_path
 from fedrepro.data.multiview import CHANNEL_MODES, folder_name
@@ -65,7 +65,8 @@ def claim_look(wildcards):
     new look or plan reruns them."""
     run_table(wildcards.scale)
     return dataclasses.asdict(stage_look(config["seed_plan"], PLANS[wildcards.scale], wildcards.paper,
-                                         Layout(wildcards.scale).results))
+                                         Layout(wildcards.scale).results,
+                                         plan_settings(config, wildcards.scale).max_seeds))
 
 
 onstart:

@@ -74,26 +74,35 @@ def _evaluate(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame], scale
     tables, others = the_papers_curves(tables, claims_cfg.get("methods"))
     readings = readings or {}
     first = {name: first_look(t) for name, t in tables.items()}
-    judge = Judge(first, labels, scale, Look(look.mode).level)  # the first look's data and level
-    second = Judge(tables, labels, scale, look.level) if look.number == 2 else judge
-    under: dict[tuple[str, str], Judge] = {}
+    levels = {Look(look.mode).level, ALPHA}  # the first look's, and one look's (Look.one_look)
+    judges = {level: Judge(first, labels, scale, level) for level in levels}  # the first look's data
+    second = Judge(tables, labels, scale, look.level) if look.number == 2 else None
+    under: dict[float, dict[tuple[str, str], Judge]] = {level: {} for level in levels}
     for reading, alts in (alternatives or {}).items():
         for name, (alt_tables, alt_labels) in alts.items():
             if alt_tables:
                 alt_tables, alt_labels = _in_paper_terms(alt_tables, alt_labels)
                 alt_tables = the_papers_curves(alt_tables, claims_cfg.get("methods"))[0]
-                under[(reading, name)] = Judge({**first, **alt_tables}, {**labels, **alt_labels}, scale, judge.level)
+                for level in levels:
+                    under[level][(reading, name)] = Judge({**first, **alt_tables}, {**labels, **alt_labels}, scale,
+                                                          level)
     rows = []
     for claim in claims_cfg["claims"]:
-        this = second if claim["id"] in look.planned else judge
+        once = look.one_look(_fewest_seeds(first, claim))
+        level = ALPHA if once else Look(look.mode).level
+        judge = judges[level]
+        this = second if second is not None and claim["id"] in look.planned else judge
         status, ruling, result, support, figures, rule, alone = this(claim)
+        if once and support.kind == "test":
+            ruling = " ".join(x for x in (ruling, f"One look at {ALPHA:.0%}: its curves have max_seeds "
+                                                  f"({look.max_seeds}) seeds already, so none can be added.") if x)
         left_out = sorted({m for f in figures for m in others.get(f, [])})
         if left_out:
             ruling = " ".join(x for x in (ruling, f"Curves not the paper's, left out: {', '.join(left_out)}.") if x)
         if this is judge and look.number == 2 and any(len(first[f]) < len(tables[f]) for f in figures):
             ruling = " ".join(x for x in (ruling, "Judged on its runs' first-look seeds: the seeds the seed plan "
                                                   "added to them for other claims are not read.") if x)
-        alts = robustness(claim, status, readings, alternatives, under, this)
+        alts = robustness(claim, status, readings, alternatives, under[level], this)
         robust = category(alts, bool(_rests(claim, readings)))
         status, ruling = rests_on_readings(claim, readings, status, ruling)
         kind = kind_of(claim)
@@ -129,6 +138,18 @@ def _evaluate(claims_cfg: dict[str, Any], tables: dict[str, pd.DataFrame], scale
             "quote": claim.get("quote", ""),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _fewest_seeds(tables: dict[str, pd.DataFrame], claim: dict[str, Any]) -> int:
+    """The fewest seeds of any curve in the claim's figures at the first look (FIRST_LOOK_SEEDS where the plan added
+    seeds, else `seeds`; 0 where neither is there): the same at either look."""
+    counts = []
+    for figure in claim.get("figures", []):
+        table = tables.get(figure, pd.DataFrame())
+        column = FIRST_LOOK_SEEDS if FIRST_LOOK_SEEDS in table else "seeds"
+        if column in table and len(table):
+            counts.append(int(table[column].min()))
+    return min(counts, default=0)
 
 
 def the_papers_curves(tables: dict[str, pd.DataFrame], methods: list[str] | None
@@ -350,7 +371,8 @@ def ledger_look(record: Path) -> Look:
         return Look()
     if not named:
         return Look()
-    return Look(named["mode"], named["look"], tuple(named.get("planned", ())), named.get("plan_sha256", ""))
+    return Look(named["mode"], named["look"], tuple(named.get("planned", ())), named.get("plan_sha256", ""),
+                named.get("max_seeds", 0))
 
 
 def bootstrap_record(paper: str, scale: str) -> dict[str, Any]:

@@ -307,13 +307,15 @@ def planned_claims_problems(plan: dict[str, Any], results: Path) -> list[str]:
     return problems
 
 
-def stage_look(mode: str, plan: dict[str, Any] | None, paper: str, results: Path) -> Look:
+def stage_look(mode: str, plan: dict[str, Any] | None, paper: str, results: Path, max_seeds: int = 0) -> Look:
     """The look rule claims judges `paper` at (stage_plan's plan): one look under fixed, the first under adaptive
-    before the plan, the second with the paper's planned claims once it is made, and the plan file's sha256."""
+    before the plan, the second with the paper's planned claims once it is made, and the plan file's sha256; under
+    adaptive with the scale's `max_seeds` (Look.one_look)."""
+    max_seeds = max_seeds if mode == ADAPTIVE else 0
     if plan is None:
-        return Look(mode)
+        return Look(mode, max_seeds=max_seeds)
     return Look(mode, 2, tuple(c["claim"] for c in plan["claims"] if c["planned"] and c["paper"] == paper),
-                file_sha256(results / FILE))
+                file_sha256(results / FILE), max_seeds)
 
 
 def plan_finding(look: Look, results: Path) -> str:

@@ -73,6 +73,9 @@ class Look:
     number: int = 1
     planned: tuple[str, ...] = ()  # at the second look, the claims the plan gave seeds (claims/seed_plan.py)
     plan: str = ""  # at the second look, the sha256 of the seed_plan.json it was judged with (the audit checks it)
+    # under adaptive, the scale's max_seeds: a claim whose figures' curves all have as many seeds can get none, so
+    # it is judged once, at ALPHA (one_look), at either look; known from the settings before any verdict. 0: none
+    max_seeds: int = 0
 
     def __post_init__(self) -> None:
         level(self.mode, self.number)  # a mode or look that does not exist: its one-line error here
@@ -83,6 +86,12 @@ class Look:
     @property
     def level(self) -> float:
         return level(self.mode, self.number)
+
+    def one_look(self, seeds: int) -> bool:
+        """Whether a claim whose curves have at least `seeds` seeds each is judged in one look at ALPHA: under
+        adaptive, when no seed can be added to them (max_seeds). Its level does not depend on its data, so the
+        two looks' error rates hold for the claims that can get seeds, and this one keeps the one look's."""
+        return self.mode == ADAPTIVE and 0 < self.max_seeds <= seeds
 
     @property
     def estimate_level(self) -> float:
@@ -95,8 +104,10 @@ class Look:
             return {}
         return {"seed_plan": {"mode": self.mode, "look": self.number, "level": self.level,
                               "seeds_needed_level": self.estimate_level, "planned": list(self.planned),
+                              "max_seeds": self.max_seeds,
                               **({"plan_sha256": self.plan} if self.number == 2 else {}),
                               "text": "each tested verdict decided at `level` (claims/sequential.py: the two looks "
                                       "spend alpha), seeds_needed estimated at `seeds_needed_level`; a bootstrapped "
-                                      "verdict as in one look; at look 2 the `planned` claims on every seed, the "
+                                      "verdict as in one look, and so a claim whose curves have max_seeds seeds "
+                                      "already (at ALPHA); at look 2 the `planned` claims on every seed, the "
                                       "others as at look 1"}}
