@@ -20,7 +20,8 @@ from fedrepro.claims.kinds import DERIVED, IMPLEMENTATION, KINDS, PAPER, kinds_o
 from fedrepro.claims.robustness import MEANING, row_text
 from fedrepro.claims.seal import read_ledger
 from fedrepro.claims.table import COLUMNS, LEGEND_STYLE, STATUS_COLOURS, VERDICT_WORDS, legend, plain_words
-from fedrepro.claims.seed_plan import FILE as PLAN_FILE, plan_text, read_plan
+from fedrepro.claims.ledger import ledger_look
+from fedrepro.claims.seed_plan import FILE as PLAN_FILE, plan_finding, plan_text, read_plan
 from fedrepro.errors import ResultsError
 from fedrepro.experiments.runtable import Figure
 from fedrepro.layout import Layout, scales_on_disk
@@ -190,7 +191,13 @@ def overview(root: Path, scale: str) -> str:
                                  _readings(ledger, kind), "", ""])
     header = ["paper", "scale", "claims", *VERDICTS, "across readings", "data", "code (runs per commit)"]
     table = _rst_table(header, rows) if rows else "No claims ledger on disk yet.\n"
-    plan = read_plan(Layout(scale, root).results / PLAN_FILE)
+    out = Layout(scale, root)
+    plan = read_plan(out.results / PLAN_FILE)
+    # a plan that is not the one a second look was judged with is refused, as an edited ledger is (the audit's FAIL)
+    wrong = [found for ledger in sorted((out.results / "claims").glob("*.json"))
+             if (found := plan_finding(ledger_look(ledger), out.results))]
+    if wrong:
+        raise ResultsError(f"{wrong[0]}; the report shows no plan the ledgers were not judged with")
     if plan is not None:  # the adaptive seed plan of the report's scale (claims/seed_plan.py)
         table += f"\n{rst_text(plan_text(plan))} The plan: ``{Layout(scale).results / PLAN_FILE}``.\n"
     unfound = [f"``{paper}`` at {scale_}: {', '.join(claims)}" for paper, scale_, claims in passes_not_at_paper(root)]

@@ -98,7 +98,8 @@ def test_a_figure_whose_runs_got_no_seeds_is_the_same_figure(planned):
 def test_an_added_run_whose_seeds_a_curve_has_is_an_error(planned, tmp_path):
     root, table, plan = planned
     a, b = table.figure(PAPER, FIGURE).run_ids[:2]  # b's seed 0 "added" to a's curve, which has seed 0
-    wrong = {"runs": [{"run_id": b, "extends": a, "first_seed": 0, "seeds": 1, "claims": [], "spec": table.runs[b]}]}
+    wrong = {"max_seeds": plan["max_seeds"],
+             "runs": [{"run_id": b, "extends": a, "first_seed": 0, "seeds": 1, "claims": [], "spec": table.runs[b]}]}
     with pytest.raises(ResultsError, match=f"added run {b} is not an extension of run {a}"):  # refused before training
         planned_table(table, wrong)
     # and should such a figure be built around the plan's check, its table refuses the seeds its curve has

@@ -82,3 +82,28 @@ def test_text_from_a_plan_a_caption_or_a_ledger_reaches_the_report_as_text():
         assert "<script>" not in body and "&lt;script&gt;" in body and "raw" in body  # shown, never run
     rendered = publish_parts(f"**{figure_text(figure)['title']}**", writer_name="html")["body"]
     assert figure.title.split(":")[0] in rendered
+
+
+def test_the_front_page_refuses_a_plan_other_than_the_one_the_ledgers_were_judged_with(tmp_path):
+    """The probes: after the second look, a plan with edited minutes reached the report's front page unflagged. A
+    plan is refused there as an edited ledger is: when a second look's record names another sha256."""
+    import pytest
+
+    from fedrepro.claims.seed_plan import FILE, write_plan
+    from fedrepro.claims.sequential import ADAPTIVE, Look
+    from fedrepro.errors import ResultsError
+    from fedrepro.layout import Layout
+    from fedrepro.report_pages import overview
+    from fedrepro.utils.digest import file_sha256
+
+    out = Layout("smoke", tmp_path)
+    plan = {"mode": "adaptive", "max_seeds": 10, "budget_minutes": 60, "minutes": 1.0, "runs": [], "claims": []}
+    write_plan(plan, out.results / FILE)
+    ledger = out.ledger("fedvr")
+    ledger.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"claim_id": ["C1"], "kind": ["paper"], "status": ["PASS"]}).to_csv(ledger, index=False)
+    seal(ledger, Look(ADAPTIVE, 2, (), file_sha256(out.results / FILE)))
+    assert "Seed plan (adaptive" in overview(tmp_path, "smoke")
+    write_plan({**plan, "minutes": 0.0}, out.results / FILE)
+    with pytest.raises(ResultsError, match="is not the plan the ledger was judged with"):
+        overview(tmp_path, "smoke")

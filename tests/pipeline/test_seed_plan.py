@@ -216,10 +216,10 @@ def test_the_stage_decides_the_look_and_the_audit_names_a_plan_not_the_one_judge
     claims = [OpenClaim("p", "A", "5", ("r",)), OpenClaim("p", "B", "40", ("r",)), OpenClaim("q", "C", "5", ("s",))]
     plan = make_plan(claims, {"r": {"paper": "p", "seeds": 3}, "s": {"paper": "q", "seeds": 3}},
                      {"r": RunCost(0.0, 1.0), "s": RunCost(0.0, 1.0)}, Settings(ADAPTIVE, 10, 100.0))
-    assert stage_plan(ADAPTIVE, tmp_path) is None and stage_plan(FIXED, tmp_path) is None  # before the plan: look 1
+    assert stage_plan(ADAPTIVE, tmp_path, 10) is None and stage_plan(FIXED, tmp_path, 10) is None  # before the plan: look 1
     assert stage_look(ADAPTIVE, None, "p", tmp_path) == Look(ADAPTIVE, 1) and stage_look(FIXED, None, "p", tmp_path) == Look()
     write_plan(plan, tmp_path / FILE)
-    assert stage_plan(FIXED, tmp_path) is None and stage_plan(ADAPTIVE, tmp_path) == plan
+    assert stage_plan(FIXED, tmp_path, 10) is None and stage_plan(ADAPTIVE, tmp_path, 10) == plan
     look = stage_look(ADAPTIVE, plan, "p", tmp_path)
     assert look.number == 2 and look.planned == ("A",) and look.level == LOOKS[1]  # p's planned claims only
     assert plan_finding(look, tmp_path) == "" and plan_finding(Look(ADAPTIVE, 1), tmp_path / "none") == ""
@@ -252,18 +252,56 @@ def test_a_plan_whose_claims_the_first_look_did_not_leave_open_for_seeds_is_refu
 
     write_plan(plan, tmp_path / FILE)
     first_look("INCONCLUSIVE", "seeds")
-    assert stage_plan(ADAPTIVE, tmp_path) == plan  # as seed-plan made it
+    assert stage_plan(ADAPTIVE, tmp_path, 10) == plan  # as seed-plan made it
     first_look("PASS", "")  # B was decided at the first look: planning it re-tests a decided claim
     with pytest.raises(ResultsError, match="refused before training: planned claim p/B is PASS"):
-        stage_plan(ADAPTIVE, tmp_path)
+        stage_plan(ADAPTIVE, tmp_path, 10)
     first_look("INCONCLUSIVE", "seeds")
     forged = {**plan, "runs": plan["runs"] + [{**plan["runs"][0], "run_id": "x", "extends": "t"}]}
     write_plan(forged, tmp_path / FILE)
     with pytest.raises(ResultsError, match="added run x .extends t. serves no planned claim"):
-        stage_plan(ADAPTIVE, tmp_path)
+        stage_plan(ADAPTIVE, tmp_path, 10)
     write_plan(plan, tmp_path / FILE)
     seal(ledger)  # judged in one look: nothing to plan from
     with pytest.raises(ResultsError, match="judged in one look"):
-        stage_plan(ADAPTIVE, tmp_path)
+        stage_plan(ADAPTIVE, tmp_path, 10)
     first_look("PASS", "", Look(ADAPTIVE, 2, ("A", "B")))  # at the second look: judged with this plan (plan_finding)
-    assert stage_plan(ADAPTIVE, tmp_path) == plan
+    assert stage_plan(ADAPTIVE, tmp_path, 10) == plan
+
+
+def test_a_plan_of_another_max_seeds_a_bootstrapped_claim_or_more_seeds_than_max_seeds_is_refused(tmp_path):
+    """Issue 62's probes: the plan's own max_seeds raised to 20 let a claim needing 17 seeds through; a bootstrapped
+    claim, which seed-plan never plans, was judged at a second look; an added run of 20 seeds (its id recomputed)
+    brought its run past max_seeds; a plan without max_seeds or with `minutes: "abc"` ended in a traceback."""
+    from fedrepro.claims.seed_plan import FILE, planned_table, read_plan, stage_plan, write_plan
+    from fedrepro.experiments.runtable import RunTable
+
+    plan = make_plan([OpenClaim("p", "A", "5", ("r",))], {"r": {"paper": "p", "seeds": 3}},
+                     {"r": RunCost(0.0, 1.0)}, Settings(ADAPTIVE, 10, 100.0))
+    ledger = tmp_path / "claims" / "p.csv"
+    ledger.parent.mkdir()
+
+    def first_look(needed: str, p_pass: str) -> None:
+        pd.DataFrame({"claim_id": ["A"], "status": ["INCONCLUSIVE"], "cause": ["seeds"], "seeds_needed": [needed],
+                      "p_pass": [p_pass]}).to_csv(ledger, index=False)
+        seal(ledger, Look(ADAPTIVE, 1))
+
+    first_look("17", "0.2")
+    write_plan({**plan, "max_seeds": 20}, tmp_path / FILE)
+    with pytest.raises(ResultsError, match="its max_seeds is 20, the scale's is 10.*seeds_needed '17'"):
+        stage_plan(ADAPTIVE, tmp_path, 10)
+    first_look("5", "")  # a bootstrapped verdict: no p-values
+    write_plan(plan, tmp_path / FILE)
+    with pytest.raises(ResultsError, match="planned claim p/A is bootstrapped"):
+        stage_plan(ADAPTIVE, tmp_path, 10)
+    spec = {"paper": "p", "seeds": 3, "lr": 0.1}
+    table = RunTable("smoke", {"r": spec}, {})
+    grown = {**plan["runs"][0], "seeds": 17, "spec": {**spec, "first_seed": 3, "seeds": 17}}
+    grown["run_id"] = run_id_of(grown["spec"])
+    with pytest.raises(ResultsError, match="is not an extension of run r .* differs in seeds"):
+        planned_table(table, {**plan, "runs": [grown]})
+    for key, value in (("max_seeds", None), ("minutes", "abc"), ("max_seeds", True)):
+        edited = {**plan, key: value} if value is not None else {k: v for k, v in plan.items() if k != key}
+        (tmp_path / FILE).write_text(json.dumps(edited))
+        with pytest.raises(ResultsError, match=f"{key} not a number"):
+            read_plan(tmp_path / FILE)

@@ -32,7 +32,8 @@ def staged(table):
     """The run table at the workflow's stage: under seed_plan adaptive, once `fedrepro seed-plan` has written
     results/<scale>/seed_plan.json, with the runs it adds and the figures that read them (the second stage;
     claims/seed_plan.py), else as configured. Its plan is kept for rule claims' look (claim_look)."""
-    PLANS[table.scale] = stage_plan(config["seed_plan"], Layout(table.scale).results)
+    PLANS[table.scale] = stage_plan(config["seed_plan"], Layout(table.scale).results,
+                                    plan_settings(config, table.scale).max_seeds)
     return planned_table(table, PLANS[table.scale])
 
 

@@ -232,6 +232,7 @@ def write_plan(plan: dict[str, Any], path: Path) -> None:
 # what each entry of a plan holds (make_plan), checked before any reader indexes it
 PLAN_CLAIM_KEYS = ("paper", "claim", "planned", "why", "runs")
 PLAN_RUN_KEYS = ("run_id", "extends", "first_seed", "seeds", "claims", "spec")
+PLAN_NUMBERS = {"max_seeds": int, "budget_minutes": (int, float), "minutes": (int, float)}
 
 
 def read_plan(path: Path) -> dict[str, Any] | None:
@@ -246,6 +247,10 @@ def read_plan(path: Path) -> dict[str, Any] | None:
         raise ResultsError(f"{path} is not a seed plan (not JSON: {exc}); {remake}") from None
     if not (isinstance(plan, dict) and isinstance(plan.get("claims"), list) and isinstance(plan.get("runs"), list)):
         raise ResultsError(f"{path} is not a seed plan (a mapping with lists 'claims' and 'runs'); {remake}")
+    wrong = [k for k, kind in PLAN_NUMBERS.items()
+             if not isinstance(plan.get(k), kind) or isinstance(plan.get(k), bool)]
+    if wrong:
+        raise ResultsError(f"{path}: {', '.join(wrong)} not a number as `fedrepro seed-plan` writes it; {remake}")
     for entries, keys in (("claims", PLAN_CLAIM_KEYS), ("runs", PLAN_RUN_KEYS)):
         for i, entry in enumerate(plan[entries]):
             lacking = [k for k in keys if not isinstance(entry, dict) or k not in entry]
@@ -254,31 +259,35 @@ def read_plan(path: Path) -> dict[str, Any] | None:
     return plan
 
 
-def stage_plan(mode: str, results: Path) -> dict[str, Any] | None:
+def stage_plan(mode: str, results: Path, max_seeds: int) -> dict[str, Any] | None:
     """The plan a workflow under `mode` trains: under adaptive the one at results/<scale>/seed_plan.json once
     `fedrepro seed-plan` has made it (the second stage), else None (fixed, or the first stage). Before its runs are
-    trained, its claims are checked against the first look's ledgers (planned_claims_problems)."""
+    trained, its claims are checked against the first look's ledgers and the scale's `max_seeds` (the config's, not
+    the plan's: planned_claims_problems)."""
     if mode != ADAPTIVE:
         return None
     plan = read_plan(results / FILE)
-    problems = planned_claims_problems(plan, results) if plan else []
+    problems = planned_claims_problems(plan, results, max_seeds) if plan else []
     if problems:
         raise ResultsError(f"{results / FILE} is not what `fedrepro seed-plan` makes from the first look's ledgers; "
                            f"refused before training: " + "; ".join(problems) + "; remake it with `fedrepro seed-plan`")
     return plan
 
 
-def planned_claims_problems(plan: dict[str, Any], results: Path) -> list[str]:
-    """What makes a plan's claims other than make_plan's from the first look's ledgers on disk: a planned claim that
-    its paper's first-look ledger does not leave open with cause `seeds` and a seeds_needed within the plan's
-    max_seeds, or an added run that serves no planned claim or extends a run none of its claims reads. Ledgers
-    already at the second look were judged with this plan (their record holds its sha256: plan_finding, the audit's
-    check) and are not read again; a paper without a ledger has no first look to plan from."""
+def planned_claims_problems(plan: dict[str, Any], results: Path, max_seeds: int) -> list[str]:
+    """What makes a plan's claims other than make_plan's from the first look's ledgers on disk and the scale's
+    `max_seeds`: a plan of another max_seeds; a planned claim that its paper's first-look ledger does not leave open
+    with cause `seeds`, a seeds_needed within max_seeds and p-values (a bootstrapped verdict is never planned); an
+    added run that serves no planned claim or extends a run none of its claims reads. (planned_table checks that
+    each added run brings its run to exactly max_seeds.) Ledgers already at the second look were judged with this
+    plan (their record holds its sha256: plan_finding, the audit's check) and are not read again; a paper without a
+    ledger has no first look to plan from."""
     from fedrepro.claims.ledger import ledger_look  # (ledger reads the seed plan's looks: imported when needed)
     from fedrepro.claims.seal import read_ledger
 
     planned = {f"{c['paper']}/{c['claim']}": c for c in plan["claims"] if c["planned"]}
-    problems = []
+    problems = [] if plan["max_seeds"] == max_seeds else [
+        f"its max_seeds is {plan['max_seeds']}, the scale's is {max_seeds}"]
     looks: dict[str, tuple[Look, pd.DataFrame | None]] = {}
     for key, c in planned.items():
         paper = c["paper"]
@@ -294,11 +303,14 @@ def planned_claims_problems(plan: dict[str, Any], results: Path) -> list[str]:
         row = rows[rows["claim_id"] == c["claim"]]
         if row.empty:
             problems.append(f"planned claim {key} is not in {paper}'s first-look ledger")
-        elif row.iloc[0]["cause"] != SEEDS or not within_reach(row.iloc[0]["seeds_needed"], 0, plan["max_seeds"]):
+        elif row.iloc[0]["cause"] != SEEDS or not within_reach(row.iloc[0]["seeds_needed"], 0, max_seeds):
             problems.append(f"planned claim {key} is {row.iloc[0]['status']} with cause "
                             f"'{row.iloc[0]['cause'] or 'none'}' and seeds_needed '{row.iloc[0]['seeds_needed']}' in "
                             f"the first look's ledger: only a claim open for want of seeds within max_seeds "
-                            f"{plan['max_seeds']} is planned")
+                            f"{max_seeds} is planned")
+        elif not open_claims(paper, row, {c["claim"]: []})[0].tested:
+            problems.append(f"planned claim {key} is bootstrapped in the first look's ledger: its verdict has no "
+                            f"level to split over two looks, so it is never planned")
     for r in plan["runs"]:
         serves = [k for k in r["claims"] if k in planned]
         if not serves or any(r["extends"] not in planned[k].get("runs", ()) for k in serves):
@@ -362,7 +374,7 @@ def planned_table(table: RunTable, plan: dict[str, Any] | None) -> RunTable:
     # would train other settings under that run's curve
     for r in runs:
         own = table.runs[r["extends"]]
-        expected = extension(own, own["seeds"] + r["seeds"])
+        expected = extension(own, plan["max_seeds"])  # to max_seeds, no more (claims/sequential.py)
         if r["spec"] != expected or r["run_id"] != run_id_of(expected) or r["first_seed"] != expected["first_seed"]:
             differ = sorted(k for k in set(expected) | set(r["spec"]) if expected.get(k) != r["spec"].get(k))
             raise ResultsError(f"{FILE}: added run {r['run_id']} is not an extension of run {r['extends']} "
