@@ -34,7 +34,8 @@ def test_types_come_from_the_annotations():
 
 
 @pytest.mark.parametrize("key,value,says", [("low", math.nan, "low"), ("high", math.inf, "high"),
-                                            ("rel_tol", math.nan, "rel_tol"), ("rel_tol", -1.0, ">= 0")])
+                                            ("rel_tol", math.nan, "rel_tol"), ("rel_tol", -1.0, ">= 0"),
+                                            ("low", 2.0, "low: 2.0 is above high: 1.0")])
 def test_a_claims_number_is_finite_and_a_tolerance_never_negative(key, value, says):
     """A NaN bound read as a bound made the check blame the code ("breaks what it states by construction"): such a
     claims file stops at start-up, naming the claim and the key."""

@@ -195,7 +195,7 @@ def test_a_resealed_checkpoint_is_resumed_recorded_and_caught_by_the_audits_reru
     audit_run(run, files, checkout)
     assert run.status_of("metrics.csv") == OK  # nothing on disk contradicts a record
     resume = next(f for f in run.findings if f.detail.startswith("resumed from"))
-    assert resume.status == WARN
+    assert resume.status == WARN and resume.check == "resumed"  # named in the summary, not as run.json
     assert f"checkpoint.pt at seed group 1, round 20 (payload sha256 {forged})" in resume.detail
     found = rerun(run, spec, checkout, Layout("smoke", root))
     assert found.status == FAIL and found.detail.startswith("rerun differs"), found

@@ -126,6 +126,9 @@ def _claim_problems(claim: dict[str, Any], figures: FigureLabels | None) -> list
         problems.append("require: 'fraction' needs a 'fraction' (the share of cells that must hold)")
     if claim.get("fraction") is not None and claim.get("require") != "fraction":
         problems.append("fraction: read only with require: fraction")
+    low, high = claim.get("low"), claim.get("high")
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)) and low > high:
+        problems.append(f"low: {low} is above high: {high} (a band no value can fall in)")
     # what the claim's tables hold: column -> values, over its figures (read as one table)
     tables = [figures[f] for f in claim.get("figures", []) if f in figures] if figures is not None else []
     columns: dict[str, set] = {}

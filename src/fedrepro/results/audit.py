@@ -63,7 +63,7 @@ RECOVER = "rerun it (delete {run_dir}/ and run snakemake again) or restore the r
 
 @dataclass(frozen=True)
 class Finding:
-    check: str  # what was checked: run.json, metrics.csv, data, code, packages, DVC, rerun, table, files, claims
+    check: str  # what was checked: run.json, resumed, metrics.csv, data, code, DVC, rerun, table, files, claims, ...
     status: str
     detail: str
 
@@ -281,7 +281,7 @@ def _resume_findings(record: dict[str, Any]) -> list[Finding]:
     where = "; ".join(f"{r['checkpoint']} at seed group {r['group']}, "
                       + (f"round {r['round']}" if r["round"] is not None else "trained") + f" (payload sha256 "
                       f"{r['payload_sha256']})" for r in resumed)
-    return [Finding("run.json", WARN, f"resumed from {where}: a checkpoint's hash shows it was not damaged, not that "
+    return [Finding("resumed", WARN, f"resumed from {where}: a checkpoint's hash shows it was not damaged, not that "
                                       f"this run saved it; a rerun (`fedrepro audit --rerun`) trains it from round 0 "
                                       f"and compares")] if resumed else []
 
