@@ -419,36 +419,35 @@ def gpu_plan_table(scale: str | None, gpus: int, seed_workers: int = 1, card: st
     return gpu_plan(table.runs, gpus, rates, seed_workers, card or recorded_cards()[0])
 
 
-def job_cost_table(scale: str | None) -> str:
+def every_run(scale: str | None):
+    """(the scale, `scale` of config/config.yaml by default; its run table of every paper under every reading)."""
     import yaml
 
     from fedrepro.experiments.runtable import build_run_table
-    from fedrepro.results.cost import cost_summary, job_costs
     from fedrepro.validate import with_defaults
 
     with open("config/config.yaml") as fh:
         config = with_defaults(yaml.safe_load(fh) or {})
     scale = scale or config["scale"]
-    # every paper's runs under every reading, to say which reading each recorded run belongs to
-    table = build_run_table({**config, "scale": scale, "papers": known_papers(), "readings": "all"}, Path("config"))
+    return scale, build_run_table({**config, "scale": scale, "papers": known_papers(), "readings": "all"},
+                                  Path("config"))
+
+
+def job_cost_table(scale: str | None) -> str:
+    from fedrepro.results.cost import cost_summary, job_costs
+
+    scale, table = every_run(scale)  # every reading's runs, to say which reading each recorded run belongs to
     return cost_summary(job_costs(scale, origins=table.run_origins()), scale)
 
 
 def stale_runs(scale: str | None) -> list[str]:
     """The run.json of each run of the scale on disk whose code is not this checkout's (training_code.code_change; a
     record that cannot be read counts too), for `snakemake --forcerun`; the counts on stderr."""
-    import yaml
-
-    from fedrepro.experiments.runtable import build_run_table
     from fedrepro.experiments.store import read_record
     from fedrepro.layout import Layout
     from fedrepro.training_code import code_change
-    from fedrepro.validate import with_defaults
 
-    with open("config/config.yaml") as fh:
-        config = with_defaults(yaml.safe_load(fh) or {})
-    scale = scale or config["scale"]
-    table = build_run_table({**config, "scale": scale, "papers": known_papers(), "readings": "all"}, Path("config"))
+    scale, table = every_run(scale)
     changes: dict[str, str | None] = {}
     for run_id, spec in table.runs.items():
         record = Layout(scale).runs / run_id / "run.json"
